@@ -1,0 +1,23 @@
+"""fluxion: composable transformations of NumPy programs (grad, jit, vmap, ...), mirroring `jax`.
+
+`import fluxion as jax` runs JAX programs on the CPU with NumPy as the backend.
+"""
+
+__version__ = "0.1.0"
+
+from ._src.api import (ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready as block_until_ready,
+                       device_get as device_get, device_put as device_put, eval_shape as eval_shape, grad as grad,
+                       hessian as hessian, jacfwd as jacfwd, jacrev as jacrev, jvp as jvp, linearize as linearize,
+                       make_jaxpr as make_jaxpr, value_and_grad as value_and_grad, vjp as vjp, vmap as vmap)
+from ._src.config import config as config
+from ._src.core import Array as Array
+from ._src.jit import jit as jit
+from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure
+
+from . import errors as errors  # noqa: E402
+from . import lax as lax  # noqa: E402
+from . import numpy as numpy  # noqa: E402
+from . import tree as tree  # noqa: E402
+from . import tree_util as tree_util  # noqa: E402
+
+jacobian = jacrev

@@ -1,0 +1,597 @@
+"""The public transformations: grad, value_and_grad, jvp, vjp, linearize, jacfwd, jacrev, hessian, vmap, jit,
+make_jaxpr, eval_shape. Pytrees are flattened here, once, so the interpreters only see flat lists of values.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import core, dtypes
+from .core import Array, ShapedArray, Tracer
+from .interpreters import ad, batching
+from .interpreters import partial_eval as pe
+from .tree_util import (tree_broadcast_prefix, tree_flatten, tree_map, tree_structure, tree_unflatten)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Argument helpers
+# --------------------------------------------------------------------------------------------------------------
+
+def _as_value(x: Any) -> Any:
+    """Converts a leaf to something primitives accept: Arrays and tracers pass, NumPy values/scalars become Arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return core.to_array(x)
+    if hasattr(x, "__jax_array__"):
+        return _as_value(x.__jax_array__())
+    raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX type (arrays, NumPy values and "
+                    "Python scalars are; mark other arguments static or wrap them in a pytree)")
+
+
+def _argnums_tuple(argnums: int | Sequence[int], nargs: int, fname: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise TypeError(f"{fname}: argnums={argnums} is out of range for a function called with {nargs} "
+                            "positional arguments")
+    return tuple(n % nargs for n in nums)
+
+
+def _fun_name(fun: Callable) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _fun_src(fun: Callable) -> str:
+    try:
+        code = inspect.unwrap(fun).__code__
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    except (AttributeError, ValueError):
+        return ""
+
+
+def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict | None = None) -> list[str]:
+    """Names for every flat leaf of (args, kwargs): the parameter name plus the key path inside it."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    from .tree_util import keystr, tree_flatten_with_path
+    names = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"args[{i}]"
+        for path, _ in tree_flatten_with_path(a)[0]:
+            names.append(base + keystr(path))
+    for k, v in (kwargs or {}).items():
+        for path, _ in tree_flatten_with_path(v)[0]:
+            names.append(k + keystr(path))
+    return names
+
+
+def _check_scalar_output(out: Any, fname: str) -> None:
+    aval = core.get_aval(out)
+    if aval.shape != ():
+        raise TypeError(f"{fname} requires scalar output, got output of shape {aval.shape} (dtype {aval.dtype.name}). "
+                        "For vector-valued functions use jax.vjp, jax.jacrev or jax.jacfwd, or reduce the output "
+                        "(e.g. .sum()) before differentiating.")
+    if not dtypes.is_inexact(aval.dtype):
+        raise TypeError(f"{fname} requires real- or complex-valued outputs (output dtype that is a sub-dtype of "
+                        f"np.inexact), but got {aval.dtype.name}. Differentiate a floating-point result.")
+
+
+def _check_differentiable_input(x: Any, fname: str, argnum: int) -> None:
+    aval = core.get_aval(x)
+    if not dtypes.is_inexact(aval.dtype):
+        raise TypeError(f"{fname} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                        f"np.inexact), but got {aval.dtype.name} for argument {argnum}. Integer inputs have no "
+                        "gradient: convert them with x.astype(jnp.float32) before differentiating, or leave them out "
+                        "of argnums.")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Forward and reverse mode
+# --------------------------------------------------------------------------------------------------------------
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """Forward-mode derivative: returns (fun(*primals), the directional derivative along `tangents`).
+
+    Args:
+      fun: a function of pytrees of arrays.
+      primals, tangents: tuples of pytrees of the same structure, shapes and dtypes.
+      has_aux: fun returns (output, aux); aux is returned undifferentiated as a third result.
+
+    Raises:
+      TypeError: primals and tangents differ in structure, shape or dtype.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primal and tangent arguments must be tuples or lists, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    flat_p, tree_p = tree_flatten(tuple(primals))
+    flat_t, tree_t = tree_flatten(tuple(tangents))
+    if tree_p != tree_t:
+        raise TypeError(f"jvp: primal and tangent arguments must have the same tree structure; got {tree_p} and "
+                        f"{tree_t}")
+    flat_p = [_as_value(p) for p in flat_p]
+    flat_t = [_as_value(t) for t in flat_t]
+    for p, t in zip(flat_p, flat_t):
+        pa, ta = core.get_aval(p), core.get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp: primal and tangent shapes must match, got {pa.shape} and {ta.shape}")
+        if dtypes.is_inexact(pa.dtype) and pa.dtype != ta.dtype:
+            raise TypeError(f"jvp: primal and tangent dtypes must match, got {pa.dtype.name} and {ta.dtype.name}")
+    out_tree_box = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(tree_p, xs))
+        if has_aux:
+            out, aux = out
+            out_tree_box.append(aux)
+        flat_out, out_tree = tree_flatten(out)
+        out_tree_box.insert(0, out_tree)
+        return [_as_value(o) for o in flat_out]
+
+    tangents_in = [t if dtypes.is_inexact(core.get_aval(p).dtype) else ad.Zero(core.get_aval(p))
+                   for p, t in zip(flat_p, flat_t)]
+    out_p, out_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
+    out_t = [ad.instantiate_zeros(t) for t in out_t]
+    out_tree = out_tree_box[0]
+    res = (tree_unflatten(out_tree, out_p), tree_unflatten(out_tree, out_t))
+    return res + (out_tree_box[1],) if has_aux else res
+
+
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
+    """Returns (fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the derivative at `primals` (linear map)."""
+    flat_p, tree_p = tree_flatten(primals)
+    flat_p = [_as_value(p) for p in flat_p]
+    box: list = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(tree_p, xs))
+        if has_aux:
+            out, aux = out
+            box.append(aux)
+        flat_out, out_tree = tree_flatten(out)
+        box.insert(0, out_tree)
+        return [_as_value(o) for o in flat_out]
+
+    out_p, lin = ad.linearize_flat(flat_fun, flat_p)
+    out_tree = box[0]
+
+    def f_jvp(*tangents):
+        flat_t, tree_t = tree_flatten(tangents)
+        if tree_t != tree_p:
+            raise TypeError(f"linearized function expects tangents of structure {tree_p}, got {tree_t}")
+        return tree_unflatten(out_tree, lin(*[_as_value(t) for t in flat_t]))
+
+    res = (tree_unflatten(out_tree, out_p), f_jvp)
+    return res + (box[1],) if has_aux else res
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
+    """Reverse mode: returns (fun(*primals), f_vjp) with f_vjp(cotangent) -> tuple of input cotangents.
+
+    The VJP is the transpose of the linearized function (`linearize` then transpose the linear jaxpr).
+    """
+    flat_p, tree_p = tree_flatten(primals)
+    flat_p = [_as_value(p) for p in flat_p]
+    box: list = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(tree_p, xs))
+        if has_aux:
+            out, aux = out
+            box.append(aux)
+        flat_out, out_tree = tree_flatten(out)
+        box.insert(0, out_tree)
+        return [_as_value(o) for o in flat_out]
+
+    out_p, lin = ad.linearize_flat(flat_fun, flat_p)
+    out_tree = box[0]
+    out_avals = [core.get_aval(o) for o in out_p]
+    in_avals = [core.get_aval(p) for p in flat_p]
+
+    def f_vjp(cotangent):
+        flat_ct, tree_ct = tree_flatten(cotangent)
+        if tree_ct != out_tree:
+            raise TypeError(f"vjp: cotangent structure {tree_ct} does not match the function output {out_tree}")
+        cts = []
+        for ct, a in zip(flat_ct, out_avals):
+            ct = _as_value(ct)
+            if core.get_aval(ct).shape != a.shape:
+                raise ValueError(f"vjp: cotangent shape {core.get_aval(ct).shape} does not match the output shape "
+                                 f"{a.shape}")
+            cts.append(ct)
+        cts_in = lin.transpose(cts)
+        outs = []
+        for ct, a in zip(cts_in, in_avals):
+            if type(ct) is ad.Zero:
+                ct = ad.zeros_like_aval(a.strip_weak_type())
+            outs.append(ct)
+        return tree_unflatten(tree_p, outs)
+
+    res = (tree_unflatten(out_tree, out_p), f_vjp)
+    return res + (box[1],) if has_aux else res
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False, reduce_axes=()) -> Callable:
+    """Returns a function computing (fun(*args), the gradient of fun with respect to args[argnums]).
+
+    fun must return a scalar (or (scalar, aux) with has_aux). Gradients have the structure of the selected
+    arguments (a tuple of them when argnums is a tuple).
+
+    Raises:
+      TypeError: non-scalar or integer output; integer inputs; argnums out of range.
+    """
+    fname = "value_and_grad" if not getattr(value_and_grad, "_as_grad", False) else "grad"
+
+    @functools.wraps(fun)
+    def vg(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), fname)
+        diff_args = tuple(args[i] for i in nums)
+        for i, a in zip(nums, diff_args):
+            for leaf in tree_flatten(a)[0]:
+                if not allow_int:
+                    _check_differentiable_input(_as_value(leaf), fname, i)
+
+        def f_partial(*dyn):
+            full = list(args)
+            for i, d in zip(nums, dyn):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            out, f_vjp, aux = vjp(f_partial, *diff_args, has_aux=True)
+        else:
+            out, f_vjp = vjp(f_partial, *diff_args)
+        _check_scalar_output(out, fname)
+        ct = core.Array(np.ones((), core.get_aval(out).dtype))
+        grads = f_vjp(ct)
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        return ((out, aux), g) if has_aux else (out, g)
+
+    return vg
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()) -> Callable:
+    """Returns a function computing the gradient of scalar-valued `fun` with respect to args[argnums].
+
+    Example: grad(lambda x: x ** 3 + 2 * x)(2.0) == 14.0.
+
+    Raises:
+      TypeError: the output is not a scalar float (names its shape), or an input is an integer.
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def g(*args, **kwargs):
+        try:
+            res = vg(*args, **kwargs)
+        except TypeError as e:
+            msg = str(e).replace("value_and_grad requires", "grad requires").replace(
+                "value_and_grad:", "grad:")
+            raise type(e)(msg).with_traceback(e.__traceback__) from None
+        if has_aux:
+            (_, aux), gr = res
+            return gr, aux
+        return res[1]
+
+    return g
+
+
+def _std_basis(flat_avals: list[ShapedArray]) -> list:
+    """Rows of the identity over all flat inputs: one stacked array per input, shape (N,) + input shape."""
+    sizes = [a.size for a in flat_avals]
+    total = int(sum(sizes))
+    eye = np.eye(total, dtype=np.float64)
+    out, start = [], 0
+    for a, s in zip(flat_avals, sizes):
+        block = eye[:, start:start + s].reshape((total,) + a.shape).astype(a.dtype)
+        out.append(core.Array(block))
+        start += s
+    return out
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
+    """Jacobian by forward mode: vmap of jvp over the standard basis. Output shape: out.shape + in.shape."""
+    def jac(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        dyn = tuple(args[i] for i in nums)
+        flat, tree = tree_flatten(dyn)
+        flat = [_as_value(x) for x in flat]
+        for x in flat:
+            _check_differentiable_input(x, "jacfwd", nums[0])
+        avals = [core.get_aval(x) for x in flat]
+
+        def f_partial(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return fun(*full, **kwargs)
+
+        basis = _std_basis(avals)
+
+        def push(*t_flat):
+            res = jvp(f_partial, dyn, tree_unflatten(tree, t_flat), has_aux=has_aux)
+            return (res[1], res[2]) if has_aux else res[1]
+
+        if has_aux:
+            jac_t, aux = vmap(push, in_axes=0, out_axes=(-1, None))(*basis)
+        else:
+            jac_t = vmap(push, in_axes=0, out_axes=-1)(*basis)
+        jac_tree = tree_map(lambda j: _split_last(j, avals), jac_t)
+        if isinstance(argnums, int):
+            jac_tree = tree_map(lambda parts: tree_unflatten(tree, parts)[0], jac_tree,
+                                is_leaf=lambda x: isinstance(x, list))
+        else:
+            jac_tree = tree_map(lambda parts: tree_unflatten(tree, parts), jac_tree,
+                                is_leaf=lambda x: isinstance(x, list))
+        return (jac_tree, aux) if has_aux else jac_tree
+
+    return jac
+
+
+def _split_last(j, avals):
+    """Splits a Jacobian's trailing flat-input axis back into one block per input, reshaped to input shapes."""
+    from .lax import structural as st
+    out_shape = core.get_aval(j).shape[:-1]
+    parts, start = [], 0
+    for a in avals:
+        piece = st.slice_in_dim(j, start, start + a.size, 1, len(out_shape))
+        parts.append(st.reshape(piece, out_shape + a.shape))
+        start += a.size
+    return parts
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """Jacobian by reverse mode: vmap of vjp over the standard basis of the output. Shape: out.shape + in.shape."""
+    def jac(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        dyn = tuple(args[i] for i in nums)
+        for leaf in tree_flatten(dyn)[0]:
+            _check_differentiable_input(_as_value(leaf), "jacrev", nums[0])
+
+        def f_partial(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            out, f_vjp = vjp(f_partial, *dyn)
+        flat_out, out_tree = tree_flatten(out)
+        out_avals = [core.get_aval(o) for o in flat_out]
+        basis = _std_basis(out_avals)
+        total = basis[0].shape[0] if basis else 0
+
+        def pull(*ct_flat):
+            return f_vjp(tree_unflatten(out_tree, ct_flat))
+
+        cts = vmap(pull)(*basis)  # tuple over dyn args of pytrees with leading axis `total`
+        from .lax import structural as st
+
+        def per_output(ct_leaf):
+            # ct_leaf: (total,) + in_shape -> split total into out blocks
+            res, start = [], 0
+            in_shape = core.get_aval(ct_leaf).shape[1:]
+            for a in out_avals:
+                piece = st.slice_in_dim(ct_leaf, start, start + a.size, 1, 0)
+                res.append(st.reshape(piece, a.shape + in_shape))
+                start += a.size
+            return res
+
+        del total
+        per_arg = [tree_map(per_output, c) for c in cts]
+        # Arrange as out_tree of (arg structure)
+        result_by_out = []
+        for k in range(len(out_avals)):
+            args_k = tuple(tree_map(lambda parts: parts[k], pa, is_leaf=lambda x: isinstance(x, list))
+                           for pa in per_arg)
+            result_by_out.append(args_k[0] if isinstance(argnums, int) else args_k)
+        res = tree_unflatten(out_tree, result_by_out)
+        return (res, aux) if has_aux else res
+
+    return jac
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian, as jacfwd(jacrev(fun))."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# vmap
+# --------------------------------------------------------------------------------------------------------------
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable:
+    """Vectorizes `fun` over a mapped axis of its inputs.
+
+    Args:
+      fun: function of pytrees of arrays.
+      in_axes: an int, None, or a pytree prefix of the positional arguments (a tuple/list with one entry per
+        argument) giving the mapped axis of each input (None = not mapped).
+      out_axes: int, None or pytree prefix of the output: where the mapped axis goes.
+      axis_name: a name for the mapped axis, for collectives (`lax.psum(x, axis_name)`).
+      axis_size: the size of the mapped axis when no input is mapped.
+
+    Raises:
+      ValueError: inputs disagree on the mapped axis size (all sizes are listed), or in_axes does not match.
+    """
+    if isinstance(in_axes, list) and not any(isinstance(x, (list, tuple, dict)) for x in in_axes):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, tuple, list, dict))):
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
+                        f"arguments passed to the function, but got {in_axes}.")
+
+    @functools.wraps(fun)
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes specification must be a tree prefix of the corresponding value, got "
+                             f"specification {in_axes} for value tree {tree_structure(args)}: in_axes has "
+                             f"{len(in_axes)} entries but the function was called with {len(args)} positional "
+                             "arguments.")
+        flat_args, in_tree = tree_flatten(args)
+        axes_prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args) if not isinstance(
+            in_axes, (list, dict)) else in_axes
+        flat_axes = tree_broadcast_prefix(axes_prefix, args, is_leaf=lambda x: x is None)
+        flat_args = [_as_value(a) for a in flat_args]
+        sizes = set()
+        norm_axes = []
+        for a, ax in zip(flat_args, flat_axes):
+            if ax is None:
+                norm_axes.append(None)
+                continue
+            nd = core.get_aval(a).ndim
+            if not -nd <= ax < nd:
+                raise ValueError(f"vmap was requested to map its argument along axis {ax}, which implies that its "
+                                 f"rank should be at least {ax + 1 if ax >= 0 else -ax}, but is only {nd} (its "
+                                 f"shape is {core.get_aval(a).shape})")
+            ax %= nd
+            norm_axes.append(ax)
+            sizes.add(core.get_aval(a).shape[ax])
+        if len(sizes) > 1:
+            detail = ", ".join(f"axis {ax} of an argument of shape {core.get_aval(a).shape}"
+                               for a, ax in zip(flat_args, norm_axes) if ax is not None)
+            raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)} ({detail})")
+        if not sizes:
+            if axis_size is None:
+                raise ValueError("vmap must have at least one non-None value in in_axes (or pass axis_size)")
+            size = axis_size
+        else:
+            size = sizes.pop()
+            if axis_size is not None and axis_size != size:
+                raise ValueError(f"vmap: axis_size={axis_size} does not match the mapped axis size {size}")
+        out_tree_box = []
+
+        def flat_fun(*xs):
+            out = fun(*tree_unflatten(in_tree, xs), **kwargs)
+            flat_out, out_tree = tree_flatten(out)
+            out_tree_box.append((out_tree, out))
+            return [_as_value(o) for o in flat_out]
+
+        def out_dims_fn(n):
+            out_tree, out = out_tree_box[0]
+            dims = tree_broadcast_prefix(out_axes, out, is_leaf=lambda x: x is None) if not isinstance(
+                out_axes, (int, type(None))) else [out_axes] * n
+            return dims
+
+        outs = batching.vmap_flat(flat_fun, flat_args, norm_axes, size, axis_name, out_dims_fn, spmd_axis_name)
+        return tree_unflatten(out_tree_box[0][0], outs)
+
+    return batched
+
+
+# --------------------------------------------------------------------------------------------------------------
+# make_jaxpr / eval_shape
+# --------------------------------------------------------------------------------------------------------------
+
+def _abstractify(x: Any) -> ShapedArray:
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), getattr(x, "weak_type", False))
+    return core.get_aval(_as_value(x))
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (`jax.ShapeDtypeStruct`), e.g. as an `eval_shape` result."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+        self.sharding = sharding
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape and self.dtype == other.dtype
+                and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
+               abstracted_axes=None) -> Callable:
+    """Returns a function that traces `fun` on its arguments and returns the `ClosedJaxpr` (printable IR)."""
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        dyn_idx = [i for i in range(len(args)) if i not in static]
+        dyn_args = [args[i] for i in dyn_idx]
+        flat, in_tree = tree_flatten((dyn_args, kwargs))
+        avals = [_abstractify(x) for x in flat]
+        box = []
+
+        def flat_fun(*xs):
+            dargs, dkw = tree_unflatten(in_tree, xs)
+            full = list(args)
+            for i, v in zip(dyn_idx, dargs):
+                full[i] = v
+            out = fun(*full, **dkw)
+            fo, out_tree = tree_flatten(out)
+            box.append((out_tree, out))
+            return [_as_value(o) for o in fo]
+
+        info = pe.DebugInfo("make_jaxpr", _fun_name(fun), _fun_src(fun), _arg_names(fun, dyn_args, kwargs))
+        closed, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals, info)
+        if return_shape:
+            shapes = tree_unflatten(box[0][0], [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in out_avals])
+            return closed, shapes
+        return closed
+
+    return make
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The output shapes/dtypes of `fun(*args)` as a pytree of `ShapeDtypeStruct`, without computing anything."""
+    flat, in_tree = tree_flatten((args, kwargs))
+    avals = [_abstractify(x) for x in flat]
+    box = []
+
+    def flat_fun(*xs):
+        a, k = tree_unflatten(in_tree, xs)
+        out = fun(*a, **k)
+        fo, out_tree = tree_flatten(out)
+        box.append(out_tree)
+        return [_as_value(o) for o in fo]
+
+    _, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals)
+    return tree_unflatten(box[0], [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in out_avals])
+
+
+def block_until_ready(x: Any) -> Any:
+    """Returns `x` (computations on the NumPy backend are complete when they return)."""
+    return x
+
+
+def device_get(x: Any) -> Any:
+    """Converts every Array leaf of `x` to a NumPy array."""
+    return tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
+
+
+def device_put(x: Any, device=None, *, donate: bool = False, may_alias=None) -> Any:
+    """Converts every array-like leaf of `x` to an Array (copying NumPy buffers)."""
+    return tree_map(lambda v: _as_value(v) if isinstance(v, (np.ndarray, np.generic, Array, bool, int, float,
+                                                              complex)) else v, x)

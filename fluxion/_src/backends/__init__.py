@@ -1,0 +1,1 @@
+"""Backends turn primitives into computation; nothing above this package computes with NumPy directly."""

@@ -1,0 +1,104 @@
+"""NumPy implementations of reductions, arg-reductions and dot_general."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def reduce_sum(x, *, axes):
+    x = np.asarray(x)
+    return np.sum(x, axis=axes, dtype=x.dtype)
+
+
+def reduce_prod(x, *, axes):
+    x = np.asarray(x)
+    return np.prod(x, axis=axes, dtype=x.dtype)
+
+
+def reduce_max(x, *, axes):
+    x = np.asarray(x)
+    if x.size == 0:
+        return _empty_identity(x, axes, True)
+    return np.max(x, axis=axes)
+
+
+def reduce_min(x, *, axes):
+    x = np.asarray(x)
+    if x.size == 0:
+        return _empty_identity(x, axes, False)
+    return np.min(x, axis=axes)
+
+
+def _empty_identity(x, axes, is_max):
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
+        v = -np.inf if is_max else np.inf
+    elif x.dtype == np.bool_:
+        v = not is_max
+    else:
+        info = np.iinfo(x.dtype)
+        v = info.min if is_max else info.max
+    return np.full(shape, v, x.dtype)
+
+
+def reduce_and(x, *, axes):
+    return np.all(x, axis=axes) if np.result_type(x) == np.bool_ else np.bitwise_and.reduce(x, axis=axes)
+
+
+def reduce_or(x, *, axes):
+    return np.any(x, axis=axes) if np.result_type(x) == np.bool_ else np.bitwise_or.reduce(x, axis=axes)
+
+
+def reduce_xor(x, *, axes):
+    return np.bitwise_xor.reduce(np.asarray(x), axis=axes)
+
+
+def argmax(x, *, axes, index_dtype):
+    return np.argmax(x, axis=axes[0]).astype(index_dtype)
+
+
+def argmin(x, *, axes, index_dtype):
+    return np.argmin(x, axis=axes[0]).astype(index_dtype)
+
+
+def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    (lc, rc), (lb, rb) = dimension_numbers
+    l_free = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    r_free = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    batch_shape = [lhs.shape[i] for i in lb]
+    m = int(np.prod([lhs.shape[i] for i in l_free], dtype=np.int64))
+    n = int(np.prod([rhs.shape[i] for i in r_free], dtype=np.int64))
+    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    b = int(np.prod(batch_shape, dtype=np.int64))
+    a = np.transpose(lhs, list(lb) + l_free + list(lc)).reshape(b, m, k)
+    c = np.transpose(rhs, list(rb) + list(rc) + r_free).reshape(b, k, n)
+    out_dtype = preferred_element_type if preferred_element_type is not None else lhs.dtype
+    if a.dtype == np.bool_:
+        res = np.matmul(a.astype(np.int32), c.astype(np.int32)) > 0
+    elif a.dtype.itemsize < 4 and a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        # Accumulate half-precision products in float32 as XLA's CPU backend does.
+        res = np.matmul(a.astype(np.float32), c.astype(np.float32))
+    else:
+        res = np.matmul(a, c)
+    out_shape = batch_shape + [lhs.shape[i] for i in l_free] + [rhs.shape[i] for i in r_free]
+    return res.reshape(out_shape).astype(out_dtype, copy=False)
+
+
+def _cum(fn):
+    def impl(x, *, axis, reverse=False):
+        x = np.asarray(x)
+        if reverse:
+            x = np.flip(x, axis)
+        out = fn(x, axis)
+        if reverse:
+            out = np.flip(out, axis)
+        return np.ascontiguousarray(out).astype(x.dtype, copy=False)
+    return impl
+
+
+cumsum = _cum(lambda x, a: np.cumsum(x, axis=a, dtype=x.dtype))
+cumprod = _cum(lambda x, a: np.cumprod(x, axis=a, dtype=x.dtype))
+cummax = _cum(lambda x, a: np.maximum.accumulate(x, axis=a))
+cummin = _cum(lambda x, a: np.minimum.accumulate(x, axis=a))
+cumlogsumexp = _cum(lambda x, a: np.logaddexp.accumulate(x, axis=a))

@@ -1,0 +1,880 @@
+"""The core: abstract values, arrays, primitives, the trace stack, and the jaxpr IR.
+
+How a primitive application is dispatched (see ARCHITECTURE.md):
+
+* With no transformation active (the trace stack holds only the eager evaluator), `Primitive.bind` goes straight to
+  the backend implementation on the NumPy buffers and wraps the result in an `Array`. That path does no trace
+  search, no pytree work and no abstract evaluation: the output's weak type comes from the primitive's
+  `weak_type_rule`, its shape and dtype from NumPy.
+* Otherwise `bind` finds the top trace among its arguments (and the current *dynamic* trace, which captures every
+  operation while `jit`/`make_jaxpr` is staging), raises every argument to it, and calls its `process_primitive`.
+
+Transformations are `Trace` subclasses living at increasing levels of a stack (the design of Autodidax, Part 1):
+a tracer belongs to the trace of one level; values from lower levels are lifted into higher ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from contextlib import contextmanager
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .array_methods import ArrayOps
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Abstract values
+# --------------------------------------------------------------------------------------------------------------
+
+class ShapedArray:
+    """The abstract value of an array: its shape, dtype and weak-type flag (no data).
+
+    Attributes:
+      shape: tuple of non-negative ints.
+      dtype: a canonical NumPy dtype.
+      weak_type: True for values that came from Python scalars and adopt the dtype of what they meet.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: tuple, dtype: np.dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> "ShapedArray":
+        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is ShapedArray and self.shape == other.shape and self.dtype == other.dtype
+                and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace("[]", "[]")
+
+    def __str__(self) -> str:
+        return self.str_short()
+
+
+def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
+    return aval if weak_type is None else aval.update(weak_type=weak_type)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Concrete arrays
+# --------------------------------------------------------------------------------------------------------------
+
+class Array(ArrayOps):
+    """An immutable n-dimensional array held in a NumPy buffer (`jax.Array`'s counterpart).
+
+    Create arrays with `fluxion.numpy` functions (`jnp.array`, `jnp.zeros`, ...), not with this constructor.
+    The buffer is never written after construction; `np.asarray(x)` returns a read-only view of it.
+    """
+
+    __slots__ = ("_value", "weak_type", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value: Any, weak_type: bool = False):
+        self._value = value
+        self.weak_type = weak_type
+
+    @property
+    def aval(self) -> ShapedArray:
+        v = self._value
+        return ShapedArray(v.shape, v.dtype, self.weak_type)
+
+    @property
+    def shape(self) -> tuple:
+        return self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return self._value.size
+
+    @property
+    def itemsize(self) -> int:
+        return self._value.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._value.nbytes
+
+    def __array__(self, dtype=None, copy=None):
+        v = np.asarray(self._value)
+        if dtype is not None and v.dtype != dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        view = v.view()
+        view.flags.writeable = False
+        return view
+
+    def __dlpack__(self, *args, **kwargs):
+        return np.asarray(self._value).__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return np.asarray(self._value).__dlpack_device__()
+
+    def block_until_ready(self) -> "Array":
+        """Returns `self`: NumPy computations finish before their result exists, so there is nothing to wait for."""
+        return self
+
+    def copy_to_host_async(self) -> None:
+        return None
+
+    def is_fully_replicated(self) -> bool:
+        return True
+
+    @property
+    def devices(self):
+        from .devices import local_devices
+        return lambda: {local_devices()[0]}
+
+    def __repr__(self) -> str:
+        v = np.asarray(self._value)
+        weak = ", weak_type=True" if self.weak_type else ""
+        if v.size == 0:
+            body = f"[]" if v.ndim == 1 else repr(v)[6:-1].split(", shape=")[0]
+            return f"Array({body}, shape={v.shape}, dtype={v.dtype.name}{weak})"
+        body = np.array2string(v, separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={v.dtype.name}{weak})"
+
+    def __str__(self) -> str:
+        return str(np.asarray(self._value))
+
+    def __format__(self, spec: str) -> str:
+        if self._value.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array' (arrays are mutable-looking values; use a tuple of floats or "
+                        "x.tobytes() as a key)")
+
+    # Concrete conversions: these are what tracers refuse.
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        if not dtypes.is_integer(self.dtype) and self.dtype != dtypes.bool_:
+            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, got dtype {self.dtype}")
+        return operator.index(self._value.item() if self._value.ndim == 0 else self._value)
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return np.asarray(self._value).tolist()
+
+    def tobytes(self, order="C") -> bytes:
+        return np.asarray(self._value).tobytes(order)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        v = self._value
+        w = self.weak_type
+        return (Array(v[i], w) for i in range(v.shape[0]))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self._value.shape[0]
+
+    def __reduce__(self):
+        return (_reconstruct_array, (np.asarray(self._value), self.weak_type))
+
+    def __getstate__(self):
+        return None
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _reconstruct_array(value, weak_type):
+    return Array(value, weak_type)
+
+
+def concrete_value(x: Any):
+    """The NumPy value behind `x` if it is known now (an Array, or a tracer wrapping one), else None."""
+    if type(x) is Array:
+        return x._value
+    if isinstance(x, Tracer):
+        return x._concrete_value()
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return x
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Primitives and binding
+# --------------------------------------------------------------------------------------------------------------
+
+def _all_weak(args: Sequence[Any], params: dict) -> bool:
+    if not args:
+        return False
+    for a in args:
+        if not getattr(a, "weak_type", False):
+            return False
+    return True
+
+
+def _first_weak(args, params) -> bool:
+    return bool(getattr(args[0], "weak_type", False)) if args else False
+
+
+def _never_weak(args, params) -> bool:
+    return False
+
+
+WEAK_RULES = {"all": _all_weak, "first": _first_weak, "never": _never_weak}
+
+
+# Shape/dtype rules, one per primitive: rule(*avals, **params) -> ShapedArray (or a list for multiple results).
+# The output's weak type is decided by the primitive's `weak_type_rule`, shared with the eager path.
+abstract_eval_rules: dict = {}
+
+
+class Primitive:
+    """A named operation with rules for every transformation, registered in per-transformation tables.
+
+    Attributes:
+      name: the name printed in jaxprs.
+      multiple_results: True if `bind` returns a list of outputs.
+      weak_type_rule: function (args, params) -> bool giving the output's weak type (eager path and tracing).
+    """
+
+    __slots__ = ("name", "multiple_results", "weak_type_rule", "impl")
+
+    def __init__(self, name: str, multiple_results: bool = False, weak_type: str | Callable = "all"):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.weak_type_rule = WEAK_RULES[weak_type] if isinstance(weak_type, str) else weak_type
+        self.impl = None  # set by the backend that implements it
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args, **params):
+        if _state.eager:
+            return eager_apply(self, args, params)
+        return bind_with_trace(self, args, params)
+
+
+def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
+    """Runs `prim` on concrete values with the backend implementation (the eager hot path)."""
+    vals = []
+    for a in args:
+        if type(a) is Array:
+            vals.append(a._value)
+        elif isinstance(a, Tracer):
+            raise escaped_tracer_error(a, prim)
+        else:
+            vals.append(a)
+    impl = prim.impl
+    if impl is None:
+        raise NotImplementedError(f"Primitive '{prim.name}' has no implementation on the NumPy backend")
+    out = impl(*vals, **params)
+    weak = prim.weak_type_rule(args, params)
+    if prim.multiple_results:
+        return [Array(o, weak) for o in out]
+    return Array(out, weak)
+
+
+def bind_with_trace(prim: Primitive, args: Sequence[Any], params: dict):
+    trace = find_top_trace(args)
+    tracers = [full_raise(trace, a) for a in args]
+    return trace.process_primitive(prim, tracers, params)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Traces and tracers
+# --------------------------------------------------------------------------------------------------------------
+
+class MainTrace:
+    """One level of the trace stack: a transformation in progress, with its per-transformation payload."""
+
+    __slots__ = ("level", "trace_type", "payload", "active")
+
+    def __init__(self, level: int, trace_type: type, payload: Any = None):
+        self.level = level
+        self.trace_type = trace_type
+        self.payload = payload
+        self.active = True
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class _TraceState:
+    __slots__ = ("stack", "dynamic", "eager")
+
+    def __init__(self):
+        base = MainTrace(0, EvalTrace)
+        self.stack: list[MainTrace] = [base]
+        self.dynamic: MainTrace = base
+        self.eager = True
+
+    def refresh(self):
+        self.eager = len(self.stack) == 1 and self.dynamic is self.stack[0]
+
+
+class Trace:
+    """Base class of interpreters. Subclasses implement `pure`, `lift` and `process_primitive`."""
+
+    __slots__ = ("main",)
+
+    def __init__(self, main: MainTrace):
+        self.main = main
+
+    def pure(self, val: Any) -> "Tracer":
+        raise NotImplementedError
+
+    lift = pure
+
+    def process_primitive(self, primitive: Primitive, tracers: list, params: dict):
+        raise NotImplementedError
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):
+        raise NotImplementedError(f"{type(self).__name__} does not support custom_jvp")
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, out_trees):
+        raise NotImplementedError(f"{type(self).__name__} does not support custom_vjp")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(level={self.main.level})"
+
+
+class EvalTrace(Trace):
+    """The bottom of the stack: applies primitives to concrete values."""
+
+    def pure(self, val):
+        return val
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        return eager_apply(primitive, tracers, params)
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):
+        return fun(*tracers)
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, out_trees):
+        return fun(*tracers)
+
+
+_state = _TraceState()
+
+
+def cur_level() -> int:
+    return _state.stack[-1].level
+
+
+@contextmanager
+def new_main(trace_type: type, dynamic: bool = False, payload: Any = None):
+    """Pushes a new level for `trace_type`; if `dynamic`, it also captures operations on plain values."""
+    stack = _state.stack
+    main = MainTrace(len(stack), trace_type, payload)
+    stack.append(main)
+    prev_dynamic = _state.dynamic
+    if dynamic:
+        _state.dynamic = main
+    _state.refresh()
+    try:
+        yield main
+    finally:
+        main.active = False
+        stack.pop()
+        _state.dynamic = prev_dynamic
+        _state.refresh()
+
+
+@contextmanager
+def new_base_main():
+    """Temporarily makes the eager evaluator the dynamic trace (used to run concrete code, e.g. jit caches)."""
+    prev = _state.dynamic
+    _state.dynamic = _state.stack[0]
+    _state.refresh()
+    try:
+        yield
+    finally:
+        _state.dynamic = prev
+        _state.refresh()
+
+
+def find_top_trace(xs: Sequence[Any]) -> Trace:
+    top = _state.dynamic
+    for x in xs:
+        if isinstance(x, Tracer):
+            m = x._trace.main
+            if not m.active:
+                raise escaped_tracer_error(x, None)
+            if m.level > top.level:
+                top = m
+    return top.trace_type(top)
+
+
+def full_raise(trace: Trace, val: Any):
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    vmain = val._trace.main
+    if vmain is trace.main:
+        return val
+    if not vmain.active:
+        raise escaped_tracer_error(val, None)
+    if vmain.level < trace.main.level:
+        return trace.lift(val)
+    raise escaped_tracer_error(val, None)
+
+
+def escaped_tracer_error(tracer: "Tracer", prim: Primitive | None) -> Exception:
+    from .errors import UnexpectedTracerError
+    where = f" while applying '{prim.name}'" if prim is not None else ""
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer{where}: {tracer!r}. A function transformed by jit, vmap, grad or a "
+        "control-flow primitive saved one of its intermediate values (a tracer) outside the transformation, for "
+        "example in a global variable, a closure or an object attribute, and it was used after the transformation "
+        "ended. Return the value from the transformed function instead of storing it.")
+
+
+class Tracer(ArrayOps):
+    """A value standing in for an array while a transformation traces a function.
+
+    Tracers behave like arrays (operators, methods, `.shape`, `.dtype`) but refuse conversion to concrete Python or
+    NumPy values unless the transformation knows the concrete value (as forward-mode AD does).
+    """
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def _concrete_value(self):
+        """The concrete NumPy value if the transformation knows it (forward-mode AD does), else None."""
+        return None
+
+    def _origin_description(self) -> str:
+        return ""
+
+    def _concretization_error(self, kind: str, what: str):
+        from . import errors
+        return errors.concretization_error(self, kind, what)
+
+    def __bool__(self):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("bool", "bool")
+        return bool(v)
+
+    def __int__(self):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("int", "int")
+        return int(v)
+
+    def __float__(self):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("float", "float")
+        return float(v)
+
+    def __complex__(self):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("complex", "complex")
+        return complex(v)
+
+    def __index__(self):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("index", "index")
+        return operator.index(np.asarray(v).item())
+
+    def item(self, *args):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("item", "item")
+        return np.asarray(v).item(*args)
+
+    def tolist(self):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("tolist", "tolist")
+        return np.asarray(v).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._concrete_value()
+        if v is None:
+            raise self._concretization_error("array", "numpy")
+        return np.asarray(v, dtype=dtype)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __hash__(self):
+        from .errors import TracerIntegerConversionError  # noqa: F401  (documented alongside the others)
+        raise TypeError(f"unhashable type: {type(self).__name__}: tracers cannot be dictionary keys or set "
+                        "members; mark the argument static (static_argnums/static_argnames) if it is a constant")
+
+    def block_until_ready(self):
+        return self
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of an Array, tracer, NumPy value or Python scalar."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval
+    dt, weak = dtypes.dtype_and_weak(x)
+    return ShapedArray(np.shape(x), dt, weak)
+
+
+def to_array(x: Any, dtype=None, weak_type: bool | None = None) -> Array:
+    """Converts a NumPy value or Python scalar to an `Array` of canonical dtype (copying NumPy buffers)."""
+    if type(x) is Array and dtype is None:
+        return x
+    if dtype is None:
+        dt, weak = dtypes.dtype_and_weak(x)
+    else:
+        dt, weak = dtypes.canonicalize_dtype(dtype), False
+    if weak_type is not None:
+        weak = weak_type
+    raw = np.asarray(x._value if type(x) is Array else x)
+    if raw.dtype == object:
+        raise TypeError(f"Cannot convert value of type {type(x).__name__} to a fluxion array: {x!r}")
+    raw = np.array(raw, dtype=dt, copy=True) if (raw.dtype != dt or not isinstance(x, Array)) else raw
+    return Array(raw, weak)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The jaxpr IR
+# --------------------------------------------------------------------------------------------------------------
+
+class Var:
+    """A variable of a jaxpr, typed by an abstract value. Names are assigned when printing."""
+
+    __slots__ = ("aval", "suffix")
+    _counter = itertools.count()
+
+    def __init__(self, aval: ShapedArray, suffix: str = ""):
+        self.aval = aval
+        self.suffix = suffix
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant inlined into a jaxpr equation (printed as `2.0:f32[]`)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Array, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self.val._value!r})"
+
+
+class JaxprEqn(NamedTuple):
+    primitive: Primitive
+    invars: list
+    outvars: list
+    params: dict
+    source_info: Any = None
+
+
+class Jaxpr:
+    """A typed, first-order program: constvars and invars in, a list of equations, outvars out."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns")
+
+    def __init__(self, constvars: list, invars: list, outvars: list, eqns: list):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    @property
+    def in_avals(self) -> list:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list:
+        return [v.aval for v in self.outvars]
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    @property
+    def in_avals(self) -> list:
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self) -> list:
+        return self.jaxpr.out_avals
+
+    @property
+    def eqns(self) -> list:
+        return self.jaxpr.eqns
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
+    """Evaluates `jaxpr` by binding each equation's primitive, so it runs under any active transformation."""
+    env: dict = {}
+
+    def read(v):
+        return v.val if type(v) is Literal else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr expects {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        if eqn.primitive.multiple_results:
+            for v, o in zip(eqn.outvars, outs):
+                env[v] = o
+        else:
+            env[eqn.outvars[0]] = outs
+    return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Type checking
+# --------------------------------------------------------------------------------------------------------------
+
+class JaxprTypeError(TypeError):
+    pass
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> None:
+    """Checks that every variable is defined before use and each equation's types match its abstract evaluation.
+
+    Raises:
+      JaxprTypeError: naming the offending equation.
+    """
+    defined: set = set()
+
+    def read(v, where):
+        if type(v) is Literal:
+            return v.aval
+        if v not in defined:
+            raise JaxprTypeError(f"Variable {v!r} used before definition in {where}")
+        return v.aval
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        if v in defined:
+            raise JaxprTypeError(f"Variable {v!r} bound twice")
+        defined.add(v)
+    for eqn in jaxpr.eqns:
+        in_avals = [read(v, eqn.primitive.name) for v in eqn.invars]
+        rule = abstract_eval_rules.get(eqn.primitive)
+        if rule is None:
+            raise JaxprTypeError(f"No abstract evaluation rule for primitive '{eqn.primitive.name}'")
+        out = rule(*in_avals, **eqn.params)
+        outs = out if eqn.primitive.multiple_results else [out]
+        for v, a in zip(eqn.outvars, outs):
+            if (v.aval.shape, v.aval.dtype) != (a.shape, a.dtype):
+                raise JaxprTypeError(f"Equation {eqn.primitive.name} declares output {v.aval.str_short()} but its "
+                                     f"rule gives {a.str_short()}")
+            defined.add(v)
+    for v in jaxpr.outvars:
+        read(v, "outputs")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pretty printing, in JAX's text form
+# --------------------------------------------------------------------------------------------------------------
+
+class _Namer:
+    def __init__(self):
+        self.names: dict = {}
+        self.count = 0
+
+    def __call__(self, v) -> str:
+        if type(v) is Literal:
+            return _literal_str(v)
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = _var_name(self.count) + getattr(v, "suffix", "")
+            self.count += 1
+        return name
+
+
+def _var_name(i: int) -> str:
+    # a..z, ba..bz, ca.. : JAX's naming scheme (base 26 with 'a' as zero, first digit shifted).
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if i < 26:
+        return letters[i]
+    s = ""
+    while i:
+        s = letters[i % 26] + s
+        i //= 26
+    return s
+
+
+def _literal_str(lit: Literal) -> str:
+    v = np.asarray(lit.val._value if isinstance(lit.val, Array) else lit.val)
+    x = v.item()
+    if isinstance(x, float):
+        text = repr(x)
+    elif isinstance(x, bool):
+        text = str(x)
+    else:
+        text = str(x)
+    return f"{text}:{lit.aval.str_short()}"
+
+
+def _format_param(value: Any, namer: _Namer, indent: int) -> str:
+    if isinstance(value, ClosedJaxpr):
+        return _pp_jaxpr(value.jaxpr, namer, indent + 2)
+    if isinstance(value, Jaxpr):
+        return _pp_jaxpr(value, namer, indent + 2)
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, (tuple, list)) and value and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
+        inner = ("\n" + " " * (indent + 2)).join(_format_param(x, namer, indent + 2) for x in value)
+        return "(\n" + " " * (indent + 2) + inner + "\n" + " " * indent + ")"
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return str(value)
+
+
+def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
+    ins = " ".join(namer(v) for v in eqn.invars)
+    outs = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in eqn.outvars)
+    params = {k: v for k, v in eqn.params.items() if not k.startswith("_")}
+    head = f"{outs} = {eqn.primitive.name}"
+    if not params:
+        return f"{head} {ins}".rstrip()
+    items = [f"{k}={_format_param(params[k], namer, indent + 2)}" for k in sorted(params)]
+    one_line = f"{head}[{' '.join(items)}] {ins}".rstrip()
+    if "\n" not in one_line and len(one_line) + indent <= 100:
+        return one_line
+    pad = " " * (indent + 2)
+    return f"{head}[\n" + "".join(f"{pad}{it}\n" for it in items) + " " * indent + f"] {ins}".rstrip()
+
+
+def _pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int = 0) -> str:
+    consts = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
+    ins = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
+    eqn_strs = [_pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    outs = ", ".join(namer(v) for v in jaxpr.outvars)
+    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+    head = f"{{ lambda {consts}; {ins}. let"
+    single = f"{head} {eqn_strs[0]} in {outs} }}" if len(eqn_strs) == 1 else f"{head} in {outs} }}"
+    if len(eqn_strs) <= 1 and "\n" not in single and len(single) + indent <= 80:
+        return single
+    pad = " " * (indent + 4)
+    body = "".join(f"\n{pad}{s}" for s in eqn_strs)
+    return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr) -> str:
+    return _pp_jaxpr(jaxpr, _Namer())

@@ -1,0 +1,1 @@
+"""Transformations as interpreters: ad (jvp/linearize/transpose), batching (vmap), partial_eval (staging)."""

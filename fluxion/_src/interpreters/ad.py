@@ -1,0 +1,312 @@
+"""Automatic differentiation: forward mode (JVP), linearization, and transposition (reverse mode).
+
+Reverse mode is derived from forward mode (Autodidax, Part 4): `linearize` runs the JVP with the primal half
+computed directly and the tangent half staged into a jaxpr (a `JaxprTrace` pushed *below* the JVP trace captures
+exactly the operations that touch tangents); `backward_pass` then transposes that linear jaxpr. A new primitive
+therefore needs a JVP rule, plus a transpose rule if it is linear.
+
+Tangents may be the symbolic `Zero`, so untouched inputs cost nothing and integer inputs never get tangents.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Literal, ShapedArray, Tracer
+from . import partial_eval as pe
+
+# Rule tables (one grep finds every rule of a primitive).
+primitive_jvps: dict = {}        # prim -> rule(primals, tangents, **params) -> (primal_out, tangent_out)
+primitive_transposes: dict = {}  # prim -> rule(cts, *args, **params) -> list of cotangents (None = no cotangent)
+
+
+class Zero:
+    """A symbolic zero tangent/cotangent of abstract value `aval`."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Zero({self.aval.str_short()})"
+
+
+class UndefinedPrimal:
+    """Marks a linear input of an equation during transposition (its value is what we solve for)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x: Any) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+
+
+def zeros_like_aval(aval: ShapedArray):
+    from ..lax import structural
+    return structural.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate_zeros(t: Any):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(a: Any, b: Any):
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    from ..lax import elementwise
+    return elementwise.add(a, b)
+
+
+def is_differentiable_dtype(dtype: np.dtype) -> bool:
+    return dtypes.is_inexact(dtype)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Forward mode
+# --------------------------------------------------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: "JVPTrace", primal: Any, tangent: Any):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ShapedArray:
+        return core.get_aval(self.primal)
+
+    def _concrete_value(self):
+        return core.concrete_value(self.primal)
+
+    def _origin_description(self) -> str:
+        p = self.primal
+        return p._origin_description() if isinstance(p, Tracer) else ""
+
+
+class JVPTrace(core.Trace):
+    def pure(self, val):
+        return JVPTracer(self, val, Zero(core.get_aval(val)))
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            out = primitive.bind(*primals, **params)
+            if primitive.multiple_results:
+                return [JVPTracer(self, o, Zero(core.get_aval(o))) for o in out]
+            return JVPTracer(self, out, Zero(core.get_aval(out)))
+        rule = primitive_jvps.get(primitive)
+        if rule is None:
+            raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented "
+                                      "(forward/reverse-mode autodiff of this primitive is unsupported)")
+        primal_out, tangent_out = rule(primals, tangents, **params)
+        if primitive.multiple_results:
+            return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+        return JVPTracer(self, primal_out, tangent_out)
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            outs = primitive.bind_fun(fun, jvp, *primals)
+            return [JVPTracer(self, o, Zero(core.get_aval(o))) for o in outs]
+        tangents = [instantiate_zeros(t) for t in tangents]
+        primals_out, tangents_out = jvp(primals, tangents)
+        return [JVPTracer(self, p, t) for p, t in zip(primals_out, tangents_out)]
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, out_trees):
+        from ..custom_derivatives import custom_lin_p
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            outs = primitive.bind_fun(fun, fwd, bwd, *primals, out_trees=out_trees)
+            return [JVPTracer(self, o, Zero(core.get_aval(o))) for o in outs]
+        res, primals_out = fwd(*primals)
+        tangents = [instantiate_zeros(t) for t in tangents]
+        out_avals = [core.get_aval(p).strip_weak_type() for p in primals_out]
+        tangents_out = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd, out_avals=tuple(out_avals),
+                                         in_avals=tuple(core.get_aval(t) for t in tangents))
+        return [JVPTracer(self, p, t) for p, t in zip(primals_out, tangents_out)]
+
+
+def jvp_flat(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
+    """Forward mode on flat lists: returns (primal outputs, tangent outputs; tangents may be `Zero`)."""
+    with core.new_main(JVPTrace) as main:
+        trace = JVPTrace(main)
+        tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = fun(*tracers)
+        out_tracers = [core.full_raise(trace, o) for o in outs]
+        return [t.primal for t in out_tracers], [t.tangent for t in out_tracers]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Linearization and transposition
+# --------------------------------------------------------------------------------------------------------------
+
+class LinearFunction:
+    """The linear map produced by `linearize`: a jaxpr from input tangents to output tangents, with residuals."""
+
+    def __init__(self, jaxpr: core.Jaxpr, consts: list, in_avals: list, out_zero: list[bool]):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.in_avals = in_avals
+        self.out_zero = out_zero
+
+    def __call__(self, *tangents):
+        """Applies the linear map (forward): tangents in, tangents out."""
+        return core.eval_jaxpr(self.jaxpr, self.consts, *tangents)
+
+    def transpose(self, cotangents: Sequence[Any]) -> list:
+        """Applies the transposed map: output cotangents in, input cotangents out (`Zero` where there is none)."""
+        return backward_pass(self.jaxpr, self.consts, cotangents)
+
+
+def linearize_flat(fun: Callable, primals: Sequence[Any]) -> tuple[list, LinearFunction]:
+    """Evaluates `fun` at `primals` and stages its derivative there as a linear jaxpr.
+
+    Returns:
+      (primal outputs, LinearFunction).
+    """
+    builder = pe.JaxprBuilder()
+    with core.new_main(pe.JaxprTrace, dynamic=False, payload=builder) as lin_main:
+        lin_trace = pe.JaxprTrace(lin_main)
+        in_avals = [tangent_aval(core.get_aval(p)) for p in primals]
+        tangent_in = [lin_trace.new_arg(a) for a in in_avals]
+        primals_out, tangents_out = jvp_flat(fun, primals, tangent_in)
+        out_zero = [type(t) is Zero for t in tangents_out]
+        out_tracers = [core.full_raise(lin_trace, instantiate_zeros(t)) for t in tangents_out]
+        jaxpr, consts = builder.to_jaxpr(out_tracers)
+    return primals_out, LinearFunction(jaxpr, consts, in_avals, out_zero)
+
+
+def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence[Any]) -> list:
+    """Transposes a linear jaxpr: propagates output cotangents back to its inputs.
+
+    Every equation of a staged linear jaxpr has at least one linear input; constvars and literals are the
+    non-linear residuals. Returns one cotangent (or `Zero`) per jaxpr invar.
+    """
+    const_env = dict(zip(jaxpr.constvars, consts))
+    ct_env: dict = {}
+
+    def read_primal(v):
+        if type(v) is Literal:
+            return v.val
+        if v in const_env:
+            return const_env[v]
+        return UndefinedPrimal(v.aval)
+
+    def write_ct(v, ct):
+        if type(v) is Literal or v in const_env or ct is None or type(ct) is Zero:
+            return
+        prev = ct_env.get(v)
+        ct_env[v] = ct if prev is None else add_tangents(prev, ct)
+
+    for v, ct in zip(jaxpr.outvars, cotangents):
+        write_ct(v, ct)
+
+    for eqn in reversed(jaxpr.eqns):
+        cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(c is None for c in cts_out):
+            continue
+        invals = [read_primal(v) for v in eqn.invars]
+        rule = primitive_transposes.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(transpose_missing_message(eqn.primitive))
+        if eqn.primitive.multiple_results:
+            cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts_out)]
+            cts_in = rule(cts, *invals, **eqn.params)
+        else:
+            cts_in = rule(cts_out[0], *invals, **eqn.params)
+        for v, x, ct in zip(eqn.invars, invals, cts_in):
+            if is_undefined_primal(x):
+                write_ct(v, ct)
+    return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+
+
+def transpose_missing_message(prim: core.Primitive) -> str:
+    if prim.name == "while":
+        return ("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
+                "start/stop values. Try using lax.scan, or lax.fori_loop with constant start/stop.")
+    if prim.name == "custom_lin":
+        return "custom_lin should have been transposed"
+    return (f"Transpose rule (for reverse-mode differentiation) for '{prim.name}' not implemented: the primitive "
+            "is not linear in its differentiated operands.")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Rule registration helpers
+# --------------------------------------------------------------------------------------------------------------
+
+def defjvp(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
+    """Registers a JVP from per-operand rules `rule(tangent, *primals, **params) -> tangent contribution`.
+
+    `None` marks an operand that is not differentiable (its tangent is ignored).
+    """
+
+    def jvp(primals, tangents, **params):
+        primal_out = primitive.bind(*primals, **params)
+        total = Zero(core.get_aval(primal_out))
+        for rule, t in zip(jvp_rules, tangents):
+            if rule is not None and type(t) is not Zero:
+                total = add_tangents(total, rule(t, *primals, **params))
+        return primal_out, total
+
+    primitive_jvps[primitive] = jvp
+
+
+def defjvp2(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
+    """Like `defjvp`, but each rule also receives the primal output: `rule(t, ans, *primals, **params)`."""
+
+    def jvp(primals, tangents, **params):
+        ans = primitive.bind(*primals, **params)
+        total = Zero(core.get_aval(ans))
+        for rule, t in zip(jvp_rules, tangents):
+            if rule is not None and type(t) is not Zero:
+                total = add_tangents(total, rule(t, ans, *primals, **params))
+        return ans, total
+
+    primitive_jvps[primitive] = jvp
+
+
+def defjvp_zero(primitive: core.Primitive) -> None:
+    """The output does not depend differentiably on any input (comparisons, integer ops, ...)."""
+
+    def jvp(primals, tangents, **params):
+        out = primitive.bind(*primals, **params)
+        if primitive.multiple_results:
+            return out, [Zero(core.get_aval(o)) for o in out]
+        return out, Zero(core.get_aval(out))
+
+    primitive_jvps[primitive] = jvp
+
+
+def deflinear(primitive: core.Primitive, transpose_rule: Callable) -> None:
+    """A primitive linear in all its operands: its JVP applies it to the tangents; register its transpose."""
+
+    def jvp(primals, tangents, **params):
+        out = primitive.bind(*primals, **params)
+        tangents = [instantiate_zeros(t) for t in tangents]
+        return out, primitive.bind(*tangents, **params)
+
+    primitive_jvps[primitive] = jvp
+    primitive_transposes[primitive] = transpose_rule

@@ -1,0 +1,166 @@
+"""Cumulative reductions (`cumsum`, `cumprod`, `cummax`, `cummin`, `cumlogsumexp`) and `associative_scan`.
+
+`cumsum` is linear (its transpose is a reversed cumsum). The others get their JVP by differentiating a
+log-depth `associative_scan` of the combining function (Blelloch-style odd/even recursion), so ties, zeros and
+infinities are handled by the elementwise rules of `mul`, `max`, `min` and `logaddexp` rather than by division.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import core
+from ..backends.numpy import reductions as impl
+from ..core import ShapedArray
+from ..interpreters import ad, batching
+from ..interpreters.ad import Zero
+from . import elementwise as ew
+from . import structural as st
+from .utils import standard_primitive
+
+
+def _cum_rule(x, *, axis, reverse=False):
+    if not 0 <= axis < x.ndim:
+        raise TypeError(f"cumulative reduction: axis {axis} out of bounds for shape {x.shape}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _cum_batch(prim):
+    def rule(vals, dims, *, axis, reverse=False):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, axis=axis + 1 if axis >= d else axis, reverse=reverse), d
+    return rule
+
+
+def _make(name, fn):
+    prim = standard_primitive(name, _cum_rule, fn, weak_type="first")
+    batching.primitive_batchers[prim] = _cum_batch(prim)
+    return prim
+
+
+cumsum_p = _make("cumsum", impl.cumsum)
+cumprod_p = _make("cumprod", impl.cumprod)
+cummax_p = _make("cummax", impl.cummax)
+cummin_p = _make("cummin", impl.cummin)
+cumlogsumexp_p = _make("cumlogsumexp", impl.cumlogsumexp)
+
+
+def _bind(prim, x, axis, reverse):
+    x = st._as_array(x)
+    nd = core.get_aval(x).ndim
+    return prim.bind(x, axis=int(axis) % nd, reverse=bool(reverse))
+
+
+def cumsum(x, axis: int = 0, reverse: bool = False):
+    """Cumulative sum along `axis` (from the end if `reverse`)."""
+    return _bind(cumsum_p, x, axis, reverse)
+
+
+def cumprod(x, axis: int = 0, reverse: bool = False):
+    """Cumulative product along `axis`."""
+    return _bind(cumprod_p, x, axis, reverse)
+
+
+def cummax(x, axis: int = 0, reverse: bool = False):
+    """Cumulative maximum along `axis`."""
+    return _bind(cummax_p, x, axis, reverse)
+
+
+def cummin(x, axis: int = 0, reverse: bool = False):
+    """Cumulative minimum along `axis`."""
+    return _bind(cummin_p, x, axis, reverse)
+
+
+def cumlogsumexp(x, axis: int = 0, reverse: bool = False):
+    """Cumulative log(sum(exp(x))) along `axis`."""
+    return _bind(cumlogsumexp_p, x, axis, reverse)
+
+
+ad.deflinear(cumsum_p, lambda ct, x, *, axis, reverse=False: [
+    None if type(ct) is Zero else cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+    """Inclusive scan of an associative binary `fn` over `axis` in O(log n) depth.
+
+    Args:
+      fn: associative function of two pytrees of arrays with the shape of `elems` slices.
+      elems: a pytree of arrays sharing the length of `axis`.
+      reverse: scan from the end.
+      axis: the scanned axis.
+
+    Returns:
+      A pytree like `elems` whose i-th slice combines slices 0..i.
+    """
+    from ..tree_util import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten(elems)
+    if not leaves:
+        return elems
+    nd = core.get_aval(leaves[0]).ndim
+    axis = int(axis) % nd
+    n = core.get_aval(leaves[0]).shape[axis]
+    if reverse:
+        leaves = [st.rev(x, (axis,)) for x in leaves]
+
+    def combine(a, b):
+        return tree_flatten(fn(tree_unflatten(tree, a), tree_unflatten(tree, b)))[0]
+
+    def scan(xs):
+        k = core.get_aval(xs[0]).shape[axis]
+        if k < 2:
+            return xs
+        evens = [st.slice_in_dim(x, 0, k - 1, 2, axis) for x in xs]
+        odds = [st.slice_in_dim(x, 1, k, 2, axis) for x in xs]
+        reduced = scan(combine(evens, odds))
+        m = core.get_aval(reduced[0]).shape[axis]
+        if k % 2 == 0:
+            later = combine([st.slice_in_dim(r, 0, m - 1, 1, axis) for r in reduced],
+                            [st.slice_in_dim(e, 1, None, 1, axis) for e in evens])
+        else:
+            later = combine(reduced, [st.slice_in_dim(e, 1, None, 1, axis) for e in evens])
+        firsts = [st.slice_in_dim(x, 0, 1, 1, axis) for x in xs]
+        evens_out = [st.concatenate([f, l], axis) for f, l in zip(firsts, later)]
+        return [_interleave(e, o, axis) for e, o in zip(evens_out, reduced)]
+
+    out = scan(leaves) if n else leaves
+    if reverse:
+        out = [st.rev(x, (axis,)) for x in out]
+    return tree_unflatten(tree, out)
+
+
+def _interleave(a, b, axis):
+    """Interleaves a (length ceil(n/2)) and b (length floor(n/2)) along `axis`: a0 b0 a1 b1 ..."""
+    na = core.get_aval(a).shape[axis]
+    nb = core.get_aval(b).shape[axis]
+    zero = core.Array(np.zeros((), core.get_aval(a).dtype))
+    cfg_a = [(0, 0, 0)] * core.get_aval(a).ndim
+    cfg_b = [(0, 0, 0)] * core.get_aval(b).ndim
+    cfg_a[axis] = (0, 1 if na == nb else 0, 1)
+    cfg_b[axis] = (1, 0 if na == nb else 1, 1)
+    pa = st.pad(a, zero, cfg_a)
+    pb = st.pad(b, zero, cfg_b)
+    if core.get_aval(a).dtype == np.bool_:
+        return ew.bitwise_or(pa, pb)
+    return ew.add(pa, pb)
+
+
+def _logaddexp(a, b):
+    m = ew.max(a, b)
+    return ew.add(m, ew.log1p(ew.exp(ew.neg(ew.abs(ew.sub(a, b))))))
+
+
+def _scan_jvp(prim, combine):
+    def jvp(primals, tangents, *, axis, reverse=False):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        _, t_out = ad.jvp_flat(lambda v: [associative_scan(combine, v, reverse=reverse, axis=axis)], [x], [t])
+        return out, t_out[0]
+    return jvp
+
+
+ad.primitive_jvps[cumprod_p] = _scan_jvp(cumprod_p, ew.mul)
+ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, ew.max)
+ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, ew.min)
+ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, _logaddexp)

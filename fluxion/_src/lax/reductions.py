@@ -1,0 +1,345 @@
+"""Reductions (`reduce_sum/max/min/prod/and/or`), arg-reductions (`argmax/argmin`) and `dot_general`."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import core, dtypes
+from ..backends.numpy import reductions as impl
+from ..core import ShapedArray
+from ..interpreters import ad, batching
+from ..interpreters.ad import Zero
+from . import elementwise as ew
+from . import structural as st
+from .utils import standard_primitive
+
+
+def _reduce_rule(name, allow_bool=True):
+    def rule(x, *, axes):
+        for a in axes:
+            if not 0 <= a < x.ndim:
+                raise TypeError(f"{name}: axis {a} is out of bounds for an operand of shape {x.shape}")
+        if not allow_bool and x.dtype == dtypes.bool_:
+            raise TypeError(f"{name} does not accept bool operands")
+        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
+    return rule
+
+
+def _reduce_batch(prim):
+    def rule(vals, dims, *, axes):
+        (x,), (d,) = vals, dims
+        new_axes = tuple(a + 1 if a >= d else a for a in axes)
+        out_d = d - sum(1 for a in axes if a < d)
+        return prim.bind(x, axes=new_axes), out_d
+    return rule
+
+
+def _make_reduce(name, fn, allow_bool=True):
+    prim = standard_primitive(name, _reduce_rule(name, allow_bool), fn, weak_type="first")
+    batching.primitive_batchers[prim] = _reduce_batch(prim)
+    return prim
+
+
+reduce_sum_p = _make_reduce("reduce_sum", impl.reduce_sum, allow_bool=False)
+reduce_prod_p = _make_reduce("reduce_prod", impl.reduce_prod, allow_bool=False)
+reduce_max_p = _make_reduce("reduce_max", impl.reduce_max)
+reduce_min_p = _make_reduce("reduce_min", impl.reduce_min)
+reduce_and_p = _make_reduce("reduce_and", impl.reduce_and)
+reduce_or_p = _make_reduce("reduce_or", impl.reduce_or)
+reduce_xor_p = _make_reduce("reduce_xor", impl.reduce_xor)
+
+
+def _axes(x, axes) -> tuple:
+    nd = core.get_aval(x).ndim
+    return tuple(sorted(int(a) % nd for a in axes)) if nd else ()
+
+
+def _bind_reduce(prim, x, axes):
+    x = st._as_array(x)
+    axes = _axes(x, axes)
+    if not axes:
+        return x
+    return prim.bind(x, axes=axes)
+
+
+def reduce_sum(x, axes: Sequence[int]):
+    """Sums `x` over `axes` (dtype preserved)."""
+    return _bind_reduce(reduce_sum_p, x, axes)
+
+
+def reduce_prod(x, axes: Sequence[int]):
+    """Multiplies `x` over `axes` (dtype preserved)."""
+    return _bind_reduce(reduce_prod_p, x, axes)
+
+
+def reduce_max(x, axes: Sequence[int]):
+    """Maximum of `x` over `axes` (-inf / the dtype's minimum for empty reductions)."""
+    return _bind_reduce(reduce_max_p, x, axes)
+
+
+def reduce_min(x, axes: Sequence[int]):
+    """Minimum of `x` over `axes` (+inf / the dtype's maximum for empty reductions)."""
+    return _bind_reduce(reduce_min_p, x, axes)
+
+
+def reduce_and(x, axes: Sequence[int]):
+    return _bind_reduce(reduce_and_p, x, axes)
+
+
+def reduce_or(x, axes: Sequence[int]):
+    return _bind_reduce(reduce_or_p, x, axes)
+
+
+def reduce_xor(x, axes: Sequence[int]):
+    return _bind_reduce(reduce_xor_p, x, axes)
+
+
+def _expand_back(y, in_shape, axes):
+    kept = tuple(i for i in range(len(in_shape)) if i not in axes)
+    return st.broadcast_in_dim(y, in_shape, kept)
+
+
+def _reduce_sum_transpose(ct, x, *, axes):
+    if type(ct) is Zero:
+        return [None]
+    return [_expand_back(ct, x.aval.shape, axes)]
+
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _chooser_jvp(prim):
+    def jvp(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        shape = core.get_aval(x).shape
+        location = ew.eq(x, _expand_back(ans, shape, axes))
+        dt = core.get_aval(x).dtype
+        loc = ew.convert_element_type(location, dt)
+        counts = reduce_sum(loc, axes)
+        picked = reduce_sum(ew.mul(t, loc), axes)
+        return ans, ew.div(picked, counts)
+    return jvp
+
+
+ad.primitive_jvps[reduce_max_p] = _chooser_jvp(reduce_max_p)
+ad.primitive_jvps[reduce_min_p] = _chooser_jvp(reduce_min_p)
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """d prod(x) = sum_i t_i * prod_{j != i} x_j, computed without dividing (so zeros in x are handled).
+
+    The "product of all others" uses exclusive cumulative products from both ends along the flattened reduced axes.
+    """
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    shape = core.get_aval(x).shape
+    kept = [i for i in range(len(shape)) if i not in axes]
+    perm = kept + list(axes)
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    kept_shape = tuple(shape[i] for i in kept)
+    xr = st.reshape(st.transpose(x, perm), kept_shape + (n,))
+    tr = st.reshape(st.transpose(t, perm), kept_shape + (n,))
+    from .cumulative import cumprod
+    ax = len(kept_shape)
+    one = st.full(kept_shape + (1,), 1, core.get_aval(x).dtype)
+    left = st.concatenate([one, st.slice_in_dim(cumprod(xr, ax), 0, n - 1, 1, ax)], ax) if n > 1 else one
+    right = st.concatenate([st.slice_in_dim(cumprod(xr, ax, reverse=True), 1, n, 1, ax), one], ax) \
+        if n > 1 else one
+    others = ew.mul(left, right)
+    return ans, reduce_sum(ew.mul(tr, others), (ax,))
+
+
+ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
+    ad.defjvp_zero(_p)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# argmax / argmin
+# --------------------------------------------------------------------------------------------------------------
+
+def _arg_rule(name):
+    def rule(x, *, axes, index_dtype):
+        (axis,) = axes
+        if not 0 <= axis < x.ndim:
+            raise TypeError(f"{name}: axis {axis} out of bounds for shape {x.shape}")
+        if x.shape[axis] == 0:
+            raise ValueError(f"{name} of an empty dimension (shape {x.shape}, axis {axis}) is undefined")
+        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i != axis), index_dtype)
+    return rule
+
+
+def _arg_batch(prim):
+    def rule(vals, dims, *, axes, index_dtype):
+        (x,), (d,) = vals, dims
+        (axis,) = axes
+        new_axis = axis + 1 if axis >= d else axis
+        return prim.bind(x, axes=(new_axis,), index_dtype=index_dtype), d - (1 if axis < d else 0)
+    return rule
+
+
+argmax_p = standard_primitive("argmax", _arg_rule("argmax"), impl.argmax, weak_type="never")
+argmin_p = standard_primitive("argmin", _arg_rule("argmin"), impl.argmin, weak_type="never")
+for _p in (argmax_p, argmin_p):
+    batching.primitive_batchers[_p] = _arg_batch(_p)
+    ad.defjvp_zero(_p)
+
+
+def argmax(x, axis: int, index_dtype=np.int32):
+    """Index of the maximum along `axis` (the first one on ties and for NaN)."""
+    x = st._as_array(x)
+    axis = int(axis) % core.get_aval(x).ndim
+    return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype=np.int32):
+    """Index of the minimum along `axis` (the first one on ties and for NaN)."""
+    x = st._as_array(x)
+    axis = int(axis) % core.get_aval(x).ndim
+    return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# dot_general
+# --------------------------------------------------------------------------------------------------------------
+
+def _free_dims(ndim, contract, batch):
+    return [i for i in range(ndim) if i not in contract and i not in batch]
+
+
+def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general: contracting/batch dimension lists must pair up, got {dimension_numbers}")
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
+                            f"{lhs.shape} (dim {a}) and {rhs.shape} (dim {b})")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires batch dimensions to have the same shape, got "
+                            f"{lhs.shape} (dim {a}) and {rhs.shape} (dim {b})")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"dot_general requires operands of one dtype, got {lhs.dtype.name} and {rhs.dtype.name}")
+    shape = tuple(lhs.shape[i] for i in lb) + tuple(lhs.shape[i] for i in _free_dims(lhs.ndim, lc, lb)) + \
+        tuple(rhs.shape[i] for i in _free_dims(rhs.ndim, rc, rb))
+    return ShapedArray(shape, preferred_element_type or lhs.dtype)
+
+
+dot_general_p = standard_primitive("dot_general", _dot_general_rule, impl.dot_general, weak_type="all")
+
+
+def _norm_dims(dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    return ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)), (tuple(int(i) for i in lb),
+                                                                      tuple(int(i) for i in rb)))
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """Generalized tensor contraction.
+
+    Args:
+      lhs, rhs: arrays of one dtype.
+      dimension_numbers: ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)).
+      precision: accepted for compatibility (NumPy computes at full precision).
+      preferred_element_type: the output dtype (defaults to the operands' dtype).
+
+    Returns:
+      An array of shape batch + lhs free dims + rhs free dims.
+    """
+    lhs, rhs = ew._lift_scalars(lhs, rhs)
+    pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type is not None else None
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=_norm_dims(dimension_numbers), precision=None,
+                              preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product of rank-1 or rank-2 arrays (contracts lhs's last and rhs's first dimension)."""
+    lhs, rhs = ew._lift_scalars(lhs, rhs)
+    ln, rn = core.get_aval(lhs).ndim, core.get_aval(rhs).ndim
+    if ln not in (1, 2) or rn not in (1, 2):
+        raise TypeError(f"lax.dot requires rank-1 or rank-2 operands, got shapes {core.get_aval(lhs).shape} "
+                        f"and {core.get_aval(rhs).shape}")
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)
+
+
+def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swap_ct=False):
+    (lc, rc), (lb, rb) = dimension_numbers
+    y_aval = core.get_aval(y)
+    x_kept = _free_dims(x_aval.ndim, lc, lb)
+    y_kept = _free_dims(y_aval.ndim, rc, rb)
+    nb = len(lb)
+    if swap_ct:
+        # ct is laid out batch + y_kept + x_kept (we are transposing for the rhs); bring x_kept first.
+        ct_perm = list(range(nb)) + list(range(nb + len(y_kept), nb + len(y_kept) + len(x_kept))) + \
+            list(range(nb, nb + len(y_kept)))
+        ct = st.transpose(ct, ct_perm)
+    ans_batch = tuple(range(nb))
+    ans_y = tuple(range(nb + len(x_kept), nb + len(x_kept) + len(y_kept)))
+    out = dot_general_p.bind(ct, y, dimension_numbers=((ans_y, tuple(y_kept)), (ans_batch, tuple(rb))),
+                             precision=None, preferred_element_type=x_aval.dtype)
+    src = list(lb) + list(x_kept) + [lc[list(rc).index(r)] for r in sorted(rc)]
+    return st.transpose(out, tuple(int(i) for i in np.argsort(src)))
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    if type(ct) is Zero:
+        return [None, None]
+    (lc, rc), (lb, rb) = dimension_numbers
+    res = [None, None]
+    if ad.is_undefined_primal(lhs):
+        res[0] = _dot_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, preferred_element_type)
+    if ad.is_undefined_primal(rhs):
+        swapped = ((rc, lc), (rb, lb))
+        res[1] = _dot_transpose_lhs(ct, rhs.aval, lhs, swapped, preferred_element_type, swap_ct=True)
+    return res
+
+
+def _dot_general_jvp(primals, tangents, *, dimension_numbers, precision=None, preferred_element_type=None):
+    lhs, rhs = primals
+    tl, tr = tangents
+    kw = dict(dimension_numbers=dimension_numbers, precision=precision, preferred_element_type=preferred_element_type)
+    out = dot_general_p.bind(lhs, rhs, **kw)
+    t = Zero(core.get_aval(out))
+    if type(tl) is not Zero:
+        t = ad.add_tangents(t, dot_general_p.bind(tl, rhs, **kw))
+    if type(tr) is not Zero:
+        t = ad.add_tangents(t, dot_general_p.bind(lhs, tr, **kw))
+    return out, t
+
+
+ad.primitive_jvps[dot_general_p] = _dot_general_jvp
+ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+
+
+def _dot_general_batch(vals, dims, *, dimension_numbers, precision=None, preferred_element_type=None):
+    lhs, rhs = vals
+    dl, dr = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+
+    def shift(ds, d):
+        return tuple(i + 1 if i >= d else i for i in ds)
+
+    if dl is not None and dr is not None:
+        lhs = batching.moveaxis(lhs, dl, 0, None)
+        rhs = batching.moveaxis(rhs, dr, 0, None)
+        new = ((shift(lc, 0), shift(rc, 0)), ((0,) + shift(lb, 0), (0,) + shift(rb, 0)))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=new, **kw), 0
+    if dl is not None:
+        new = ((shift(lc, dl), rc), (shift(lb, dl), rb))
+        ndim = core.get_aval(lhs).ndim
+        free = _free_dims(ndim, new[0][0], new[1][0])
+        out_d = len(lb) + free.index(dl)
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=new, **kw), out_d
+    new = ((lc, shift(rc, dr)), (lb, shift(rb, dr)))
+    l_free = _free_dims(core.get_aval(lhs).ndim, lc, lb)
+    r_free = _free_dims(core.get_aval(rhs).ndim, new[0][1], new[1][1])
+    out_d = len(lb) + len(l_free) + r_free.index(dr)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=new, **kw), out_d
+
+
+batching.primitive_batchers[dot_general_p] = _dot_general_batch

@@ -1,0 +1,287 @@
+"""Array creation: `array`, `asarray`, `zeros`, `ones`, `full`, `*_like`, `arange`, `linspace`, `eye`, ..."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Array, Tracer
+from ..lax import elementwise as ew
+from ..lax import structural as st
+
+
+def _shape_tuple(shape: Any, name: str = "shape") -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    try:
+        out = tuple(int(operator_index(d)) for d in shape)
+    except TypeError as e:
+        raise TypeError(f"{name} must be an int or a sequence of ints, got {shape!r} ({e})") from None
+    for d in out:
+        if d < 0:
+            raise ValueError(f"negative dimensions are not allowed: {name}={out}")
+    return out
+
+
+def operator_index(d):
+    import operator
+    return operator.index(d)
+
+
+def _leaves_contain_tracer(obj) -> bool:
+    if isinstance(obj, Tracer):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_leaves_contain_tracer(o) for o in obj)
+    return False
+
+
+def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0) -> Any:  # noqa: A002
+    """Creates an array from `object` (array-like, nested lists, scalars; tracers allowed inside lists).
+
+    Python scalars give weakly-typed arrays (as in JAX); `dtype` makes the result strongly typed.
+    """
+    if isinstance(object, (Array, Tracer)):
+        out = object if dtype is None else ew.convert_element_type(object, dtype)
+    elif isinstance(object, (list, tuple)) and _leaves_contain_tracer(object):
+        from .shape import stack
+        out = stack([array(o) for o in object])
+        if dtype is not None:
+            out = ew.convert_element_type(out, dtype)
+    else:
+        if hasattr(object, "__jax_array__"):
+            object = object.__jax_array__()
+            return array(object, dtype=dtype, copy=copy, ndmin=ndmin)
+        if isinstance(object, (list, tuple)) and any(isinstance(o, Array) for o in _flat(object)):
+            object = _to_numpy_nested(object)
+        weak = dtype is None and isinstance(object, (bool, int, float, complex)) and not isinstance(object, np.generic)
+        if dtype is None:
+            dt, weak2 = dtypes.dtype_and_weak(object) if not isinstance(object, (list, tuple)) else (
+                _infer_list_dtype(object), False)
+            weak = weak and weak2
+        else:
+            dt = dtypes.canonicalize_dtype(dtype)
+        raw = np.array(object, dtype=dt)
+        out = Array(raw, weak and dtype is None and not isinstance(object, bool))
+    if ndmin and core.get_aval(out).ndim < ndmin:
+        out = st.reshape(out, (1,) * (ndmin - core.get_aval(out).ndim) + core.get_aval(out).shape)
+    return out
+
+
+def _flat(obj):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _flat(o)
+    else:
+        yield obj
+
+
+def _to_numpy_nested(obj):
+    if isinstance(obj, (list, tuple)):
+        return [_to_numpy_nested(o) for o in obj]
+    return np.asarray(obj)
+
+
+def _infer_list_dtype(obj) -> np.dtype:
+    """The dtype JAX infers for a nested list: promotion of its elements (Python scalars are weak)."""
+    pairs = []
+    for o in _flat(obj):
+        pairs.append(dtypes.dtype_and_weak(o))
+    if not pairs:
+        return dtypes.default_float_dtype()
+    dt, _ = dtypes.result_type_of_pairs(pairs)
+    return dt
+
+
+def asarray(a: Any, dtype=None, order=None, copy=None) -> Any:
+    """Like `array`, but returns Arrays of the requested dtype unchanged."""
+    if isinstance(a, (Array, Tracer)) and (dtype is None or core.get_aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
+        return a
+    return array(a, dtype=dtype)
+
+
+def zeros(shape, dtype=None) -> Array:
+    """An array of zeros of `shape` (dtype defaults to float32, or float64 with x64)."""
+    return _filled(shape, 0, dtype)
+
+
+def ones(shape, dtype=None) -> Array:
+    """An array of ones of `shape`."""
+    return _filled(shape, 1, dtype)
+
+
+def empty(shape, dtype=None) -> Array:
+    """Like `zeros` (arrays are immutable, so there is no uninitialized memory to expose)."""
+    return _filled(shape, 0, dtype)
+
+
+def _filled(shape, value, dtype):
+    shape = _shape_tuple(shape)
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
+    if not core._state.eager:
+        return st.full(shape, value, dt)
+    return Array(np.full(shape, value, dtype=dt))
+
+
+def full(shape, fill_value, dtype=None) -> Any:
+    """An array of `shape` filled with `fill_value` (an array-valued fill is broadcast)."""
+    shape = _shape_tuple(shape)
+    if isinstance(fill_value, (Array, Tracer)) and core.get_aval(fill_value).ndim:
+        from .shape import broadcast_to
+        fv = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
+        return broadcast_to(fv, shape)
+    if dtype is None and not isinstance(fill_value, (Array, Tracer)):
+        dt, weak = dtypes.dtype_and_weak(fill_value)
+        if weak and core._state.eager:
+            return Array(np.full(shape, fill_value, dtype=dt), False)
+    return st.full(shape, fill_value, dtype)
+
+
+def _like(a, dtype, shape):
+    aval = core.get_aval(a) if isinstance(a, (Array, Tracer)) else core.get_aval(np.asarray(a))
+    return (aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype),
+            aval.shape if shape is None else _shape_tuple(shape))
+
+
+def zeros_like(a, dtype=None, shape=None) -> Any:
+    dt, shp = _like(a, dtype, shape)
+    return st.full(shp, 0, dt) if not core._state.eager else Array(np.zeros(shp, dt))
+
+
+def ones_like(a, dtype=None, shape=None) -> Any:
+    dt, shp = _like(a, dtype, shape)
+    return st.full(shp, 1, dt) if not core._state.eager else Array(np.ones(shp, dt))
+
+
+def empty_like(a, dtype=None, shape=None) -> Any:
+    return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None) -> Any:
+    dt, shp = _like(a, dtype, shape)
+    return full(shp, fill_value, dt)
+
+
+def _concrete_scalar(x, name):
+    if isinstance(x, Tracer):
+        v = x._concrete_value()
+        if v is None:
+            raise x._concretization_error("int", f"jnp.{name}")
+        return np.asarray(v).item()
+    if isinstance(x, Array):
+        return x.item()
+    return x
+
+
+def arange(start, stop=None, step=None, dtype=None) -> Array:
+    """Evenly spaced values in [start, stop) (static bounds; dtype inferred as NumPy does, canonicalized)."""
+    start = _concrete_scalar(start, "arange")
+    stop = _concrete_scalar(stop, "arange") if stop is not None else None
+    step = _concrete_scalar(step, "arange") if step is not None else None
+    if dtype is None:
+        vals = [v for v in (start, stop, step) if v is not None]
+        dt = dtypes.result_type(*vals)
+        if any(isinstance(v, float) for v in vals):
+            dt = dtypes.default_float_dtype() if not any(isinstance(v, np.floating) for v in vals) else dt
+    else:
+        dt = dtypes.canonicalize_dtype(dtype)
+    if stop is None:
+        start, stop = 0, start
+    raw = np.arange(start, stop, 1 if step is None else step)
+    return Array(raw.astype(dt))
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
+    """`num` evenly spaced samples over [start, stop] (traced bounds allowed)."""
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
+    from .util import asarray_arg
+    s = ew.convert_element_type(asarray_arg(start), dt)
+    e = ew.convert_element_type(asarray_arg(stop), dt)
+    from .shape import moveaxis
+    bshape = np.broadcast_shapes(core.get_aval(s).shape, core.get_aval(e).shape)
+    div = (num - 1) if endpoint else num
+    iota = st.broadcasted_iota(dt, (num,) + bshape, 0)
+    s_b = st.broadcast_in_dim(s, (num,) + bshape, tuple(range(1 + len(bshape) - core.get_aval(s).ndim,
+                                                              1 + len(bshape))))
+    e_b = st.broadcast_in_dim(e, (num,) + bshape, tuple(range(1 + len(bshape) - core.get_aval(e).ndim,
+                                                              1 + len(bshape))))
+    if div > 0:
+        step = ew.div(ew.sub(e_b, s_b), Array(np.asarray(div, dt)))
+        out = ew.add(s_b, ew.mul(iota, step))
+        if endpoint and num > 1:
+            out = st.concatenate([st.slice_in_dim(out, 0, num - 1), st.slice_in_dim(e_b, 0, 1)], 0)
+    else:
+        step = ew.sub(e_b, s_b)
+        out = s_b
+    out = moveaxis(out, 0, axis) if axis != 0 else out
+    if retstep:
+        return out, ew.div(ew.sub(e, s), Array(np.asarray(div, dt))) if div > 0 else ew.sub(e, s)
+    return out
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None, axis: int = 0):
+    from .ufuncs import power
+    lin = linspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis)
+    return power(Array(np.asarray(base, core.get_aval(lin).dtype), True), lin)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
+    """A 2-D array with ones on the k-th diagonal."""
+    M = N if M is None else M
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
+    rows = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 0)
+    cols = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 1)
+    mask = ew.eq(ew.add(rows, Array(np.asarray(int(k), np.int32), True)), cols)
+    return ew.convert_element_type(mask, dt)
+
+
+def identity(n: int, dtype=None) -> Any:
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
+    M = N if M is None else M
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
+    rows = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 0)
+    cols = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 1)
+    return ew.convert_element_type(ew.ge(ew.add(rows, Array(np.asarray(int(k), np.int32), True)), cols), dt)
+
+
+def copy(a, order=None) -> Any:
+    from .util import asarray_arg
+    return asarray_arg(a)
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0) -> Array:
+    return array(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def from_dlpack(x) -> Array:
+    return array(np.from_dlpack(x))
+
+
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    from .util import asarray_arg
+    args = [asarray_arg(x) for x in xi]
+    shapes = [core.get_aval(a).size for a in args]
+    if indexing == "xy" and len(args) >= 2:
+        shapes[0], shapes[1] = shapes[1], shapes[0]
+    out = []
+    nd = len(args)
+    for i, a in enumerate(args):
+        pos = i
+        if indexing == "xy" and nd >= 2 and i < 2:
+            pos = 1 - i
+        a = st.reshape(a, (core.get_aval(a).size,))
+        if sparse:
+            shp = [1] * nd
+            shp[pos] = core.get_aval(a).size
+            out.append(st.reshape(a, shp))
+        else:
+            out.append(st.broadcast_in_dim(a, tuple(shapes), (pos,)))
+    return out

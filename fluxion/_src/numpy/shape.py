@@ -1,0 +1,492 @@
+"""Shape manipulation: reshape, transpose, stacking, splitting, tiling, padding, flipping, rolling, diagonals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Array, Tracer
+from ..lax import elementwise as ew
+from ..lax import structural as st
+from .util import asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axes, canonicalize_axis, \
+    promote_dtypes
+
+
+def _shape(x) -> tuple:
+    return core.get_aval(x).shape
+
+
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+    """Reshapes `a` (one dimension may be -1). order='F' reverses the dimension order around the reshape."""
+    if shape is None:
+        shape = newshape
+    a = asarray_arg(a, "reshape")
+    size = core.get_aval(a).size
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = tuple(int(d) if not isinstance(d, (Array, Tracer)) else int(d) for d in shape)
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension (-1) in reshape")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise TypeError(f"cannot reshape array of shape {_shape(a)} (size {size}) into shape {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    if order == "F":
+        nd = core.get_aval(a).ndim
+        a = st.transpose(a, tuple(reversed(range(nd))))
+        out = st.reshape(a, tuple(reversed(shape)))
+        return st.transpose(out, tuple(reversed(range(len(shape)))))
+    return st.reshape(a, shape)
+
+
+def ravel(a, order: str = "C"):
+    a = asarray_arg(a, "ravel")
+    return reshape(a, (core.get_aval(a).size,), order=order)
+
+
+def transpose(a, axes=None):
+    """Permutes dimensions (reverses them when `axes` is None)."""
+    a = asarray_arg(a, "transpose")
+    nd = core.get_aval(a).ndim
+    axes = tuple(reversed(range(nd))) if axes is None else tuple(canonicalize_axis(x, nd) for x in axes)
+    return st.transpose(a, axes)
+
+
+permute_dims = transpose
+
+
+def matrix_transpose(x):
+    x = asarray_arg(x)
+    nd = core.get_aval(x).ndim
+    if nd < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions, got shape {_shape(x)}")
+    return st.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def moveaxis(a, source, destination):
+    a = asarray_arg(a, "moveaxis")
+    nd = core.get_aval(a).ndim
+    src = [canonicalize_axis(s, nd) for s in ((source,) if isinstance(source, int) else source)]
+    dst = [canonicalize_axis(d, nd) for d in ((destination,) if isinstance(destination, int) else destination)]
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination must have the same number of elements")
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return st.transpose(a, tuple(order))
+
+
+def swapaxes(a, axis1, axis2):
+    a = asarray_arg(a)
+    nd = core.get_aval(a).ndim
+    perm = list(range(nd))
+    i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
+    perm[i], perm[j] = perm[j], perm[i]
+    return st.transpose(a, tuple(perm))
+
+
+def rollaxis(a, axis, start=0):
+    a = asarray_arg(a)
+    nd = core.get_aval(a).ndim
+    axis = canonicalize_axis(axis, nd)
+    start = start % (nd + 1) if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def squeeze(a, axis=None):
+    a = asarray_arg(a, "squeeze")
+    shape = _shape(a)
+    if axis is None:
+        dims = tuple(i for i, d in enumerate(shape) if d == 1)
+    else:
+        dims = canonicalize_axes(axis, len(shape))
+        for d in dims:
+            if shape[d] != 1:
+                raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one, got "
+                                 f"shape={shape} and dimensions={dims}")
+    return st.squeeze(a, dims)
+
+
+def expand_dims(a, axis):
+    a = asarray_arg(a, "expand_dims")
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return st.expand_dims(a, axes)
+
+
+def atleast_1d(*arys):
+    out = [reshape(asarray_arg(a), (1,)) if core.get_aval(asarray_arg(a)).ndim == 0 else asarray_arg(a)
+           for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        a = asarray_arg(a)
+        nd = core.get_aval(a).ndim
+        out.append(reshape(a, (1,) * (2 - nd) + _shape(a)) if nd < 2 else a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = asarray_arg(a)
+        nd = core.get_aval(a).ndim
+        if nd == 0:
+            a = reshape(a, (1, 1, 1))
+        elif nd == 1:
+            a = reshape(a, (1, _shape(a)[0], 1))
+        elif nd == 2:
+            a = reshape(a, _shape(a) + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def broadcast_to(array, shape):
+    """Broadcasts `array` to `shape` (NumPy rules)."""
+    array = asarray_arg(array, "broadcast_to")
+    shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    return broadcast_to_shape(array, shape)
+
+
+def broadcast_arrays(*args):
+    args = [asarray_arg(a) for a in args]
+    shape = broadcast_shapes(*[_shape(a) for a in args])
+    return [broadcast_to_shape(a, shape) for a in args]
+
+
+def concatenate(arrays, axis: int | None = 0, dtype=None):
+    """Joins arrays along an existing axis (flattened first if axis is None), promoting dtypes."""
+    if isinstance(arrays, (Array, Tracer)):
+        arrays = list(arrays)
+    arrays = [asarray_arg(a, "concatenate") for a in arrays]
+    if not arrays:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    arrays = promote_dtypes(*arrays)
+    if dtype is not None:
+        arrays = [ew.convert_element_type(a, dtype) for a in arrays]
+    nd = core.get_aval(arrays[0]).ndim
+    if nd == 0:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    return st.concatenate(arrays, canonicalize_axis(axis, nd))
+
+
+concat = concatenate
+
+
+def stack(arrays, axis: int = 0, out=None, dtype=None):
+    """Joins arrays of one shape along a new axis."""
+    if isinstance(arrays, (Array, Tracer)):
+        arrays = list(arrays)
+    arrays = [asarray_arg(a, "stack") for a in arrays]
+    if not arrays:
+        raise ValueError("Need at least one array to stack.")
+    shape0 = _shape(arrays[0])
+    for a in arrays:
+        if _shape(a) != shape0:
+            raise ValueError("All input arrays must have the same shape, got "
+                             + ", ".join(str(_shape(x)) for x in arrays))
+    axis = canonicalize_axis(axis, len(shape0) + 1)
+    return concatenate([st.expand_dims(a, (axis,)) for a in arrays], axis, dtype=dtype)
+
+
+def hstack(tup, dtype=None):
+    arrs = atleast_1d(*tup)
+    arrs = arrs if isinstance(arrs, list) else [arrs]
+    return concatenate(arrs, 0 if core.get_aval(arrs[0]).ndim == 1 else 1, dtype=dtype)
+
+
+def vstack(tup, dtype=None):
+    arrs = atleast_2d(*tup)
+    arrs = arrs if isinstance(arrs, list) else [arrs]
+    return concatenate(arrs, 0, dtype=dtype)
+
+
+row_stack = vstack
+
+
+def dstack(tup, dtype=None):
+    arrs = atleast_3d(*tup)
+    arrs = arrs if isinstance(arrs, list) else [arrs]
+    return concatenate(arrs, 2, dtype=dtype)
+
+
+def column_stack(tup):
+    arrs = [asarray_arg(a) for a in tup]
+    arrs = [reshape(a, (-1, 1)) if core.get_aval(a).ndim < 2 else a for a in arrs]
+    return concatenate(arrs, 1)
+
+
+def _split_points(n: int, indices_or_sections, strict: bool) -> list[int]:
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if strict and n % k:
+            raise ValueError(f"array split does not result in an equal division: {n} into {k} sections")
+        q, r = divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        return list(np.cumsum(sizes)[:-1])
+    return [int(i) for i in indices_or_sections]
+
+
+def split(ary, indices_or_sections, axis: int = 0):
+    """Splits into equal sections (or at the given indices) along `axis`."""
+    return _split(ary, indices_or_sections, axis, strict=True)
+
+
+def array_split(ary, indices_or_sections, axis: int = 0):
+    return _split(ary, indices_or_sections, axis, strict=False)
+
+
+def _split(ary, indices_or_sections, axis, strict):
+    ary = asarray_arg(ary, "split")
+    nd = core.get_aval(ary).ndim
+    axis = canonicalize_axis(axis, nd)
+    n = _shape(ary)[axis]
+    points = [0] + _split_points(n, indices_or_sections, strict) + [n]
+    out = []
+    for a, b in zip(points[:-1], points[1:]):
+        a, b = min(max(a, 0), n), min(max(b, 0), n)
+        out.append(st.slice_in_dim(ary, a, max(a, b), 1, axis))
+    return out
+
+
+def hsplit(ary, indices_or_sections):
+    ary = asarray_arg(ary)
+    return split(ary, indices_or_sections, 0 if core.get_aval(ary).ndim == 1 else 1)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 0)
+
+
+def tile(A, reps):
+    """Repeats `A` `reps` times per dimension."""
+    A = asarray_arg(A, "tile")
+    reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    shape = _shape(A)
+    nd = max(len(shape), len(reps))
+    shape = (1,) * (nd - len(shape)) + shape
+    reps = (1,) * (nd - len(reps)) + reps
+    A = st.reshape(A, shape)
+    # Broadcast to (r0, d0, r1, d1, ...) then merge pairs.
+    big = tuple(x for r, d in zip(reps, shape) for x in (r, d))
+    b = st.broadcast_in_dim(A, big, tuple(range(1, 2 * nd, 2)))
+    return st.reshape(b, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+    """Repeats each element `repeats` times along `axis` (static repeats)."""
+    a = asarray_arg(a, "repeat")
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    nd = core.get_aval(a).ndim
+    axis = canonicalize_axis(axis, nd)
+    if isinstance(repeats, (Array, Tracer)):
+        v = core.concrete_value(repeats)
+        if v is None:
+            raise core.Tracer._concretization_error(repeats, "index", "jnp.repeat") if isinstance(
+                repeats, Tracer) else TypeError("repeats must be concrete")
+        repeats = np.asarray(v)
+    if np.ndim(repeats) == 0:
+        r = int(repeats)
+        shape = _shape(a)
+        expanded = st.broadcast_in_dim(a, shape[:axis + 1] + (r,) + shape[axis + 1:],
+                                       tuple(range(axis + 1)) + tuple(range(axis + 2, nd + 1)))
+        return st.reshape(expanded, shape[:axis] + (shape[axis] * r,) + shape[axis + 1:])
+    reps = np.asarray(repeats).astype(int)
+    idx = np.repeat(np.arange(_shape(a)[axis]), reps)
+    from .indexing import take
+    return take(a, Array(idx.astype(np.int32)), axis=axis)
+
+
+def flip(m, axis=None):
+    m = asarray_arg(m, "flip")
+    return st.rev(m, canonicalize_axes(axis, core.get_aval(m).ndim))
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """Rolls elements along `axis` (over the flattened array if None); static shifts."""
+    a = asarray_arg(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), _shape(a))
+    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    for s, ax in zip(shifts, axes):
+        ax = canonicalize_axis(ax, core.get_aval(a).ndim)
+        n = _shape(a)[ax]
+        if n == 0:
+            continue
+        s = int(s) % n
+        if s:
+            a = st.concatenate([st.slice_in_dim(a, n - s, n, 1, ax), st.slice_in_dim(a, 0, n - s, 1, ax)], ax)
+    return a
+
+
+def rot90(m, k: int = 1, axes=(0, 1)):
+    m = asarray_arg(m)
+    k %= 4
+    a0, a1 = axes
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    if k == 1:
+        return swapaxes(flip(m, a1), a0, a1)
+    return flip(swapaxes(m, a0, a1), a1)
+
+
+def pad(array, pad_width, mode: str = "constant", **kwargs):
+    """Pads `array`; modes 'constant' (constant_values), 'edge', 'reflect', 'symmetric', 'wrap'."""
+    array = asarray_arg(array, "pad")
+    nd = core.get_aval(array).ndim
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2) if np.ndim(pad_width) else
+                         np.asarray([[pad_width, pad_width]]), (nd, 2)) if nd else np.zeros((0, 2), np.int64)
+    if mode == "constant":
+        cv = kwargs.get("constant_values", 0)
+        cv = np.broadcast_to(np.asarray(cv), (nd, 2)) if nd else np.zeros((0, 2))
+        out = array
+        if np.all(cv == cv.flat[0]) if cv.size else True:
+            value = Array(np.asarray(cv.flat[0] if cv.size else 0, core.get_aval(array).dtype), True)
+            return st.pad(out, value, [(int(lo), int(hi), 0) for lo, hi in pw])
+        for ax in range(nd):
+            for side in (0, 1):
+                cfg = [(0, 0, 0)] * nd
+                cfg[ax] = (int(pw[ax, 0]), 0, 0) if side == 0 else (0, int(pw[ax, 1]), 0)
+                out = st.pad(out, Array(np.asarray(cv[ax, side], core.get_aval(array).dtype), True), cfg)
+        return out
+    out = array
+    for ax in range(nd):
+        lo, hi = int(pw[ax, 0]), int(pw[ax, 1])
+        n = _shape(out)[ax]
+        pieces = []
+        if mode == "edge":
+            if lo:
+                pieces.append(repeat(st.slice_in_dim(out, 0, 1, 1, ax), lo, ax))
+            pieces.append(out)
+            if hi:
+                pieces.append(repeat(st.slice_in_dim(out, n - 1, n, 1, ax), hi, ax))
+        elif mode in ("reflect", "symmetric", "wrap"):
+            idx = np.arange(-lo, n + hi)
+            if mode == "wrap":
+                idx = idx % n
+            else:
+                period = 2 * n - 2 if mode == "reflect" else 2 * n
+                period = max(period, 1)
+                idx = np.abs(idx) if mode == "reflect" else np.where(idx < 0, -idx - 1, idx)
+                idx = idx % period
+                idx = np.where(idx >= n, period - idx - (0 if mode == "reflect" else 1), idx)
+            from .indexing import take
+            out = take(out, Array(idx.astype(np.int32)), axis=ax)
+            continue
+        else:
+            raise NotImplementedError(f"jnp.pad mode {mode!r} is not supported (supported: constant, edge, reflect, "
+                                      "symmetric, wrap)")
+        out = st.concatenate(pieces, ax) if len(pieces) > 1 else pieces[0]
+    return out
+
+
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """The `offset` diagonal of the 2-D sub-arrays over axis1/axis2 (moved to the last dimension)."""
+    a = asarray_arg(a, "diagonal")
+    nd = core.get_aval(a).ndim
+    a1, a2 = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
+    a = moveaxis(a, (a1, a2), (-2, -1))
+    shape = _shape(a)
+    n, m = shape[-2], shape[-1]
+    rows = np.arange(max(0, -offset), min(n, m - offset)) if min(n, m - offset) > max(0, -offset) else np.zeros(
+        0, np.int64)
+    cols = rows + offset
+    from .indexing import getitem
+    return getitem(a, (Ellipsis, Array(rows.astype(np.int32)), Array(cols.astype(np.int32))))
+
+
+def diag(v, k: int = 0):
+    v = asarray_arg(v, "diag")
+    shape = _shape(v)
+    if len(shape) == 1:
+        n = shape[0] + abs(k)
+        rows = st.broadcasted_iota(dtypes.int32, (n, n), 0)
+        cols = st.broadcasted_iota(dtypes.int32, (n, n), 1)
+        mask = ew.eq(ew.add(rows, Array(np.asarray(k, np.int32), True)), cols)
+        # Entry (i, i+k) holds v[i] for k >= 0; entry (j-k, j) holds v[j] for k < 0.
+        padded = st.pad(v, Array(np.zeros((), core.get_aval(v).dtype)), [(0, abs(k), 0)])
+        row_vals = st.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+        return ew.select_n(mask, st.full((n, n), 0, core.get_aval(v).dtype), row_vals)
+    if len(shape) == 2:
+        return diagonal(v, k)
+    raise ValueError("diag input must be 1d or 2d")
+
+
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+    from .reductions import sum as _sum
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def _tri_mask(shape, k, lower):
+    n, m = shape[-2], shape[-1]
+    rows = st.broadcasted_iota(dtypes.int32, (n, m), 0)
+    cols = st.broadcasted_iota(dtypes.int32, (n, m), 1)
+    kk = Array(np.asarray(k, np.int32), True)
+    mask = ew.le(cols, ew.add(rows, kk)) if lower else ew.ge(cols, ew.add(rows, kk))
+    return st.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
+
+
+def tril(m, k: int = 0):
+    m = asarray_arg(m, "tril")
+    shape = _shape(m)
+    return ew.select_n(_tri_mask(shape, k, True), st.full(shape, 0, core.get_aval(m).dtype), m)
+
+
+def triu(m, k: int = 0):
+    m = asarray_arg(m, "triu")
+    shape = _shape(m)
+    return ew.select_n(_tri_mask(shape, k, False), st.full(shape, 0, core.get_aval(m).dtype), m)
+
+
+def astype(x, dtype, *, copy: bool = False, device=None):
+    x = asarray_arg(x, "astype")
+    return ew.convert_element_type(x, dtype)
+
+
+def _bitcast_view(x, dtype):
+    return ew.bitcast_convert_type(x, dtype)
+
+
+def shape(a) -> tuple:
+    return tuple(core.get_aval(a).shape) if isinstance(a, (Array, Tracer)) else np.shape(a)
+
+
+def ndim(a) -> int:
+    return core.get_aval(a).ndim if isinstance(a, (Array, Tracer)) else np.ndim(a)
+
+
+def size(a, axis=None) -> int:
+    s = shape(a)
+    return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return concatenate([ravel(asarray_arg(arr)), ravel(asarray_arg(values))])
+    return concatenate([arr, values], axis)

@@ -1,0 +1,118 @@
+"""Argument handling shared by the `fluxion.numpy` wrappers: conversion, dtype promotion and broadcasting."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Array, Tracer
+from ..lax import elementwise as ew
+from ..lax import structural as st
+
+
+def asarray_arg(x: Any, name: str = "argument") -> Any:
+    """Converts NumPy values, lists and Python scalars to Arrays; passes Arrays and tracers through."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    try:
+        return core.to_array(x)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple:
+    """NumPy broadcasting of shapes.
+
+    Raises:
+      ValueError: naming the incompatible shapes.
+    """
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(nd):
+        size = 1
+        for s in shapes:
+            d = s[len(s) - nd + i] if len(s) - nd + i >= 0 else 1
+            if d != 1:
+                if size != 1 and d != size:
+                    raise ValueError("Incompatible shapes for broadcasting: " + ", ".join(str(tuple(s)) for s in shapes))
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def broadcast_to_shape(x: Any, shape: tuple) -> Any:
+    xs = core.get_aval(x).shape
+    if xs == shape:
+        return x
+    nd = len(shape)
+    if len(xs) > nd:
+        raise ValueError(f"cannot broadcast array of shape {xs} to shape {shape}")
+    dims = tuple(range(nd - len(xs), nd))
+    for d, s in zip(dims, xs):
+        if s != 1 and s != shape[d]:
+            raise ValueError(f"cannot broadcast array of shape {xs} to shape {shape}")
+    # Size-1 dimensions are dropped first so broadcast_in_dim maps only real dimensions.
+    return st.broadcast_in_dim(x, shape, dims)
+
+
+def promote_dtypes(*args: Any) -> list:
+    """Casts arrays to their common dtype under JAX's promotion lattice (weak types adopt the strong dtype)."""
+    pairs = [dtypes.dtype_and_weak(a) for a in args]
+    dt, weak = dtypes.result_type_of_pairs(pairs)
+    out = []
+    for a, (adt, aweak) in zip(args, pairs):
+        if isinstance(a, (Array, Tracer)):
+            out.append(a if (adt == dt and aweak == weak) else ew._convert_weak(a, dt, weak))
+        else:
+            out.append(Array(np.asarray(a, dtype=dt), weak))
+    return out
+
+
+def promote_args(name: str, *args: Any) -> list:
+    """Promotes dtypes and broadcasts shapes; rank-0 operands stay scalars (elementwise primitives accept them)."""
+    args = [a if isinstance(a, (Array, Tracer, bool, int, float, complex)) else asarray_arg(a, name) for a in args]
+    args = promote_dtypes(*args)
+    shapes = [core.get_aval(a).shape for a in args]
+    if all(s == shapes[0] for s in shapes):
+        return args
+    try:
+        shape = broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{name}: incompatible shapes for broadcasting: "
+                         + ", ".join(str(s) for s in shapes)) from None
+    return [a if core.get_aval(a).shape == () else broadcast_to_shape(a, shape) for a in args]
+
+
+def promote_args_inexact(name: str, *args: Any) -> list:
+    """Like `promote_args`, then casts integer/bool results to the default float (as jnp.sin does)."""
+    args = promote_args(name, *args)
+    dt, weak = dtypes.dtype_and_weak(args[0])
+    if not dtypes.is_inexact(dt):
+        return [ew._convert_weak(a, dtypes.default_float_dtype(), weak) for a in args]
+    return args
+
+
+def check_arraylike(name: str, *args: Any) -> None:
+    for i, a in enumerate(args):
+        if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex, list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a).__name__} at position {i}.")
+
+
+def canonicalize_axis(axis: int, ndim: int) -> int:
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def canonicalize_axes(axis: Any, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        return (canonicalize_axis(axis, ndim),)
+    axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated axis in {axis}")
+    return axes

@@ -1,0 +1,14 @@
+"""`fluxion.tree_util`: pytree utilities (mirrors `jax.tree_util`)."""
+
+from ._src.tree_util import (DictKey as DictKey, FlattenedIndexKey as FlattenedIndexKey, GetAttrKey as GetAttrKey,
+                             Partial as Partial, PyTreeDef as PyTreeDef, SequenceKey as SequenceKey,
+                             all_leaves as all_leaves, keystr as keystr, register_dataclass as register_dataclass,
+                             register_pytree_node as register_pytree_node,
+                             register_pytree_node_class as register_pytree_node_class,
+                             register_pytree_with_keys as register_pytree_with_keys, tree_all as tree_all,
+                             tree_flatten as tree_flatten, tree_flatten_with_path as tree_flatten_with_path,
+                             tree_leaves as tree_leaves, tree_leaves_with_path as tree_leaves_with_path,
+                             tree_map as tree_map, tree_map_with_path as tree_map_with_path,
+                             tree_reduce as tree_reduce, tree_structure as tree_structure,
+                             tree_transpose as tree_transpose, tree_unflatten as tree_unflatten,
+                             treedef_children as treedef_children, treedef_is_leaf as treedef_is_leaf)
