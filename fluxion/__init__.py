@@ -19,5 +19,6 @@ from . import lax as lax  # noqa: E402
 from . import numpy as numpy  # noqa: E402
 from . import tree as tree  # noqa: E402
 from . import tree_util as tree_util  # noqa: E402
+from . import dtypes as dtypes  # noqa: E402
 
 jacobian = jacrev

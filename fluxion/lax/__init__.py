@@ -29,3 +29,5 @@ from .._src.lax.structural import (broadcast as broadcast, broadcast_in_dim as b
                                    expand_dims as expand_dims, full as full, index_in_dim as index_in_dim,
                                    iota as iota, pad as pad, reshape as reshape, rev as rev, slice as slice,
                                    slice_in_dim as slice_in_dim, squeeze as squeeze, transpose as transpose)
+from .._src.lax.control_flow import (cond as cond, fori_loop as fori_loop, map as map, scan as scan,  # noqa: A004
+                                     switch as switch, while_loop as while_loop)

@@ -202,21 +202,33 @@ def linearize_flat(fun: Callable, primals: Sequence[Any]) -> tuple[list, LinearF
 def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence[Any]) -> list:
     """Transposes a linear jaxpr: propagates output cotangents back to its inputs.
 
-    Every equation of a staged linear jaxpr has at least one linear input; constvars and literals are the
-    non-linear residuals. Returns one cotangent (or `Zero`) per jaxpr invar.
+    The jaxpr's invars are the linear inputs; constvars and literals are non-linear residuals. Equations whose
+    inputs are all non-linear (they appear after batching or inside control-flow bodies) are evaluated forward
+    first; every other equation is transposed. Returns one cotangent (or `Zero`) per invar.
     """
-    const_env = dict(zip(jaxpr.constvars, consts))
+    primal_env = dict(zip(jaxpr.constvars, consts))
+    linear_vars = set(jaxpr.invars)
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(v) is not Literal and v in linear_vars for v in eqn.invars):
+            linear_vars.update(eqn.outvars)
+            linear_eqns.append(eqn)
+        else:
+            ins = [v.val if type(v) is Literal else primal_env[v] for v in eqn.invars]
+            outs = eqn.primitive.bind(*ins, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            primal_env.update(zip(eqn.outvars, outs))
     ct_env: dict = {}
 
     def read_primal(v):
         if type(v) is Literal:
             return v.val
-        if v in const_env:
-            return const_env[v]
-        return UndefinedPrimal(v.aval)
+        if v in linear_vars:
+            return UndefinedPrimal(v.aval)
+        return primal_env[v]
 
     def write_ct(v, ct):
-        if type(v) is Literal or v in const_env or ct is None or type(ct) is Zero:
+        if type(v) is Literal or v not in linear_vars or ct is None or type(ct) is Zero:
             return
         prev = ct_env.get(v)
         ct_env[v] = ct if prev is None else add_tangents(prev, ct)
@@ -224,14 +236,15 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence
     for v, ct in zip(jaxpr.outvars, cotangents):
         write_ct(v, ct)
 
-    for eqn in reversed(jaxpr.eqns):
+    for eqn in reversed(linear_eqns):
         cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
         if all(c is None for c in cts_out):
             continue
         invals = [read_primal(v) for v in eqn.invars]
         rule = primitive_transposes.get(eqn.primitive)
         if rule is None:
-            raise NotImplementedError(transpose_missing_message(eqn.primitive))
+            exc = ValueError if eqn.primitive.name == "while" else NotImplementedError
+            raise exc(transpose_missing_message(eqn.primitive))
         if eqn.primitive.multiple_results:
             cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts_out)]
             cts_in = rule(cts, *invals, **eqn.params)

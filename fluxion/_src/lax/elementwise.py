@@ -83,7 +83,7 @@ def _elementwise_batch_rule(prim):
     def rule(vals, dims, **params):
         logical = [core.get_aval(v).shape if d is None else
                    core.get_aval(v).shape[:d] + core.get_aval(v).shape[d + 1:] for v, d in zip(vals, dims)]
-        out_shape = max(logical, key=len)
+        out_shape = builtins.max(logical, key=len)
         batched = [d for d in dims if d is not None]
         size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
         first = batched[0]
