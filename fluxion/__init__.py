@@ -10,6 +10,7 @@ from ._src.api import (ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready a
                        hessian as hessian, jacfwd as jacfwd, jacrev as jacrev, jvp as jvp, linearize as linearize,
                        make_jaxpr as make_jaxpr, value_and_grad as value_and_grad, vjp as vjp, vmap as vmap)
 from ._src.config import config as config
+from ._src.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from ._src.core import Array as Array
 from ._src.jit import jit as jit
 from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure

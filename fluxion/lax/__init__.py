@@ -31,3 +31,4 @@ from .._src.lax.structural import (broadcast as broadcast, broadcast_in_dim as b
                                    slice_in_dim as slice_in_dim, squeeze as squeeze, transpose as transpose)
 from .._src.lax.control_flow import (cond as cond, fori_loop as fori_loop, map as map, scan as scan,  # noqa: A004
                                      switch as switch, while_loop as while_loop)
+from .._src.custom_derivatives import stop_gradient as stop_gradient
