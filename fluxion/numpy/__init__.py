@@ -94,4 +94,6 @@ number = _np.number
 generic = _np.generic
 bool = bool_  # noqa: A001  (Array-API name)
 
+from . import linalg as linalg  # noqa: E402
+
 _array_methods.install_numpy_namespace(_sys.modules[__name__])

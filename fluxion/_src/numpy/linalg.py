@@ -1,0 +1,219 @@
+"""`jnp.linalg`: norm, inv, solve, det, slogdet, cholesky, eigh, eigvalsh, qr, svd, pinv, matrix_power, ..."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core, dtypes
+from ..lax import elementwise as ew
+from ..lax import linalg as ll
+from ..lax import structural as st
+from .util import asarray_arg, canonicalize_axes
+
+
+def _inexact(a, name):
+    a = asarray_arg(a, name)
+    dt, weak = dtypes.dtype_and_weak(a)
+    if not dtypes.is_inexact(dt):
+        a = ew._convert_weak(a, dtypes.default_float_dtype(), weak)
+    return a
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """Cholesky factor of a symmetric positive-definite matrix (lower, or upper with upper=True)."""
+    L = ll.cholesky(_inexact(a, "cholesky"), symmetrize_input=symmetrize_input)
+    return ll._T(L) if upper else L
+
+
+def solve(a, b):
+    """Solves a x = b; b is (..., n) or (..., n, k)."""
+    a, b = _inexact(a, "solve"), _inexact(b, "solve")
+    from .util import promote_dtypes
+    a, b = promote_dtypes(a, b)
+    an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
+    if bn == an - 1:
+        b2 = st.reshape(b, core.get_aval(b).shape + (1,))
+        return st.reshape(ll.solve_p.bind(a, b2), core.get_aval(b).shape)
+    return ll.solve_p.bind(a, b)
+
+
+def inv(a):
+    """Matrix inverse (of the last two dimensions)."""
+    a = _inexact(a, "inv")
+    return ll.solve_p.bind(a, ll._eye_like(a))
+
+
+def det(a):
+    return ll.det_p.bind(_inexact(a, "det"))
+
+
+def slogdet(a, *, method=None):
+    sign, logdet = ll.slogdet_p.bind(_inexact(a, "slogdet"))
+    return SlogdetResult(sign, logdet)
+
+
+class SlogdetResult(tuple):
+    def __new__(cls, sign, logabsdet):
+        obj = super().__new__(cls, (sign, logabsdet))
+        obj.sign, obj.logabsdet = sign, logabsdet
+        return obj
+
+
+def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix: returns (w, v) as NumPy does."""
+    v, w = ll.eigh(_inexact(a, "eigh"), lower=(UPLO or "L") == "L", symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+class EighResult(tuple):
+    def __new__(cls, eigenvalues, eigenvectors):
+        obj = super().__new__(cls, (eigenvalues, eigenvectors))
+        obj.eigenvalues, obj.eigenvectors = eigenvalues, eigenvectors
+        return obj
+
+
+def eigvalsh(a, UPLO: str | None = "L"):
+    return eigh(a, UPLO)[0]
+
+
+def qr(a, mode: str = "reduced"):
+    a = _inexact(a, "qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode {mode!r}")
+    q, r = ll.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else (q, r)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    a = _inexact(a, "svd")
+    return ll.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def svdvals(a):
+    return svd(a, compute_uv=False)
+
+
+def pinv(a, rtol=None):
+    a = _inexact(a, "pinv")
+    u, s, vh = ll.svd(a, full_matrices=False)
+    m, n = core.get_aval(a).shape[-2:]
+    eps = dtypes.finfo(core.get_aval(a).dtype).eps
+    rtol = 10 * max(m, n) * eps if rtol is None else rtol
+    from .reductions import max as _max
+    cutoff = ew.mul(core.Array(np.asarray(rtol, core.get_aval(s).dtype), True), _max(s, axis=-1, keepdims=True))
+    cutoff = st.broadcast_in_dim(cutoff, core.get_aval(s).shape, tuple(range(core.get_aval(s).ndim)))
+    s_inv = ew.select_n(ew.gt(s, cutoff), st.full(core.get_aval(s).shape, 0, core.get_aval(s).dtype),
+                        ew.div(core.Array(np.ones((), core.get_aval(s).dtype), True), s))
+    from .linear import matmul
+    vs = ew.mul(ll._T(vh), st.broadcast_in_dim(s_inv, core.get_aval(ll._T(vh)).shape,
+                                               tuple(range(core.get_aval(s_inv).ndim - 1)) +
+                                               (core.get_aval(s_inv).ndim,)))
+    return matmul(vs, ll._T(u))
+
+
+def matrix_power(a, n: int):
+    a = asarray_arg(a)
+    from .linear import matmul
+    if n == 0:
+        return ll._eye_like(a)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    base = a
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        base = matmul(base, base) if n > 1 else base
+        n >>= 1
+    return result
+
+
+def matrix_rank(a, rtol=None):
+    s = svd(a, compute_uv=False)
+    m, n = core.get_aval(asarray_arg(a)).shape[-2:]
+    eps = dtypes.finfo(core.get_aval(s).dtype).eps
+    rtol = max(m, n) * eps if rtol is None else rtol
+    from .reductions import max as _max, sum as _sum
+    tol = ew.mul(_max(s, axis=-1, keepdims=True), core.Array(np.asarray(rtol, core.get_aval(s).dtype), True))
+    return _sum(ew.gt(s, st.broadcast_in_dim(tol, core.get_aval(s).shape, tuple(range(core.get_aval(s).ndim)))),
+                axis=-1)
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
+    """Vector or matrix norm (NumPy's `ord` conventions: None/2/1/inf/-inf/0/p for vectors; 'fro', 'nuc',
+    1, -1, 2, -2, inf, -inf for matrices)."""
+    from .reductions import max as _max, min as _min, sum as _sum
+    from .ufuncs import abs as _abs, power, sqrt
+    x = _inexact(x, "norm")
+    nd = core.get_aval(x).ndim
+    if axis is None:
+        if ord is None:
+            out = sqrt(_sum(ew.real(ew.mul(x, ew.conj(x))) if dtypes.is_complex(core.get_aval(x).dtype)
+                            else ew.mul(x, x)))
+            return st.reshape(out, (1,) * nd) if keepdims else out
+        axis = tuple(range(nd))
+    axes = canonicalize_axes(axis, nd)
+    if len(axes) == 1:
+        if ord is None or ord == 2:
+            return sqrt(_sum(ew.mul(_abs(x), _abs(x)), axis=axes, keepdims=keepdims))
+        if ord == np.inf:
+            return _max(_abs(x), axis=axes, keepdims=keepdims)
+        if ord == -np.inf:
+            return _min(_abs(x), axis=axes, keepdims=keepdims)
+        if ord == 0:
+            return _sum(ew.convert_element_type(ew.ne(x, core.Array(np.zeros((), core.get_aval(x).dtype), True)),
+                                                core.get_aval(x).dtype), axis=axes, keepdims=keepdims)
+        if ord == 1:
+            return _sum(_abs(x), axis=axes, keepdims=keepdims)
+        p = float(ord)
+        return power(_sum(power(_abs(x), p), axis=axes, keepdims=keepdims), 1.0 / p)
+    if len(axes) == 2:
+        r, c = axes
+        if ord in (None, "fro", "f"):
+            return sqrt(_sum(ew.mul(_abs(x), _abs(x)), axis=axes, keepdims=keepdims))
+        if ord in (1, -1):
+            colsum = _sum(_abs(x), axis=r, keepdims=True)
+            red = _max if ord == 1 else _min
+            out = red(colsum, axis=(r, c), keepdims=True)
+            return out if keepdims else st.squeeze(out, (r, c))
+        if ord in (np.inf, -np.inf):
+            rowsum = _sum(_abs(x), axis=c, keepdims=True)
+            red = _max if ord == np.inf else _min
+            out = red(rowsum, axis=(r, c), keepdims=True)
+            return out if keepdims else st.squeeze(out, (r, c))
+        from .shape import moveaxis
+        y = moveaxis(x, (r, c), (-2, -1))
+        s = svd(y, compute_uv=False)
+        if ord == 2:
+            out = _max(s, axis=-1)
+        elif ord == -2:
+            out = _min(s, axis=-1)
+        elif ord == "nuc":
+            out = _sum(s, axis=-1)
+        else:
+            raise ValueError(f"Invalid order {ord!r} for matrix norm")
+        if keepdims:
+            shape = list(core.get_aval(x).shape)
+            shape[r] = shape[c] = 1
+            out = st.reshape(out, shape)
+        return out
+    raise ValueError(f"Invalid axis {axis!r} for norm")
+
+
+def matrix_norm(x, ord="fro", keepdims=False):
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def vector_norm(x, ord=2, axis=None, keepdims=False):
+    if axis is None:
+        x = st.reshape(asarray_arg(x), (core.get_aval(asarray_arg(x)).size,))
+        axis = 0
+    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def lstsq(a, b, rcond=None):
+    """Least-squares solution of a x = b via the pseudo-inverse: returns (x, residuals, rank, s)."""
+    from .linear import matmul
+    x = matmul(pinv(a), b)
+    s = svd(a, compute_uv=False)
+    return x, None, matrix_rank(a), s
