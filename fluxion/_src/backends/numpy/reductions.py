@@ -64,25 +64,29 @@ def argmin(x, *, axes, index_dtype):
 def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     (lc, rc), (lb, rb) = dimension_numbers
-    l_free = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
-    r_free = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    batch_shape = [lhs.shape[i] for i in lb]
-    m = int(np.prod([lhs.shape[i] for i in l_free], dtype=np.int64))
-    n = int(np.prod([rhs.shape[i] for i in r_free], dtype=np.int64))
-    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
-    b = int(np.prod(batch_shape, dtype=np.int64))
-    a = np.transpose(lhs, list(lb) + l_free + list(lc)).reshape(b, m, k)
-    c = np.transpose(rhs, list(rb) + list(rc) + r_free).reshape(b, k, n)
     out_dtype = preferred_element_type if preferred_element_type is not None else lhs.dtype
-    if a.dtype == np.bool_:
-        res = np.matmul(a.astype(np.int32), c.astype(np.int32)) > 0
-    elif a.dtype.itemsize < 4 and a.dtype.kind == "f" or a.dtype.name == "bfloat16":
-        # Accumulate half-precision products in float32 as XLA's CPU backend does.
-        res = np.matmul(a.astype(np.float32), c.astype(np.float32))
+    if lhs.dtype == np.bool_:
+        lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
+    elif lhs.dtype.itemsize < 4 and lhs.dtype.kind == "f" or lhs.dtype.name == "bfloat16":
+        # Accumulate half-precision products in float32, as XLA's CPU backend does.
+        lhs, rhs = lhs.astype(np.float32), rhs.astype(np.float32)
+    if not lb:
+        # tensordot reshapes to 2-D and calls np.dot, which hands transposed layouts to BLAS without copies.
+        res = np.tensordot(lhs, rhs, axes=(tuple(lc), tuple(rc)))
     else:
-        res = np.matmul(a, c)
-    out_shape = batch_shape + [lhs.shape[i] for i in l_free] + [rhs.shape[i] for i in r_free]
-    return res.reshape(out_shape).astype(out_dtype, copy=False)
+        l_free = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+        r_free = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+        batch_shape = [lhs.shape[i] for i in lb]
+        m = int(np.prod([lhs.shape[i] for i in l_free], dtype=np.int64))
+        n = int(np.prod([rhs.shape[i] for i in r_free], dtype=np.int64))
+        k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+        b = int(np.prod(batch_shape, dtype=np.int64))
+        a = np.ascontiguousarray(np.transpose(lhs, list(lb) + l_free + list(lc))).reshape(b, m, k)
+        c = np.ascontiguousarray(np.transpose(rhs, list(rb) + list(rc) + r_free)).reshape(b, k, n)
+        res = np.matmul(a, c).reshape(batch_shape + [lhs.shape[i] for i in l_free] + [rhs.shape[i] for i in r_free])
+    if out_dtype == np.bool_:
+        return np.asarray(res) > 0
+    return np.asarray(res).astype(out_dtype, copy=False)
 
 
 def _cum(fn):
