@@ -443,7 +443,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         axes_prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args) if not isinstance(
             in_axes, (list, dict)) else in_axes
         flat_axes = tree_broadcast_prefix(axes_prefix, args, is_leaf=lambda x: x is None)
-        flat_args = [_as_value(a) for a in flat_args]
+        # As in JAX, unmapped arguments are passed to the function untouched (a Python int stays an int).
+        flat_args = [_as_value(a) if ax is not None else a for a, ax in zip(flat_args, flat_axes)]
         sizes = set()
         norm_axes = []
         for a, ax in zip(flat_args, flat_axes):

@@ -32,3 +32,23 @@ from .._src.lax.structural import (broadcast as broadcast, broadcast_in_dim as b
 from .._src.lax.control_flow import (cond as cond, fori_loop as fori_loop, map as map, scan as scan,  # noqa: A004
                                      switch as switch, while_loop as while_loop)
 from .._src.custom_derivatives import stop_gradient as stop_gradient
+from .._src.lax.parallel import (all_gather as all_gather, all_to_all as all_to_all,  # noqa: E402
+                                 axis_index as axis_index, axis_size as axis_size, pmax as pmax, pmean as pmean,
+                                 pmin as pmin, ppermute as ppermute, pshuffle as pshuffle, psum as psum,
+                                 psum_scatter as psum_scatter)
+from .._src.lax.convolution import (ConvDimensionNumbers as ConvDimensionNumbers, conv as conv,  # noqa: E402
+                                    conv_dimension_numbers as conv_dimension_numbers,
+                                    conv_general_dilated as conv_general_dilated,
+                                    conv_general_permutations as conv_general_permutations,
+                                    conv_transpose as conv_transpose,
+                                    conv_with_general_padding as conv_with_general_padding,
+                                    padtype_to_pads as padtype_to_pads)
+from .._src.lax.indexing import (GatherDimensionNumbers as GatherDimensionNumbers,  # noqa: E402
+                                 GatherScatterMode as GatherScatterMode,
+                                 ScatterDimensionNumbers as ScatterDimensionNumbers, gather as gather,
+                                 scatter as scatter, scatter_add as scatter_add, scatter_apply as scatter_apply,
+                                 scatter_max as scatter_max, scatter_min as scatter_min, scatter_mul as scatter_mul,
+                                 scatter_sub as scatter_sub)
+from .._src.lax.sorting import sort as sort, sort_key_val as sort_key_val, top_k as top_k  # noqa: E402
+from .._src.lax.windowed import reduce_window as reduce_window  # noqa: E402
+from . import linalg as linalg  # noqa: E402

@@ -71,11 +71,16 @@ from .._src.numpy.ufuncs import (abs as abs, absolute as absolute, acos as acos,
                                  sinc as sinc, sinh as sinh, sqrt as sqrt, square as square, subtract as subtract,
                                  tan as tan, tanh as tanh, true_divide as true_divide, trunc as trunc, where as where)
 
-try:  # the indexing module is being written concurrently; until it lands, indexing raises a clear error
-    from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, getitem as _getitem,
-                                       nonzero as nonzero, take as take, take_along_axis as take_along_axis)
-except ImportError:  # pragma: no cover
-    pass
+from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, argsort as argsort,
+                                   argwhere as argwhere, bincount as bincount, choose as choose, compress as compress,
+                                   diag_indices as diag_indices, diag_indices_from as diag_indices_from,
+                                   digitize as digitize, extract as extract, flatnonzero as flatnonzero,
+                                   getitem as _getitem, ix_ as ix_, lexsort as lexsort, nonzero as nonzero,
+                                   ravel_multi_index as ravel_multi_index, searchsorted as searchsorted,
+                                   select as select, sort as sort, take as take, take_along_axis as take_along_axis,
+                                   tril_indices as tril_indices, tril_indices_from as tril_indices_from,
+                                   triu_indices as triu_indices, triu_indices_from as triu_indices_from,
+                                   unravel_index as unravel_index)
 
 pi = _np.pi
 e = _np.e

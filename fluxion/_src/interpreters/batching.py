@@ -120,7 +120,7 @@ def vmap_flat(fun: Callable, in_vals: Sequence[Any], in_dims: Sequence[int | Non
     """Runs `fun` batched along `in_dims` and returns outputs with their batch dim moved to the requested dims."""
     with core.new_main(BatchTrace, payload=BatchPayload(axis_size, axis_name, spmd_axis_name)) as main:
         trace = BatchTrace(main)
-        tracers = [BatchTracer(trace, v, d) for v, d in zip(in_vals, in_dims)]
+        tracers = [BatchTracer(trace, v, d) if d is not not_mapped else v for v, d in zip(in_vals, in_dims)]
         outs = fun(*tracers)
         out_tracers = [core.full_raise(trace, o) for o in outs]
         vals = [t.val for t in out_tracers]

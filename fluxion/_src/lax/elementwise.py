@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..backends.numpy.elementwise import IMPLS
-from ..core import ShapedArray
+from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
 from .utils import standard_primitive
@@ -308,9 +308,15 @@ def _lift_scalars(*args):
     return out
 
 
+def _check(prim, *args):
+    """Runs the shape/dtype rule for a user-facing lax call (the eager path skips it for speed)."""
+    abstract_eval_rules[prim](*[core.get_aval(a) for a in args])
+
+
 def _make_unary(prim):
     def op(x):
         (x,) = _lift_scalars(x)
+        _check(prim, x)
         return prim.bind(x)
     op.__name__ = prim.name
     op.__doc__ = f"Elementwise `{prim.name}` (the `{prim.name}` primitive). Shape and dtype are preserved."
@@ -320,6 +326,7 @@ def _make_unary(prim):
 def _make_binary(prim):
     def op(x, y):
         x, y = _lift_scalars(x, y)
+        _check(prim, x, y)
         return prim.bind(x, y)
     op.__name__ = prim.name
     op.__doc__ = (f"Elementwise `{prim.name}` of two arrays of one dtype and equal shapes (or scalars); no "

@@ -11,8 +11,8 @@ the dimension numbers follow XLA's operation semantics (https://openxla.org/xla/
 Differentiation: gather and scatter_add are linear in operand/updates and transpose into each other. scatter (set)
 is linear when indices are unique; for possibly repeated indices its JVP finds which update "wins" each position by
 scattering update ids (the NumPy backend is deterministic: the last update wins), as JAX does. scatter_mul
-differentiates with respect to `updates` only for `unique_indices=True` (JAX's limit). scatter_min/max split the
-tangent evenly between tied contributors.
+differentiates with respect to `updates` also for repeated indices (JAX only supports `unique_indices=True`) via the
+product of the other updates at each position. scatter_min/max split the tangent evenly between tied contributors.
 
 Batching uses the `operand_batching_dims`/`*_indices_batching_dims` fields, so vmap of a gather/scatter is a single
 gather/scatter.
@@ -272,9 +272,12 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
     operand, start_indices = st._as_array(operand), st._as_array(start_indices)
     mode = GatherScatterMode.from_any(mode)
     fill = _static_fill(fill_value) if mode is GatherScatterMode.FILL_OR_DROP else None
-    return gather_p.bind(operand, start_indices, dimension_numbers=_canon_gather_dnums(dimension_numbers),
-                         slice_sizes=_ints(slice_sizes), indices_are_sorted=bool(indices_are_sorted),
-                         unique_indices=bool(unique_indices), mode=mode, fill_value=fill)
+    params = dict(dimension_numbers=_canon_gather_dnums(dimension_numbers), slice_sizes=_ints(slice_sizes),
+                  indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices), mode=mode,
+                  fill_value=fill)
+    # Validate here too: the eager path runs the NumPy implementation without abstract evaluation.
+    _gather_shape_rule(core.get_aval(operand), core.get_aval(start_indices), **params)
+    return gather_p.bind(operand, start_indices, **params)
 
 
 def _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted, unique_indices,
@@ -284,10 +287,13 @@ def _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers, in
     u_aval, o_aval = core.get_aval(updates), core.get_aval(operand)
     if u_aval.dtype != o_aval.dtype and u_aval.weak_type:
         updates = ew.convert_element_type(updates, o_aval.dtype)
-    return prim.bind(operand, st._as_array(scatter_indices), updates,
-                     dimension_numbers=_canon_scatter_dnums(dimension_numbers),
-                     indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices),
-                     mode=GatherScatterMode.from_any(mode))
+    scatter_indices = st._as_array(scatter_indices)
+    params = dict(dimension_numbers=_canon_scatter_dnums(dimension_numbers),
+                  indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices),
+                  mode=GatherScatterMode.from_any(mode))
+    # Validate here too: the eager path runs the NumPy implementation without abstract evaluation.
+    _scatter_shape_rule(o_aval, core.get_aval(scatter_indices), core.get_aval(updates), **params)
+    return prim.bind(operand, scatter_indices, updates, **params)
 
 
 def _scatter_doc(verb: str) -> str:
@@ -359,9 +365,9 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers: S
                   mode=None):
     """Applies the elementwise `func` to `operand` at the positions `scatter_indices` selects.
 
-    A position selected k times gets `func` applied k times (as XLA does). The multiplicities must be concrete for
-    that; under `jit` with `unique_indices=False` each selected position gets `func` applied once (exact for
-    unique indices).
+    A position selected k times gets `func` applied k times (as XLA does). With concrete indices (or
+    `unique_indices=True`) this unrolls into differentiable selects; with traced, possibly repeated indices it runs a
+    `while_loop` up to the largest multiplicity (forward-mode differentiable only).
 
     Args:
       operand: the array to update.
@@ -379,6 +385,17 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers: S
                          st.full(tuple(update_shape), 1, np.int32), dimension_numbers,
                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
     concrete = core.concrete_value(counts)
+    if concrete is None and not unique_indices:
+        from .control_flow import while_loop
+        from .reductions import reduce_max
+        most = reduce_max(counts, tuple(range(core.get_aval(counts).ndim))) if core.get_aval(counts).ndim \
+            else counts
+
+        def body(carry):
+            r, x = carry
+            return ew.add(r, np.int32(1)), ew.select_n(ew.gt(counts, r), x, func(x))
+
+        return while_loop(lambda carry: ew.lt(carry[0], most), body, (np.int32(0), operand))[1]
     repeats = 1 if concrete is None or np.size(concrete) == 0 else max(int(np.max(concrete)), 1)
     out = operand
     for r in range(repeats):
@@ -398,7 +415,7 @@ def _gather_dnums_of_scatter(dn: ScatterDimensionNumbers) -> GatherDimensionNumb
                                   start_indices_batching_dims=dn.scatter_indices_batching_dims)
 
 
-def _scatter_dnums_of_gather(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+def scatter_dnums_of_gather(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
     return ScatterDimensionNumbers(update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
                                    scatter_dims_to_operand_dims=dn.start_index_map,
                                    operand_batching_dims=dn.operand_batching_dims,
@@ -453,7 +470,7 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, i
     if type(ct) is Zero or not ad.is_undefined_primal(operand):
         return [None, None]
     zeros = _zeros(operand.aval)
-    out = scatter_add_p.bind(zeros, indices, ct, dimension_numbers=_scatter_dnums_of_gather(dimension_numbers),
+    out = scatter_add_p.bind(zeros, indices, ct, dimension_numbers=scatter_dnums_of_gather(dimension_numbers),
                              indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
     return [out, None]
 
@@ -554,14 +571,38 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted
     if type(t_op) is not Zero:
         t_out = scatter_mul_p.bind(t_op, indices, updates, **params)
     if type(t_upd) is not Zero:
-        if not unique_indices:
-            raise NotImplementedError("scatter_mul gradients with respect to updates are only implemented for "
-                                      "unique_indices=True (as in JAX)")
         u_shape = core.get_aval(updates).shape
-        at_targets = _gather_windows(operand, indices, u_shape, dimension_numbers, mode)
-        t_out = ad.add_tangents(t_out, scatter_add_p.bind(_zeros(core.get_aval(out)), indices,
-                                                          ew.mul(t_upd, at_targets), **params))
+        if unique_indices:
+            at_targets = _gather_windows(operand, indices, u_shape, dimension_numbers, mode)
+            t_out = ad.add_tangents(t_out, scatter_add_p.bind(_zeros(core.get_aval(out)), indices,
+                                                              ew.mul(t_upd, at_targets), **params))
+        else:
+            others = _product_of_others(updates, indices, core.get_aval(operand), dimension_numbers, params)
+            summed = scatter_add_p.bind(_zeros(core.get_aval(out)), indices, ew.mul(t_upd, others), **params)
+            t_out = ad.add_tangents(t_out, ew.mul(operand, summed))
     return out, t_out
+
+
+def _product_of_others(updates, indices, operand_aval, dn, params):
+    """For each update element, the product of the *other* updates scattered to the same position.
+
+    Computed without dividing by zero: with Z zeros among a position's updates and P the product of its nonzero
+    ones, the others' product of a nonzero update u is P / u if Z == 0 (else 0), and of a zero update is P if
+    Z == 1 (else 0). (JAX only differentiates scatter_mul's updates for unique indices.) The value is exact
+    everywhere; its own derivative (a second derivative of scatter_mul) is exact only away from exact zeros.
+    """
+    dt = operand_aval.dtype
+    u_shape = core.get_aval(updates).shape
+    zero, one = st.full(u_shape, 0, dt), st.full(u_shape, 1, dt)
+    is_zero = ew.eq(updates, zero)
+    nonzero = ew.select_n(is_zero, updates, one)
+    prod_nz = scatter_mul_p.bind(st.full(operand_aval.shape, 1, dt), indices, nonzero, **params)
+    n_zero = scatter_add_p.bind(_zeros(operand_aval), indices, ew.convert_element_type(is_zero, dt), **params)
+    prod_nz = _gather_windows(prod_nz, indices, u_shape, dn, params["mode"])
+    n_zero = _gather_windows(n_zero, indices, u_shape, dn, params["mode"])
+    if_nonzero = ew.select_n(ew.eq(n_zero, zero), zero, ew.div(prod_nz, nonzero))
+    if_zero = ew.select_n(ew.eq(n_zero, one), zero, prod_nz)
+    return ew.select_n(is_zero, if_nonzero, if_zero)
 
 
 def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
@@ -647,7 +688,8 @@ def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
     new = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims), _shift(dn.start_index_map),
                                  (0,) + _shift(dn.operand_batching_dims),
                                  (0,) + _shift(dn.start_indices_batching_dims))
-    return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=(1,) + tuple(slice_sizes),
+    # (A batching dim's slice size is 1, or 0 for an empty batch.)
+    return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=(min(size, 1),) + tuple(slice_sizes),
                          **params), 0
 
 
@@ -714,7 +756,8 @@ def batched_dynamic_slice(x, dx, starts, dstarts, slice_sizes, size):
     dn = GatherDimensionNumbers(offset_dims=tuple(range(1, nd + 1)), collapsed_slice_dims=(),
                                 start_index_map=tuple(range(1, nd + 1)), operand_batching_dims=(0,),
                                 start_indices_batching_dims=(0,))
-    return gather(x, idx, dn, (1,) + tuple(slice_sizes), mode=GatherScatterMode.CLIP, indices_are_sorted=True,
+    return gather(x, idx, dn, (min(size, 1),) + tuple(slice_sizes), mode=GatherScatterMode.CLIP,
+                  indices_are_sorted=True,
                   unique_indices=True)
 
 

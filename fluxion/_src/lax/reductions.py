@@ -252,8 +252,10 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     """
     lhs, rhs = ew._lift_scalars(lhs, rhs)
     pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type is not None else None
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=_norm_dims(dimension_numbers), precision=None,
-                              preferred_element_type=pet)
+    dims = _norm_dims(dimension_numbers)
+    # The eager path skips shape rules for speed; a user-facing call checks its operands first.
+    _dot_general_rule(core.get_aval(lhs), core.get_aval(rhs), dimension_numbers=dims, preferred_element_type=pet)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=None, preferred_element_type=pet)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -279,6 +281,9 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type,
         ct = st.transpose(ct, ct_perm)
     ans_batch = tuple(range(nb))
     ans_y = tuple(range(nb + len(x_kept), nb + len(x_kept) + len(y_kept)))
+    if core.get_aval(ct).dtype != y_aval.dtype:
+        # With preferred_element_type the cotangent has the output dtype; contract in the operands' dtype.
+        ct = ew.convert_element_type(ct, y_aval.dtype)
     out = dot_general_p.bind(ct, y, dimension_numbers=((ans_y, tuple(y_kept)), (ans_batch, tuple(rb))),
                              precision=None, preferred_element_type=x_aval.dtype)
     src = list(lb) + list(x_kept) + [lc[list(rc).index(r)] for r in sorted(rc)]

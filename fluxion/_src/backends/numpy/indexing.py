@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-_CLIP_MODES = ("CLIP",)
-
-
 def default_fill_value(dtype: np.dtype):
     """The fill for out-of-bounds gathers when none is given: NaN (inexact), the minimum (signed ints), the
     maximum (unsigned ints), True (bool) -- JAX's documented defaults for `mode='fill'`."""
@@ -35,16 +32,16 @@ def _mode_name(mode) -> str:
     return getattr(mode, "name", str(mode))
 
 
-def _clamped_starts(starts, limits, mode_name: str):
+def _clamped_starts(starts, limits, clamp: bool):
     """Clamps start indices to [0, limit] and returns (clamped starts, validity mask or None).
 
     Args:
       starts: int64 array (..., k).
       limits: int64 array (k,): the largest valid start of each indexed dimension.
-      mode_name: the GatherScatterMode's name.
+      clamp: whether out-of-bounds windows are clamped (True) or flagged invalid in the returned mask (False).
     """
     valid = None
-    if mode_name not in _CLIP_MODES and starts.shape[-1]:
+    if not clamp and starts.shape[-1]:
         valid = np.all((starts >= 0) & (starts <= limits), axis=-1)
     return np.clip(starts, 0, np.maximum(limits, 0)), valid
 
@@ -69,7 +66,8 @@ def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sort
     rank = len(full_shape)
 
     limits = np.array([operand.shape[d] - slice_sizes[d] for d in dn.start_index_map], np.int64)
-    starts, valid = _clamped_starts(indices.astype(np.int64), limits, _mode_name(mode))
+    starts, valid = _clamped_starts(indices.astype(np.int64), limits,
+                                    _mode_name(mode) in ("CLIP", "PROMISE_IN_BOUNDS"))
 
     index_arrays = []
     for d in range(operand.ndim):
@@ -101,7 +99,7 @@ def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sort
         else:
             perm.append(b)
             b += 1
-    return np.ascontiguousarray(np.transpose(out, perm)).astype(operand.dtype, copy=False)
+    return np.array(np.transpose(out, perm), dtype=operand.dtype)  # (np.ascontiguousarray would make 0-d 1-d)
 
 
 def _scatter_index_arrays(operand_shape, indices, updates_shape, dn, mode):
@@ -113,7 +111,7 @@ def _scatter_index_arrays(operand_shape, indices, updates_shape, dn, mode):
     window_size = {d: updates_shape[dn.update_window_dims[w]] for w, d in enumerate(window_dims)}
     limits = np.array([operand_shape[d] - window_size.get(d, 1) for d in dn.scatter_dims_to_operand_dims],
                       np.int64)
-    starts, valid = _clamped_starts(indices.astype(np.int64), limits, _mode_name(mode))
+    starts, valid = _clamped_starts(indices.astype(np.int64), limits, _mode_name(mode) == "CLIP")
     batch_shape = indices.shape[:-1]
     # Reshape (batch..., ) arrays so their axes land on the updates' scatter axes.
     scatter_view = [1] * nu
