@@ -17,6 +17,10 @@ from .._src.numpy.creation import (arange as arange, array as array, asarray as 
 from .._src.numpy.linear import (cross as cross, dot as dot, einsum as einsum, inner as inner, kron as kron,
                                  matmul as matmul, outer as outer, tensordot as tensordot, vdot as vdot,
                                  vecdot as vecdot)
+from .._src.numpy.misc import (allclose as allclose, array_equal as array_equal, array_equiv as array_equiv,
+                               iscomplexobj as iscomplexobj, isclose as isclose, isrealobj as isrealobj,
+                               isscalar as isscalar, median as median, percentile as percentile,
+                               quantile as quantile, unique as unique)
 from .._src.numpy.reductions import (all as all, amax as amax, amin as amin, any as any, argmax as argmax,  # noqa: A004
                                      argmin as argmin, average as average, count_nonzero as count_nonzero,
                                      cumprod as cumprod, cumsum as cumsum, cumulative_prod as cumulative_prod,
