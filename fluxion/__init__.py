@@ -21,5 +21,15 @@ from . import numpy as numpy  # noqa: E402
 from . import tree as tree  # noqa: E402
 from . import tree_util as tree_util  # noqa: E402
 from . import dtypes as dtypes  # noqa: E402
+from . import nn as nn  # noqa: E402
+from . import random as random  # noqa: E402
 
 jacobian = jacrev
+
+# Devices, pmap and multi-process data parallelism (issue 6).
+from ._src.devices import (device_count as device_count, devices as devices,  # noqa: E402
+                           local_device_count as local_device_count, local_devices as local_devices,
+                           process_count as process_count, process_index as process_index)
+from ._src.pmap import (device_put_replicated as device_put_replicated,  # noqa: E402
+                        device_put_sharded as device_put_sharded, pmap as pmap)
+from . import distributed as distributed  # noqa: E402

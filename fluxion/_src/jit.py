@@ -1,11 +1,17 @@
 """`jit`: trace once per signature, compile the jaxpr with the backend, and dispatch cache hits quickly.
 
-Dispatch (the hot path) flattens the arguments, builds the cache key from the treedef, each leaf's
-(shape, dtype, weak_type) and the static arguments, and on a hit calls the executable with raw NumPy buffers.
-Caches are keyed by the wrapped function itself, so `jit(f)(x)` in a loop (a new wrapper each time) does not retrace.
+Dispatch (the hot path): when every argument is a positional `Array` (the common case), the cache key is just the
+tuple of (shape, dtype, weak_type) of the arguments and a hit calls the generated executable on the raw NumPy
+buffers directly. Otherwise the arguments are flattened and the key is built from the treedef, each leaf's
+(shape, dtype, weak_type) and the static arguments. Caches are keyed by the wrapped function itself, so
+`jit(f)(x)` in a loop (a new wrapper each time) does not retrace.
 
 Inside another transformation (grad, vmap, an enclosing jit) the function is inlined into the enclosing trace,
 which gives the same values; compiled caching applies to top-level calls.
+
+Donation (`donate_argnums`/`donate_argnames`): the buffers of donated arguments may be overwritten by the
+executable (for outputs of the same shape and dtype, or in-place updates). As in JAX, a donated array -- and any
+array sharing its buffer, such as an eager reshape of it -- must not be used after the call.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from .backends import numpy as backend
 from .config import config
 from .core import Array, ShapedArray, Tracer
 from .interpreters import partial_eval as pe
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import tree_flatten, tree_structure, tree_unflatten
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -37,19 +43,40 @@ _strong_caches: dict = {}
 class CompiledFunction:
     """A traced and compiled signature: the closed jaxpr, the executable, and how to rebuild outputs."""
 
-    __slots__ = ("closed", "executable", "out_tree", "out_weak", "consts_raw", "signature")
+    __slots__ = ("closed", "executable", "out_tree", "out_weak", "signature", "_single", "donated", "_run",
+                 "_weak0", "__weakref__")
 
-    def __init__(self, closed: core.ClosedJaxpr, out_tree, signature):
+    def __init__(self, closed: core.ClosedJaxpr, out_tree, signature, name: str = "jitted",
+                 donated: Sequence[int] = ()):
         self.closed = closed
         self.out_tree = out_tree
         self.out_weak = [a.weak_type for a in closed.out_avals]
-        self.consts_raw = [backend.raw_const(c) for c in closed.consts]
-        self.executable = backend.compile_jaxpr(closed.jaxpr)
+        self.donated = tuple(donated)
+        self.executable = backend.compile_jaxpr(closed.jaxpr, closed.consts, name=name, donated=self.donated)
         self.signature = signature
+        self._single = out_tree == _LEAF_TREE and len(self.out_weak) == 1
+        self._weak0 = self.out_weak[0] if self.out_weak else False
+        # Generated executables expose the bare function: one Python call less on the hot path. When the
+        # executable later switches to fused kernels it tells us, through a weak reference (caches own us).
+        self._run = getattr(self.executable, "fn", self.executable)
+        add_listener = getattr(self.executable, "add_listener", None)
+        if add_listener is not None:
+            ref = weakref.ref(self)
+
+            def on_upgrade(fn, ref=ref):
+                me = ref()
+                if me is not None:
+                    me._run = fn
+            add_listener(on_upgrade)
 
     def __call__(self, raw_args: list) -> Any:
-        outs = self.executable(self.consts_raw, raw_args)
+        outs = self._run(*raw_args)
+        if self._single:
+            return Array(outs[0], self._weak0)
         return tree_unflatten(self.out_tree, [Array(o, w) for o, w in zip(outs, self.out_weak)])
+
+
+_LEAF_TREE = tree_structure(0)
 
 
 def _leaf_aval_and_raw(x: Any) -> tuple[tuple, Any]:
@@ -66,6 +93,9 @@ def _leaf_aval_and_raw(x: Any) -> tuple[tuple, Any]:
         return (v.shape, dt, False), v
     if isinstance(x, Tracer):
         raise core.escaped_tracer_error(x, None)
+    if isinstance(x, Array):  # an Array subclass
+        v = x._value
+        return (v.shape, v.dtype, x.weak_type), v
     a = _as_value(x)
     return _leaf_aval_and_raw(a)
 
@@ -80,19 +110,23 @@ class JitWrapped:
 
     def __init__(self, fun: Callable, static_argnums: Sequence[int], static_argnames: Sequence[str],
                  donate_argnums: Sequence[int], name: str | None = None):
+        # update_wrapper copies the wrapped object's __dict__, so it must run before our own fields are set.
+        functools.update_wrapper(self, fun)
         self._fun = fun
         self._static_argnums = tuple(static_argnums)
         self._static_argnames = tuple(static_argnames)
         self._donate_argnums = tuple(donate_argnums)
         self._name = name or _fun_name(fun)
-        functools.update_wrapper(self, fun)
         try:
             self._cache = _caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable (e.g. a builtin): keep a strong cache
             self._cache = _strong_caches.setdefault(id(fun), {})
-        self._options = (self._static_argnums, self._static_argnames)
+        self._options = (self._static_argnums, self._static_argnames, self._donate_argnums)
         self._last_signature = None
         self._compiles = 0
+        # Signature -> compiled function, for calls whose arguments are all positional Arrays (no statics).
+        self._fast: dict = {}
+        self._fast_ok = not self._static_argnums and not self._static_argnames
 
     # -- argument processing --------------------------------------------------------------------------------------
     def _split_args(self, args: tuple, kwargs: dict):
@@ -124,6 +158,19 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if not core._state.eager or config.jax_disable_jit:
             return self._fun(*args, **kwargs)
+        if self._fast_ok and not kwargs:
+            sig = []
+            raws = []
+            for a in args:
+                if type(a) is not Array:
+                    break
+                v = a._value
+                raws.append(v)
+                sig.append((v.shape, v.dtype, a.weak_type))
+            else:
+                compiled = self._fast.get(tuple(sig))
+                if compiled is not None:
+                    return compiled(raws)
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         sig = []
@@ -136,7 +183,31 @@ class JitWrapped:
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._compile(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
+        if compiled.donated:
+            # Only buffers of fluxion Arrays are given away; a NumPy array passed in stays the caller's.
+            for i in compiled.donated:
+                if type(leaves[i]) is not Array:
+                    raws[i] = np.array(raws[i], copy=True)
+        if self._fast_ok and not kwargs and len(leaves) == len(args) and all(type(a) is Array for a in args):
+            self._fast[tuple(sig)] = compiled
         return compiled(raws)
+
+    def _donated_leaves(self, args: tuple, kwargs: dict, statics, dyn_args, dyn_kwargs) -> list[int]:
+        """Flat leaf indices of the donated arguments (positions in `donate_argnums` of the original call)."""
+        if not self._donate_argnums:
+            return []
+        nargs = len(args)
+        donated_pos = {i % nargs for i in self._donate_argnums if -nargs <= i < nargs}
+        static_pos = {k for k, _ in statics if isinstance(k, int)}
+        out, offset = [], 0
+        for i in range(nargs):
+            if i in static_pos:
+                continue
+            n = len(tree_flatten(args[i])[0])
+            if i in donated_pos:
+                out.extend(range(offset, offset + n))
+            offset += n
+        return out
 
     # -- tracing and compilation ----------------------------------------------------------------------------------
     def _trace(self, args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig):
@@ -166,7 +237,8 @@ class JitWrapped:
 
     def _compile(self, args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig, key):
         closed, out_tree, names = self._trace(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig)
-        compiled = CompiledFunction(closed, out_tree, sig)
+        donated = self._donated_leaves(args, kwargs, statics, dyn_args, dyn_kwargs)
+        compiled = CompiledFunction(closed, out_tree, sig, name=self._name, donated=donated)
         self._cache[key] = compiled
         self._compiles += 1
         if config.jax_log_compiles:
@@ -203,7 +275,7 @@ class JitWrapped:
         sig = tuple(_leaf_aval_and_raw(x)[0] if not isinstance(x, ShapeDtypeStruct) else
                     (x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type) for x in leaves)
         closed, out_tree, _ = self._trace(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig)
-        return Lowered(closed, out_tree, in_tree)
+        return Lowered(closed, out_tree, in_tree, self._name)
 
     trace = lower
 
@@ -217,6 +289,7 @@ class JitWrapped:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast.clear()
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -230,10 +303,11 @@ class JitWrapped:
 class Lowered:
     """A traced (and optimizable) function: `.as_text()` prints the jaxpr, `.compile()` builds the executable."""
 
-    def __init__(self, closed: core.ClosedJaxpr, out_tree, in_tree):
+    def __init__(self, closed: core.ClosedJaxpr, out_tree, in_tree, name: str = "jitted"):
         self.jaxpr = closed
         self.out_tree = out_tree
         self.in_tree = in_tree
+        self.name = name
 
     def as_text(self) -> str:
         return str(self.jaxpr)
@@ -243,9 +317,11 @@ class Lowered:
 
 
 class Compiled:
+    """An executable for one signature: `.as_text()` shows the generated code, calling it runs it."""
+
     def __init__(self, lowered: Lowered):
         self.lowered = lowered
-        self._fn = CompiledFunction(lowered.jaxpr, lowered.out_tree, None)
+        self._fn = CompiledFunction(lowered.jaxpr, lowered.out_tree, None, name=lowered.name)
 
     def as_text(self) -> str:
         return backend.executable_text(self._fn.executable, self.lowered.jaxpr.jaxpr)
@@ -265,14 +341,15 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
       fun: the function to compile (also usable as `@partial(jit, static_argnames=...)`).
       static_argnums / static_argnames: arguments whose Python values are part of the cache key (they must be
         hashable); use them for flags, sizes and other values Python control flow depends on.
-      donate_argnums: arguments whose buffers may be reused for outputs (accepted; used by the compiler).
+      donate_argnums / donate_argnames: positional arguments (pytrees of arrays) whose buffers the compiled code
+        may overwrite, e.g. parameters replaced by the step's result; they must not be used after the call.
 
     Returns:
       A `JitWrapped` callable with `.lower(*args)` (-> `.as_text()`, `.compile()`).
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     sn = () if static_argnums is None else ((static_argnums,) if isinstance(static_argnums, int) else
@@ -288,4 +365,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     names = tuple(sorted(set(names) | {params[i] for i in sn if 0 <= i < len(params)}))
     dn = () if donate_argnums is None else ((donate_argnums,) if isinstance(donate_argnums, int) else
                                            tuple(donate_argnums))
+    dnames = () if donate_argnames is None else ((donate_argnames,) if isinstance(donate_argnames, str) else
+                                                tuple(donate_argnames))
+    dn = tuple(sorted(set(dn) | {params.index(n) for n in dnames if n in params}))
     return JitWrapped(fun, sn, names, dn)

@@ -110,10 +110,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--train-limit", type=int, default=None, help="use only the first N training images")
     p.add_argument("--test-limit", type=int, default=None, help="use only the first N test images")
     p.add_argument("--no-progress", action="store_true", help="disable the progress bar")
+    p.add_argument("--data-parallel", action="store_true",
+                   help="pmap over all devices of all processes (under mpirun: across processes)")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--data-parallel" in argv:
+        from .mnist_dp import main as data_parallel_main
+        return data_parallel_main(argv)
     args = parse_args(argv)
     t_start = time.perf_counter()
     (x_train, y_train), (x_test, y_test) = mnist.load_all(args.data_dir)

@@ -311,7 +311,7 @@ def _cond_transpose(cts, index, *ops, branches):
     return [None] + [next(it) if l else None for l in linear]
 
 
-def _cond_batch(vals, dims, *, branches):
+def _cond_batch(vals, dims, *, branches, axis_size=None, axis_name=None):
     index, *ops = vals
     d_index, *d_ops = dims
     size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
@@ -319,9 +319,9 @@ def _cond_batch(vals, dims, *, branches):
         in_b = [d is not None for d in d_ops]
         out_b = [False] * len(branches[0].out_avals)
         for b in branches:
-            _, ob = batching.batch_jaxpr(b, size, in_b, False)
+            _, ob = batching.batch_jaxpr(b, size, in_b, False, axis_name)
             out_b = [x or y for x, y in zip(out_b, ob)]
-        new = tuple(batching.batch_jaxpr(b, size, in_b, out_b)[0] for b in branches)
+        new = tuple(batching.batch_jaxpr(b, size, in_b, out_b, axis_name)[0] for b in branches)
         ops = [batching.moveaxis(x, d, 0, size) if d is not None else x for x, d in zip(ops, d_ops)]
         outs = cond_p.bind(index, *ops, branches=new)
         return outs, [0 if b else None for b in out_b]
@@ -331,7 +331,7 @@ def _cond_batch(vals, dims, *, branches):
     in_b = [True] * len(ops)
     branch_outs = []
     for b in branches:
-        bj, _ = batching.batch_jaxpr(b, size, in_b, True)
+        bj, _ = batching.batch_jaxpr(b, size, in_b, True, axis_name)
         branch_outs.append(core.eval_jaxpr(bj.jaxpr, bj.consts, *ops))
     outs = []
     for k in range(len(branch_outs[0])):
@@ -344,6 +344,7 @@ def _cond_batch(vals, dims, *, branches):
 
 ad.primitive_jvps[cond_p] = _cond_jvp
 ad.primitive_transposes[cond_p] = _cond_transpose
+_cond_batch.needs_axis = True
 batching.primitive_batchers[cond_p] = _cond_batch
 
 
@@ -441,19 +442,20 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     return p_out, t_out
 
 
-def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, axis_size=None,
+                 axis_name=None):
     nc, nb = cond_nconsts, body_nconsts
     size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
     cc_b = [d is not None for d in dims[:nc]]
     bc_b = [d is not None for d in dims[nc:nc + nb]]
     carry_b = [d is not None for d in dims[nc + nb:]]
     for _ in range(len(carry_b) + 1):
-        _, out_b = batching.batch_jaxpr(body_jaxpr, size, bc_b + carry_b, False)
+        _, out_b = batching.batch_jaxpr(body_jaxpr, size, bc_b + carry_b, False, axis_name)
         new = [a or b for a, b in zip(carry_b, out_b)]
         if new == carry_b:
             break
         carry_b = new
-    _, pred_b = batching.batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, False)
+    _, pred_b = batching.batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, False, axis_name)
     vals = [batching.moveaxis(v, d, 0, size) if d is not None else v for v, d in zip(vals, dims)]
     carry = vals[nc + nb:]
     carry = [batching.moveaxis(c, None, 0, size) if b and core.get_aval(c).shape[:1] != (size,) or (
@@ -462,8 +464,8 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         carry_b = [True] * len(carry_b)
         carry = [batching.moveaxis(c, None, 0, size) if d is None and not b0 else c
                  for c, d, b0 in zip(vals[nc + nb:], dims[nc + nb:], [d is not None for d in dims[nc + nb:]])]
-    body_b, _ = batching.batch_jaxpr(body_jaxpr, size, bc_b + carry_b, carry_b)
-    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, False)
+    body_b, _ = batching.batch_jaxpr(body_jaxpr, size, bc_b + carry_b, carry_b, axis_name)
+    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, False, axis_name)
     cconsts, bconsts = vals[:nc], vals[nc:nc + nb]
     if not pred_b[0]:
         outs = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
@@ -500,6 +502,7 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
 
 ad.primitive_jvps[while_p] = _while_jvp
+_while_batch.needs_axis = True
 batching.primitive_batchers[while_p] = _while_batch
 
 
@@ -697,20 +700,21 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
             + [next(it_x) if l else None for l in x_lin])
 
 
-def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
+def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, axis_size=None,
+                axis_name=None):
     nc, nk = num_consts, num_carry
     size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
     c_b = [d is not None for d in dims[:nc]]
     k_b = [d is not None for d in dims[nc:nc + nk]]
     x_b = [d is not None for d in dims[nc + nk:]]
     for _ in range(nk + 1):
-        _, out_b = batching.batch_jaxpr(jaxpr, size, c_b + k_b + x_b, False)
+        _, out_b = batching.batch_jaxpr(jaxpr, size, c_b + k_b + x_b, False, axis_name)
         new = [a or b for a, b in zip(k_b, out_b[:nk])]
         if new == k_b:
             break
         k_b = new
     ny = len(jaxpr.out_avals) - nk
-    body, out_b = batching.batch_jaxpr(jaxpr, size, c_b + k_b + x_b, k_b + [False] * ny)
+    body, out_b = batching.batch_jaxpr(jaxpr, size, c_b + k_b + x_b, k_b + [False] * ny, axis_name)
     consts = [batching.moveaxis(v, d, 0, size) if d is not None else v for v, d in zip(vals[:nc], dims[:nc])]
     carry = [batching.moveaxis(v, d, 0, size) if b else v for v, d, b in zip(vals[nc:nc + nk], dims[nc:nc + nk], k_b)]
     xs = [batching.moveaxis(v, d, 1, size) if d is not None else v for v, d in zip(vals[nc + nk:], dims[nc + nk:])]
@@ -722,6 +726,7 @@ def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
 
 ad.primitive_jvps[scan_p] = _scan_jvp
 ad.primitive_transposes[scan_p] = _scan_transpose
+_scan_batch.needs_axis = True
 batching.primitive_batchers[scan_p] = _scan_batch
 
 
