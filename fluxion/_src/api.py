@@ -123,52 +123,32 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
             raise ValueError(f"jvp: primal and tangent shapes must match, got {pa.shape} and {ta.shape}")
         if dtypes.is_inexact(pa.dtype) and pa.dtype != ta.dtype:
             raise TypeError(f"jvp: primal and tangent dtypes must match, got {pa.dtype.name} and {ta.dtype.name}")
-    out_tree_box = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_unflatten(tree_p, xs))
-        if has_aux:
-            out, aux = out
-            out_tree_box.append(aux)
-        flat_out, out_tree = tree_flatten(out)
-        out_tree_box.insert(0, out_tree)
-        return [_as_value(o) for o in flat_out]
-
+    flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
     tangents_in = [t if dtypes.is_inexact(core.get_aval(p).dtype) else ad.Zero(core.get_aval(p))
                    for p, t in zip(flat_p, flat_t)]
     out_p, out_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
-    out_t = [ad.instantiate_zeros(t) for t in out_t]
-    out_tree = out_tree_box[0]
-    res = (tree_unflatten(out_tree, out_p), tree_unflatten(out_tree, out_t))
-    return res + (out_tree_box[1],) if has_aux else res
+    out_tree, n_out, aux_tree = box
+    out_t = [ad.instantiate_zeros(t) for t in out_t[:n_out]]
+    res = (tree_unflatten(out_tree, out_p[:n_out]), tree_unflatten(out_tree, out_t))
+    return res + (tree_unflatten(aux_tree, out_p[n_out:]),) if has_aux else res
 
 
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the derivative at `primals` (linear map)."""
     flat_p, tree_p = tree_flatten(primals)
     flat_p = [_as_value(p) for p in flat_p]
-    box: list = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_unflatten(tree_p, xs))
-        if has_aux:
-            out, aux = out
-            box.append(aux)
-        flat_out, out_tree = tree_flatten(out)
-        box.insert(0, out_tree)
-        return [_as_value(o) for o in flat_out]
-
+    flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
     out_p, lin = ad.linearize_flat(flat_fun, flat_p)
-    out_tree = box[0]
+    out_tree, n_out, aux_tree = box
 
     def f_jvp(*tangents):
         flat_t, tree_t = tree_flatten(tangents)
         if tree_t != tree_p:
             raise TypeError(f"linearized function expects tangents of structure {tree_p}, got {tree_t}")
-        return tree_unflatten(out_tree, lin(*[_as_value(t) for t in flat_t]))
+        return tree_unflatten(out_tree, lin(*[_as_value(t) for t in flat_t])[:n_out])
 
-    res = (tree_unflatten(out_tree, out_p), f_jvp)
-    return res + (box[1],) if has_aux else res
+    res = (tree_unflatten(out_tree, out_p[:n_out]), f_jvp)
+    return res + (tree_unflatten(aux_tree, out_p[n_out:]),) if has_aux else res
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
@@ -178,19 +158,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
     """
     flat_p, tree_p = tree_flatten(primals)
     flat_p = [_as_value(p) for p in flat_p]
-    box: list = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_unflatten(tree_p, xs))
-        if has_aux:
-            out, aux = out
-            box.append(aux)
-        flat_out, out_tree = tree_flatten(out)
-        box.insert(0, out_tree)
-        return [_as_value(o) for o in flat_out]
-
+    flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
     out_p, lin = ad.linearize_flat(flat_fun, flat_p)
-    out_tree = box[0]
+    out_tree, n_out, aux_tree = box
+    out_p, aux_leaves = out_p[:n_out], out_p[n_out:]
     out_avals = [core.get_aval(o) for o in out_p]
     in_avals = [core.get_aval(p) for p in flat_p]
 
@@ -205,7 +176,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
                 raise ValueError(f"vjp: cotangent shape {core.get_aval(ct).shape} does not match the output shape "
                                  f"{a.shape}")
             cts.append(ct)
-        cts_in = lin.transpose(cts)
+        cts_in = lin.transpose(cts + [ad.Zero(core.get_aval(a)) for a in aux_leaves])
         outs = []
         for ct, a in zip(cts_in, in_avals):
             if type(ct) is ad.Zero:
@@ -214,7 +185,28 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
         return tree_unflatten(tree_p, outs)
 
     res = (tree_unflatten(out_tree, out_p), f_vjp)
-    return res + (box[1],) if has_aux else res
+    return res + (tree_unflatten(aux_tree, aux_leaves),) if has_aux else res
+
+
+def _flatten_fun_with_aux(fun: Callable, in_tree, has_aux: bool):
+    """Flat version of `fun`; with has_aux, the aux leaves are appended to the outputs (then split off), so
+    they leave the transformation as ordinary values instead of escaping as tracers."""
+    box: list = [None, 0, None]
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(in_tree, xs))
+        aux_leaves = []
+        if has_aux:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise TypeError("with has_aux=True the function must return a pair (output, auxiliary data), got "
+                                f"{type(out).__name__}")
+            out, aux = out
+            aux_leaves, box[2] = tree_flatten(aux)
+        flat_out, box[0] = tree_flatten(out)
+        box[1] = len(flat_out)
+        return [_as_value(o) for o in flat_out] + [_as_value(a) for a in aux_leaves]
+
+    return flat_fun, box
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -168,8 +168,13 @@ class Array(ArrayOps):
         if v.size == 0:
             body = f"[]" if v.ndim == 1 else repr(v)[6:-1].split(", shape=")[0]
             return f"Array({body}, shape={v.shape}, dtype={v.dtype.name}{weak})"
-        body = np.array2string(v, separator=", ", prefix="Array(")
-        return f"Array({body}, dtype={v.dtype.name}{weak})"
+        body = "Array(" + np.array2string(v, separator=", ", prefix="Array(") + ","
+        tail = f"dtype={v.dtype.name}{weak})"
+        # JAX's layout: when the dtype would push the last line past 75 columns it is separated by the
+        # prefix's width of spaces (on the same line) instead of one space.
+        last_line = len(body) - (body.rfind("\n") + 1)
+        spacer = " " * len("Array(") if last_line + len(tail) + 1 > 75 else " "
+        return body + spacer + tail
 
     def __str__(self) -> str:
         return str(np.asarray(self._value))

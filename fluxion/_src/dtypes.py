@@ -175,9 +175,22 @@ def result_type_of_pairs(pairs) -> tuple[np.dtype, bool]:
 
 
 def promote_types(a: Any, b: Any) -> np.dtype:
-    """`jnp.promote_types`: the promoted dtype of two (strong) dtypes."""
-    dt, _ = result_type_of_pairs([(np.dtype(a), False), (np.dtype(b), False)])
-    return dt
+    """`jnp.promote_types`: the least upper bound of two dtypes in the lattice.
+
+    As in JAX with x64 off: when either input is a 64-bit type the exact least upper bound is returned (int64
+    with uint64 gives float64); otherwise the result is canonicalized (int8 with uint32 gives int32).
+    """
+    a_dt, b_dt = _to_dtype(a), _to_dtype(b)
+    node = _LUB[a_dt, b_dt]
+    if isinstance(node, str):
+        node = {WEAK_INT: int64, WEAK_FLOAT: float64, WEAK_COMPLEX: complex128}[node]
+    if a_dt in _X64_TO_X32 or b_dt in _X64_TO_X32:
+        return node
+    return _canonical[node]
+
+
+def _to_dtype(a: Any) -> np.dtype:
+    return bfloat16 if a is ml_dtypes.bfloat16 else np.dtype(a)
 
 
 def scalar_type_node(x: Any) -> Any:
@@ -212,16 +225,22 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid fluxion array type")
 
 
+_PY_TYPE_NODES = {builtins.int: WEAK_INT, builtins.float: WEAK_FLOAT, builtins.complex: WEAK_COMPLEX}
+
+
 def result_type(*args: Any, return_weak_type_flag: bool = False):
-    """`jnp.result_type`: the dtype an operation on `args` (arrays, dtypes, scalars) produces."""
+    """`jnp.result_type`: the dtype an operation on `args` (arrays, dtypes, scalars) produces.
+
+    Dtype arguments are canonicalized first (so uint64 counts as uint32 with x64 off), as in JAX.
+    """
     pairs = []
     for a in args:
-        if isinstance(a, (np.dtype, type, str)) and not isinstance(a, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
-            if a in (builtins.int, builtins.float, builtins.complex):
-                pairs.append(node_to_dtype({builtins.int: WEAK_INT, builtins.float: WEAK_FLOAT,
-                                            builtins.complex: WEAK_COMPLEX}[a]))
-            else:
-                pairs.append((np.dtype(a), False))
+        if a is builtins.int or a is builtins.float or a is builtins.complex:
+            pairs.append(node_to_dtype(_PY_TYPE_NODES[a]))
+        elif isinstance(a, (np.dtype, type, str)) and not isinstance(a, (builtins.bool, builtins.int,
+                                                                          builtins.float, builtins.complex)):
+            dt = getattr(a, "dtype", None) if isinstance(a, type) and not issubclass(a, np.generic) else None
+            pairs.append((canonicalize_dtype(dt if dt is not None else _to_dtype(a)), False))
         else:
             pairs.append(dtype_and_weak(a))
     dt, weak = result_type_of_pairs(pairs)

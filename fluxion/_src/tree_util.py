@@ -244,7 +244,7 @@ class PyTreeDef:
             return "None"
         if _is_namedtuple(t) and t not in _registry:
             return f"CustomNode(namedtuple[{t.__name__}], [{', '.join(kids)}])"
-        return f"CustomNode({t.__name__}[{self.aux!r}], [{', '.join(kids)}])"
+        return f"CustomNode({t.__name__}[{self.aux}], [{', '.join(kids)}])"
 
     def __repr__(self) -> str:
         return f"PyTreeDef({self._str()})"

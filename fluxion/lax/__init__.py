@@ -2,7 +2,7 @@
 
 from .._src.lax.cumulative import (associative_scan as associative_scan, cumlogsumexp as cumlogsumexp,
                                    cummax as cummax, cummin as cummin, cumprod as cumprod, cumsum as cumsum)
-from .._src.lax.elementwise import (abs as abs, acos as acos, acosh as acosh, add as add, asin as asin,  # noqa: A004
+from .._src.lax.elementwise import (polygamma as polygamma, abs as abs, acos as acos, acosh as acosh, add as add, asin as asin,  # noqa: A004
                                     asinh as asinh, atan as atan, atan2 as atan2, atanh as atanh,
                                     bitcast_convert_type as bitcast_convert_type, bitwise_and as bitwise_and,
                                     bitwise_not as bitwise_not, bitwise_or as bitwise_or, bitwise_xor as bitwise_xor,

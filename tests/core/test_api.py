@@ -53,7 +53,6 @@ _HAS_AUX_LEAK = ("core bug: grad/value_and_grad/vjp with has_aux=True return the
                  "has_aux=True)(jnp.arange(3.))[1]['a'] is a Traced<...>with<JVPTrace>")
 
 
-@pytest.mark.xfail(reason=_HAS_AUX_LEAK, strict=True)
 def test_tutorial_grad_has_aux_returns_grad_and_aux_dict():
     def mse_aux(x, y):
         return _mse(x, y), {'add': x + y, 'del': x - y}
@@ -539,12 +538,10 @@ def test_jit_of_grad_of_jit_minimal():
     tu.assert_allclose(jax.jit(jax.grad(lambda x: jnp.sin(x)))(1.0), np.float32(np.cos(1.0)))
 
 
-@pytest.mark.xfail(reason=_JIT_OF_WRAPPED_JIT, strict=True)
 def test_jit_of_grad_of_jit_wrapped():
     tu.assert_allclose(jax.jit(jax.grad(jax.jit(lambda x: jnp.sin(x))))(1.0), np.float32(np.cos(1.0)))
 
 
-@pytest.mark.xfail(reason=_JIT_OF_WRAPPED_JIT, strict=True)
 def test_jit_inside_grad_and_grad_inside_jit(rng):
     f = jax.jit(lambda x: jnp.sum(jnp.sin(x) ** 2))
     x = rng.standard_normal(4).astype(np.float32)
@@ -634,7 +631,6 @@ def test_vmap_of_jit_and_jit_of_vmap(rng):
     tu.assert_allclose(jax.jit(jax.vmap(lambda x: jnp.sum(x ** 2)))(xs), (xs ** 2).sum(1), rtol=1e-6)
 
 
-@pytest.mark.xfail(reason=_JIT_OF_WRAPPED_JIT, strict=True)
 def test_jit_of_vmap_of_jit(rng):
     f = jax.jit(lambda x: jnp.sum(x ** 2))
     xs = rng.standard_normal((4, 3)).astype(np.float32)

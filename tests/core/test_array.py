@@ -79,10 +79,6 @@ def test_repr_and_str_match_real_jax(make):
     assert str(ours) == str(theirs)
 
 
-@pytest.mark.xfail(reason="core bug: Array.__repr__ does not reproduce JAX's separator before dtype= when the last "
-                          "line is too long (JAX pads with len('Array(') spaces); repro: repr(jnp.array([-0.2, "
-                          "-0.20000005, -0.19999981, -0.19999981, -0.19999981], dtype=jnp.float32)) ends with "
-                          "'], dtype=float32)', JAX prints '],      dtype=float32)'", strict=True)
 def test_repr_of_long_row_matches_jax():
     x = jnp.array(np.array([-0.2, -0.20000005, -0.19999981, -0.19999981, -0.19999981], np.float32))
     assert repr(x) == ("Array([-0.2       , -0.20000005, -0.19999981, -0.19999981, -0.19999981],      "

@@ -124,18 +124,12 @@ def test_promote_types_row_matches_jax(a, real_jnp):
         assert jnp.result_type(a, b) == real_jnp.result_type(a, b), (_name(a), _name(b))
 
 
-@pytest.mark.xfail(reason="core bug: jnp.promote_types canonicalizes 64-bit results to 32 bits with x64 off; JAX "
-                          "returns the uncanonicalized lattice join; repro: jnp.promote_types(np.int64, np.int32) "
-                          "== int32, JAX gives int64 (and int8 + uint64 -> float64)", strict=True)
 def test_promote_types_64_bit_with_x64_off_matches_jax(real_jnp):
     mismatches = [(_name(a), _name(b)) for a in ALL_DTYPES for b in ALL_DTYPES
                   if jnp.promote_types(a, b) != real_jnp.promote_types(a, b)]
     assert not mismatches
 
 
-@pytest.mark.xfail(reason="core bug: jnp.result_type does not canonicalize its inputs before promoting, so with x64 "
-                          "off int32 with uint64 joins to a float; repro: jnp.result_type(np.int32, np.uint64) == "
-                          "float32, JAX gives int32 (uint64 -> uint32 first)", strict=True)
 def test_result_type_64_bit_inputs_with_x64_off_matches_jax(real_jnp):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -185,9 +179,6 @@ def test_result_type_of_weak_scalar_pairs_matches_jax(real_jnp):
         assert jnp.result_type(t) == real_jnp.result_type(t), t
 
 
-@pytest.mark.xfail(reason="core bug: jnp.result_type treats np.dtype('int64'/'float64'/'complex128') as the Python "
-                          "type int/float/complex (numpy dtypes compare equal to them) and crashes; repro: "
-                          "jnp.result_type(np.dtype('int64'), 1) raises KeyError, JAX gives int32", strict=True)
 @pytest.mark.parametrize("dt", [np.int64, np.float64, np.complex128], ids=_name)
 def test_result_type_of_64_bit_dtype_object_and_scalar(dt, real_jnp):
     for w in WEAK_SCALARS:
@@ -230,8 +221,7 @@ _WEAK_XFAIL = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(reason=_WEAK_XFAIL[n], strict=True)]
-                                               if n in _WEAK_XFAIL else []) for n in WEAK_CASES])
+@pytest.mark.parametrize("name", WEAK_CASES)
 def test_jnp_result_dtype_and_weak_type_match_jax(name, real_jnp):
     import jax as real_jax
     out, rout = WEAK_CASES[name](jnp), real_jax.eval_shape(lambda: WEAK_CASES[name](real_jnp))

@@ -240,9 +240,6 @@ def test_arrays_are_leaves_and_transformations_accept_pytrees():
     assert g["b"][1] is None
 
 
-@pytest.mark.xfail(reason="core bug: PyTreeDef repr of a registered custom node formats its aux data with repr(); "
-                          "JAX uses str(), e.g. CustomNode(Box[t], [*]); repro: register a node whose aux is 't' "
-                          "and compare repr(tree_structure(Box(1, 't')))", strict=True)
 def test_custom_node_repr_matches_real_jax():
     real = pytest.importorskip("jax")
 

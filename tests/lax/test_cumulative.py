@@ -43,8 +43,6 @@ def _odd_length(shape, axis) -> bool:
 
 
 def _grad_marks(name, shape, axis):
-    if name != "cumsum" and _odd_length(shape, axis):
-        return [pytest.mark.xfail(reason=_ASSOC_SCAN_ODD, strict=True)]
     return []
 
 
@@ -104,7 +102,7 @@ def test_vmap_matches_loop(name, in_axis, rng):
 # --------------------------------------------------------------------------------------------------------------
 
 def _marks_for_length(n):
-    return [pytest.mark.xfail(reason=_ASSOC_SCAN_ODD, strict=True)] if n % 2 == 1 and n > 1 else []
+    return []
 
 
 @pytest.mark.parametrize("n", [pytest.param(n, marks=_marks_for_length(n)) for n in (1, 2, 3, 4, 5, 7, 8)])
@@ -162,8 +160,6 @@ def test_cummax_gradient_follows_running_maximum():
     tu.assert_allclose(g, np.array([1, 2, 0, 1], np.float32))
 
 
-@pytest.mark.xfail(reason="core bug: out-of-range axes wrap modulo ndim instead of raising; repro: "
-                   "lax.cumsum(jnp.ones((2, 3)), axis=2) scans axis 0 (JAX raises ValueError)", strict=True)
 def test_cumsum_rejects_out_of_range_axis():
     with pytest.raises((ValueError, TypeError), match="axis"):
         lax.cumsum(np.zeros((2, 3), np.float32), axis=2)

@@ -282,13 +282,7 @@ _COMPLEX_UNBROADCAST = ("core bug: the transpose of lax.complex does not sum the
                         "(jnp.ones((2, 3), jnp.complex64))[0].shape == (2, 3), expected ()")
 
 # (check, op name) -> (reason, predicate(dtype, shapes, axes) selecting the affected cases, or None for all).
-KNOWN_FAILURES: dict[tuple, tuple] = {
-    ("values", "bitcast_i32_u8"): (_BITCAST_SHAPE, lambda dt, shapes, axes: shapes != ((),)),
-    ("batching", "bitcast_i32_u8"): (_BITCAST_SHAPE, None),
-    ("grads", "digamma"): (_DIGAMMA_JVP, None),
-    ("grads", "lgamma"): (_DIGAMMA_JVP + " (second derivative of lgamma)", None),
-    ("grads", "complex"): (_COMPLEX_UNBROADCAST, lambda dt, shapes, axes: () in shapes and (2, 3) in shapes),
-}
+KNOWN_FAILURES: dict[tuple, tuple] = {}
 
 
 def _marks(check: str, op: Op, dtype=None, shapes=None, axes=None) -> list:
@@ -443,7 +437,6 @@ def test_bitwise_ops_reject_floats():
         lax.bitwise_and(np.ones(2, np.float32), np.ones(2, np.float32))
 
 
-@pytest.mark.xfail(reason=_EAGER_SELECT_UNCHECKED, strict=True)
 def test_select_n_rejects_float_predicate():
     with pytest.raises(TypeError, match="float32"):
         lax.select_n(np.ones(2, np.float32), np.ones(2, np.float32), np.zeros(2, np.float32))

@@ -131,11 +131,7 @@ _PREFERRED_INT = ("core bug: dot_general with preferred_element_type accumulates
                   "gives [[48]] (30000 wrapped to int8), expected [[30000]]")
 
 # (check, case name) -> (reason, predicate(dtype, axes) or None); strict xfails for known core bugs.
-KNOWN_FAILURES: dict[tuple, tuple] = {
-    ("grads", "reduce_prod_1_zeros"): (_ASSOC_SCAN_ODD, None),
-    ("grads", "reduce_prod_2_zeros"): (_ASSOC_SCAN_ODD, None),
-    ("values", "dot_general_2x3_3x4_c10_b_pref_int32"): (_PREFERRED_INT, None),
-}
+KNOWN_FAILURES: dict[tuple, tuple] = {}
 
 
 def _marks(check, case, dtype=None, axes=None):
@@ -202,8 +198,6 @@ def test_argmax_index_dtype():
     assert out.dtype == np.int16 and int(out) == 1
 
 
-@pytest.mark.xfail(reason="core bug: out-of-range reduction axes wrap modulo ndim instead of raising; repro: "
-                   "lax.reduce_sum(jnp.zeros((2, 2)), (3,)) returns shape (2,) (JAX raises ValueError)", strict=True)
 def test_reduce_sum_rejects_bad_axis():
     with pytest.raises((ValueError, TypeError), match="3"):
         fluxion.jit(lambda x: lax.reduce_sum(x, (3,)))(np.zeros((2, 2), np.float32))

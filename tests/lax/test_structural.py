@@ -146,11 +146,7 @@ def _pads_batched_value(axes):
 
 
 # (check, case name) -> (reason, predicate(in_axes) or None for every case); strict xfails for known core bugs.
-KNOWN_FAILURES: dict[tuple, tuple] = {
-    ("batching", "pad_edges"): (_PAD_BATCHED_VALUE, _pads_batched_value),
-    ("batching", "pad_interior"): (_PAD_BATCHED_VALUE, _pads_batched_value),
-    ("batching", "pad_negative_2d"): (_PAD_BATCHED_VALUE, _pads_batched_value),
-}
+KNOWN_FAILURES: dict[tuple, tuple] = {}
 
 
 def _marks(check, case, axes=None):

@@ -213,10 +213,7 @@ _FULL_WEAK = ("core bug: jnp.full with a Python scalar fill and no dtype is stro
               "repro: jnp.full((2,), 7).weak_type is False (JAX: True)")
 
 # (check, record name) -> reason (strict xfail) for known core bugs.
-KNOWN_FAILURES: dict[tuple, str] = {
-    ("values", "einsum_batch_trace"): _EINSUM_REPEATED,
-    ("dtypes", "einsum_batch_trace"): _EINSUM_REPEATED,
-}
+KNOWN_FAILURES: dict[tuple, str] = {}
 
 
 _RETURNS_LIST_IN_JAX = {"broadcast_arrays", "meshgrid", "meshgrid_ij"}
@@ -315,8 +312,7 @@ def test_creation_matches_numpy(name):
     tu.assert_allclose(ours, expected, atol=1e-6, rtol=1e-6, check_dtypes=False)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(reason=_FULL_WEAK, strict=True)]
-                                               if n == "full" else []) for n in sorted(CREATION) if n != "empty_shape"])
+@pytest.mark.parametrize("name", [n for n in sorted(CREATION) if n != "empty_shape"])
 def test_creation_dtypes_match_jax(name):
     real = pytest.importorskip("jax")
     import jax.numpy as real_jnp
@@ -335,16 +331,14 @@ _EAGER_RAW_NUMPY_ERRORS = ("core bug: eager structural primitives (reshape, conc
                            "array of shape (2, 3) (size 6) into shape (4, 2) (size 8)')")
 
 
-@pytest.mark.parametrize("jit", [pytest.param(False, marks=pytest.mark.xfail(reason=_EAGER_RAW_NUMPY_ERRORS,
-                                                                              strict=True)), True])
+@pytest.mark.parametrize("jit", [False, True])
 def test_reshape_error_names_shapes(jit):
     f = jax.jit(lambda x: jnp.reshape(x, (4, 2))) if jit else (lambda x: jnp.reshape(x, (4, 2)))
     with pytest.raises((TypeError, ValueError), match=r"(?s)\(2, 3\).*\(4, 2\)"):
         f(jnp.ones((2, 3)))
 
 
-@pytest.mark.parametrize("jit", [pytest.param(False, marks=pytest.mark.xfail(reason=_EAGER_RAW_NUMPY_ERRORS,
-                                                                              strict=True)), True])
+@pytest.mark.parametrize("jit", [False, True])
 def test_concatenate_error_names_shapes(jit):
     f = lambda a, b: jnp.concatenate([a, b], axis=0)  # noqa: E731
     f = jax.jit(f) if jit else f

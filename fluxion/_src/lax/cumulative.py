@@ -50,6 +50,8 @@ cumlogsumexp_p = _make("cumlogsumexp", impl.cumlogsumexp)
 def _bind(prim, x, axis, reverse):
     x = st._as_array(x)
     nd = core.get_aval(x).ndim
+    if not -nd <= int(axis) < nd:
+        raise ValueError(f"{prim.name}: axis {axis} is out of bounds for an operand of shape {core.get_aval(x).shape}")
     return prim.bind(x, axis=int(axis) % nd, reverse=bool(reverse))
 
 
@@ -115,11 +117,12 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
         odds = [st.slice_in_dim(x, 1, k, 2, axis) for x in xs]
         reduced = scan(combine(evens, odds))
         m = core.get_aval(reduced[0]).shape[axis]
+        # Elements 2, 4, ... combine the running result of their predecessor pair with themselves.
+        rest = [st.slice_in_dim(x, 2, None, 2, axis) for x in xs]
         if k % 2 == 0:
-            later = combine([st.slice_in_dim(r, 0, m - 1, 1, axis) for r in reduced],
-                            [st.slice_in_dim(e, 1, None, 1, axis) for e in evens])
+            later = combine([st.slice_in_dim(r, 0, m - 1, 1, axis) for r in reduced], rest)
         else:
-            later = combine(reduced, [st.slice_in_dim(e, 1, None, 1, axis) for e in evens])
+            later = combine(reduced, rest)
         firsts = [st.slice_in_dim(x, 0, 1, 1, axis) for x in xs]
         evens_out = [st.concatenate([f, l], axis) for f, l in zip(firsts, later)]
         return [_interleave(e, o, axis) for e, o in zip(evens_out, reduced)]

@@ -162,6 +162,16 @@ erf_inv_p = _unop("erf_inv", "realfloat")
 lgamma_p = _unop("lgamma", "realfloat")
 digamma_p = _unop("digamma", "realfloat")
 population_count_p = _unop("population_count", "int")
+
+
+def _polygamma_rule(x, *, m):
+    if not dtypes.is_float(x.dtype):
+        raise TypeError(f"lax.polygamma requires a floating operand, got {x.dtype.name}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+polygamma_p = standard_primitive("polygamma", _polygamma_rule, IMPLS["polygamma"])
+batching.primitive_batchers[polygamma_p] = _elementwise_batch_rule(polygamma_p)
 clz_p = _unop("clz", "int")
 
 add_p = _binop("add")
@@ -447,6 +457,7 @@ def bitcast_convert_type(x, new_dtype):
 def select_n(which, *cases):
     """Selects elementwise from `cases` by `which` (bool: False->cases[0], True->cases[1]; int: index)."""
     which, *cases = _lift_scalars(which, *cases)
+    _check(select_n_p, which, *cases)
     return select_n_p.bind(which, *cases)
 
 
@@ -525,6 +536,17 @@ ad.defjvp(erf_p, lambda t, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(
 ad.defjvp(erfc_p, lambda t, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(square(x))))))
 ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(square(ans)))))
 ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma_p.bind(x, m=1)))
+ad.defjvp(polygamma_p, lambda t, x, *, m: mul(t, polygamma_p.bind(x, m=m + 1)))
+
+
+def polygamma(m, x):
+    """The m-th derivative of digamma at x (m a non-negative static integer)."""
+    (x,) = _lift_scalars(x)
+    mv = core.concrete_value(m)
+    if mv is None or np.ndim(mv) != 0:
+        raise TypeError("lax.polygamma requires a static scalar integer order m")
+    return polygamma_p.bind(x, m=int(mv))
 ad.defjvp_zero(population_count_p)
 ad.defjvp_zero(clz_p)
 
@@ -687,8 +709,8 @@ for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_
 
 
 def _complex_transpose(ct, x, y):
-    return [real(ct) if ad.is_undefined_primal(x) else None,
-            neg(imag(ct)) if ad.is_undefined_primal(y) else None]
+    return [_unbroadcast(real(ct), x.aval) if ad.is_undefined_primal(x) else None,
+            _unbroadcast(neg(imag(ct)), y.aval) if ad.is_undefined_primal(y) else None]
 
 
 ad.deflinear(complex_p, _complex_transpose)

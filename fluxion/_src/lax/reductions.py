@@ -53,6 +53,9 @@ reduce_xor_p = _make_reduce("reduce_xor", impl.reduce_xor)
 
 def _axes(x, axes) -> tuple:
     nd = core.get_aval(x).ndim
+    for a in axes:
+        if not -max(nd, 1) <= int(a) < max(nd, 1):
+            raise ValueError(f"reduction axis {a} is out of bounds for an operand of shape {core.get_aval(x).shape}")
     return tuple(sorted(int(a) % nd for a in axes)) if nd else ()
 
 

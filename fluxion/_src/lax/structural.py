@@ -127,8 +127,10 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
     new_sizes = _tuple_ints(new_sizes)
     if dimensions is not None:
         x = transpose(x, dimensions)
-    if core.get_aval(x).shape == new_sizes:
+    aval = core.get_aval(x)
+    if aval.shape == new_sizes:
         return x
+    _reshape_rule(aval, new_sizes=new_sizes)
     return reshape_p.bind(x, new_sizes=new_sizes, dimensions=None)
 
 
@@ -297,6 +299,7 @@ def concatenate(operands: Sequence, dimension: int):
     operands = [_as_array(x) for x in operands]
     if len(operands) == 1:
         return operands[0]
+    _concatenate_rule(*[core.get_aval(x) for x in operands], dimension=int(dimension))
     return concatenate_p.bind(*operands, dimension=int(dimension))
 
 
@@ -386,7 +389,18 @@ def _pad_batch(vals, dims, *, padding_config):
     x, pv = vals
     dx, dpv = dims
     if dpv is not None:
-        raise NotImplementedError("vmap of lax.pad over a batched padding value is not supported")
+        # Pad with zeros, then select the per-example padding value wherever the output is padding.
+        size = core.get_aval(pv).shape[dpv]
+        x = batching.moveaxis(x, dx, 0, size)
+        cfg = ((0, 0, 0),) + tuple(padding_config)
+        zero = core.Array(np.zeros((), core.get_aval(x).dtype))
+        padded = pad_p.bind(x, zero, padding_config=cfg)
+        from .elementwise import select_n
+        ones = full(core.get_aval(x).shape, True, dtypes.bool_)
+        mask = pad_p.bind(ones, core.Array(np.asarray(False)), padding_config=cfg)
+        shape = core.get_aval(padded).shape
+        pvb = broadcast_in_dim(batching.moveaxis(pv, dpv, 0, size), shape, (0,))
+        return select_n(mask, pvb, padded), 0
     cfg = list(padding_config)
     cfg.insert(dx, (0, 0, 0))
     return pad_p.bind(x, pv, padding_config=tuple(cfg)), dx

@@ -132,27 +132,36 @@ def full(shape, fill_value, dtype=None) -> Any:
         from .shape import broadcast_to
         fv = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
         return broadcast_to(fv, shape)
-    if dtype is None and not isinstance(fill_value, (Array, Tracer)):
+    if dtype is None and not isinstance(fill_value, (Array, Tracer)) and core._state.eager:
+        # A Python scalar fill gives a weakly-typed array, as in JAX.
         dt, weak = dtypes.dtype_and_weak(fill_value)
-        if weak and core._state.eager:
-            return Array(np.full(shape, fill_value, dtype=dt), False)
+        return Array(np.full(shape, fill_value, dtype=dt), weak)
     return st.full(shape, fill_value, dtype)
 
 
 def _like(a, dtype, shape):
-    aval = core.get_aval(a) if isinstance(a, (Array, Tracer)) else core.get_aval(np.asarray(a))
+    aval = core.get_aval(a) if isinstance(a, (Array, Tracer)) else core.get_aval(core.to_array(a))
+    weak = aval.weak_type and dtype is None
     return (aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype),
-            aval.shape if shape is None else _shape_tuple(shape))
+            aval.shape if shape is None else _shape_tuple(shape), weak)
+
+
+def _filled_like(value, a, dtype, shape):
+    dt, shp, weak = _like(a, dtype, shape)
+    if core._state.eager:
+        return Array(np.full(shp, value, dt), weak)
+    return st.full(shp, Array(np.asarray(value, dt), weak), dt if not weak else None) if weak else st.full(
+        shp, value, dt)
 
 
 def zeros_like(a, dtype=None, shape=None) -> Any:
-    dt, shp = _like(a, dtype, shape)
-    return st.full(shp, 0, dt) if not core._state.eager else Array(np.zeros(shp, dt))
+    """Zeros with the shape and dtype of `a` (weakly typed if `a` is and no dtype is given)."""
+    return _filled_like(0, a, dtype, shape)
 
 
 def ones_like(a, dtype=None, shape=None) -> Any:
-    dt, shp = _like(a, dtype, shape)
-    return st.full(shp, 1, dt) if not core._state.eager else Array(np.ones(shp, dt))
+    """Ones with the shape and dtype of `a` (weakly typed if `a` is and no dtype is given)."""
+    return _filled_like(1, a, dtype, shape)
 
 
 def empty_like(a, dtype=None, shape=None) -> Any:
@@ -160,7 +169,7 @@ def empty_like(a, dtype=None, shape=None) -> Any:
 
 
 def full_like(a, fill_value, dtype=None, shape=None) -> Any:
-    dt, shp = _like(a, dtype, shape)
+    dt, shp, weak = _like(a, dtype, shape)
     return full(shp, fill_value, dt)
 
 

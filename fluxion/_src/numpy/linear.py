@@ -208,7 +208,7 @@ def _einsum_reduce_single(op, spec, out, all_specs, i):
     drop = tuple(k for k, c in enumerate(spec) if c not in others)
     if drop:
         op = red.reduce_sum(op, drop)
-        spec = "".join(c for c in spec if c not in others)
+        spec = "".join(c for c in spec if c in others)
     return op, spec
 
 

@@ -13,6 +13,12 @@ from ..lax import structural as st
 from .util import asarray_arg, broadcast_to_shape, canonicalize_axes, canonicalize_axis
 
 
+def _strong(a):
+    """Reductions return strongly-typed results even for weakly-typed inputs (as in JAX)."""
+    aval = core.get_aval(a)
+    return ew._convert_weak(a, aval.dtype, False) if aval.weak_type else a
+
+
 def _keepdims(out, in_shape, axes, keepdims):
     if not keepdims:
         return out
@@ -42,7 +48,7 @@ def _sum_dtype(dt: np.dtype, dtype) -> np.dtype:
 
 def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None, promote_integers=True):  # noqa: A001
     """Sum over `axis` (bool and small ints accumulate in the default int dtype, as JAX does)."""
-    a = asarray_arg(a, "sum")
+    a = _strong(asarray_arg(a, "sum"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype) if promote_integers or dtype is not None else aval.dtype
     if dt != aval.dtype:
@@ -57,7 +63,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
 
 def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None, promote_integers=True):
     """Product over `axis`."""
-    a = asarray_arg(a, "prod")
+    a = _strong(asarray_arg(a, "prod"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype)
     if dt != aval.dtype:
@@ -71,7 +77,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
 
 
 def _minmax(name, prim_fn, a, axis, keepdims, initial, where, is_max):
-    a = asarray_arg(a, name)
+    a = _strong(asarray_arg(a, name))
     aval = core.get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     if where is not None:
@@ -130,7 +136,7 @@ def _count(aval, axes, where):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
     """Arithmetic mean over `axis` (integer inputs average in the default float dtype)."""
-    a = asarray_arg(a, "mean")
+    a = _strong(asarray_arg(a, "mean"))
     aval = core.get_aval(a)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.inexact_dtype_for(aval.dtype)
     axes = canonicalize_axes(axis, aval.ndim)
@@ -146,7 +152,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     """Variance over `axis` with `ddof` delta degrees of freedom (`correction` is the Array-API name)."""
     if correction is not None:
         ddof = correction
-    a = asarray_arg(a, "var")
+    a = _strong(asarray_arg(a, "var"))
     aval = core.get_aval(a)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.inexact_dtype_for(aval.dtype)
     axes = canonicalize_axes(axis, aval.ndim)
@@ -200,18 +206,24 @@ def _cumulative(name, fn, a, axis, dtype, promote=True):
     if axis is None:
         a = st.reshape(a, (aval.size,))
         axis = 0
-    dt = _sum_dtype(aval.dtype, dtype) if promote else aval.dtype
+    dt = _sum_dtype(aval.dtype, dtype) if promote else (
+        dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype)
     if dt != aval.dtype:
         a = ew.convert_element_type(a, dt)
     return fn(a, canonicalize_axis(axis, core.get_aval(a).ndim))
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    return _cumulative("cumsum", cum.cumsum, a, axis, dtype)
+    """Cumulative sum (integers keep their dtype, unlike `sum`; bool accumulates in the default int)."""
+    return _cumulative("cumsum", cum.cumsum, a, axis, dtype, promote=_is_bool(a))
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-    return _cumulative("cumprod", cum.cumprod, a, axis, dtype)
+    return _cumulative("cumprod", cum.cumprod, a, axis, dtype, promote=_is_bool(a))
+
+
+def _is_bool(a) -> bool:
+    return dtypes.dtype_and_weak(a)[0] == dtypes.bool_
 
 
 cumulative_sum, cumulative_prod = cumsum, cumprod

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sp
 
+from . import special as _special  # erf_inv evaluated as XLA does (bit-exact random.normal)
+
 _ERR = dict(all="ignore")
 
 
@@ -149,8 +151,15 @@ def _convert_element_type(x, *, new_dtype, weak_type=False):
 
 def _bitcast_convert_type(x, *, new_dtype):
     x = np.asarray(x)
-    return x.view(new_dtype) if x.ndim else x.reshape(1).view(new_dtype).reshape(
-        (-1,) if np.dtype(new_dtype).itemsize < x.dtype.itemsize else ())
+    if not x.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
+        x = x.copy()
+    new = np.dtype(new_dtype)
+    a, b = x.dtype.itemsize, new.itemsize
+    if a == b:
+        return x.view(new)
+    if a > b:  # each element becomes a trailing axis of a // b narrower elements
+        return x.reshape(x.shape + (1,)).view(new).reshape(x.shape + (a // b,))
+    return x.view(new).reshape(x.shape[:-1])
 
 
 def _select_n(which, *cases):
@@ -165,6 +174,12 @@ def _clamp(lo, x, hi):
     return np.minimum(np.maximum(x, lo), hi)
 
 
+def _polygamma(x, *, m):
+    dt = np.result_type(x)
+    with np.errstate(**_ERR):
+        return np.asarray(sp.polygamma(m, np.asarray(x, np.float64))).astype(dt)
+
+
 def _erf_inv(x):
     return _same_dtype(sp.erfinv)(x)
 
@@ -176,8 +191,8 @@ IMPLS = {
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "sqrt": np.sqrt, "rsqrt": _rsqrt,
     "cbrt": np.cbrt, "abs": np.abs, "not": np.invert, "real": np.real, "imag": np.imag, "conj": np.conj,
-    "square": np.square, "erf": _same_dtype(sp.erf), "erfc": _same_dtype(sp.erfc), "erf_inv": _erf_inv,
-    "lgamma": _same_dtype(sp.gammaln), "digamma": _same_dtype(sp.digamma), "population_count": _population_count,
+    "square": np.square, "erf": _same_dtype(sp.erf), "erfc": _same_dtype(sp.erfc), "erf_inv": _special.erf_inv,
+    "lgamma": _same_dtype(sp.gammaln), "polygamma": _polygamma, "digamma": _same_dtype(sp.digamma), "population_count": _population_count,
     "clz": _clz,
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _int_div, "rem": _rem, "pow": _pow,
     "max": np.maximum, "min": np.minimum, "atan2": np.arctan2, "nextafter": _nextafter,

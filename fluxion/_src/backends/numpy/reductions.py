@@ -67,6 +67,10 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     out_dtype = preferred_element_type if preferred_element_type is not None else lhs.dtype
     if lhs.dtype == np.bool_:
         lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
+    elif (preferred_element_type is not None and np.dtype(out_dtype).kind in "iu"
+          and np.dtype(out_dtype).itemsize > lhs.dtype.itemsize):
+        # Accumulate in the (wider) requested integer type so products do not overflow.
+        lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
     elif lhs.dtype.itemsize < 4 and lhs.dtype.kind == "f" or lhs.dtype.name == "bfloat16":
         # Accumulate half-precision products in float32, as XLA's CPU backend does.
         lhs, rhs = lhs.astype(np.float32), rhs.astype(np.float32)

@@ -1,0 +1,237 @@
+"""Float32 special functions evaluated exactly as XLA's CPU backend evaluates them, so results match JAX bit for bit.
+
+XLA's CPU code generator does not call the C library for these functions: it expands them into polynomial
+approximations and lets LLVM contract every `a * b + c` into a fused multiply-add. NumPy's correctly rounded
+`log`/`log1p` therefore differ from JAX in the last bit for a sizable fraction of inputs, which matters for
+`fluxion.random.normal` (erf_inv of uniform draws). The functions here reproduce XLA's recipes in float32:
+
+* `erf_inv`: M. Giles, "Approximating the erfinv function", GPU Computing Gems Jade Edition (2011), the
+  single-precision polynomial in w = -log1p(-x^2) (the variant used by XLA's `ErfInv32`/CHLO `erf_inv`), with
+  erf_inv(+-1) = +-inf.
+* `log1p`: for |x| < sqrt(2) - 1, x - x^2/2 + x^3 P(x)/Q(x) with the Cephes Mathematical Library rational
+  approximation (degree 6 / 6); otherwise log(1 + x).
+* `erf`: x P(x^2) / Q(x^2), the rational interpolant of Eigen/XLA (odd degree-9 numerator, even degree-12
+  denominator), saturating to +-1 for |x| >= 3.8325.
+* `log`: the Cephes `logf` reduction (Cephes Mathematical Library, S. L. Moshier), as used by XLA's vectorized
+  CPU log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) by a degree-8 polynomial, log(2) split in two parts;
+  denormal inputs are flushed to zero as XLA's CPU runtime does.
+
+Every fused multiply-add is emulated exactly (see `fma32`). Inputs of other dtypes: float16 and bfloat16 are
+computed in float32 and rounded once, as XLA upcasts them; float64 uses SciPy/NumPy (not bit-matched to XLA).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+
+_F32 = np.dtype(np.float32)
+
+# Giles (2011), single precision: coefficients for w < 5 (in w - 2.5) and w >= 5 (in sqrt(w) - 3),
+# highest degree first.
+_ERFINV_SMALL_W = np.array([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                            -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], np.float32)
+_ERFINV_LARGE_W = np.array([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                            -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], np.float32)
+
+# Cephes log1p rational approximation on |x| < sqrt(2) - 1 (numerator and denominator, highest degree first).
+_LOG1P_NUM = np.array([4.5270000862445199635215E-5, 4.9854102823193375972212E-1, 6.5787325942061044846969E0,
+                       2.9911919328553073277375E1, 6.0949667980987787057556E1, 5.7112963590585538103336E1,
+                       2.0039553499201281259648E1], np.float32)
+_LOG1P_DEN = np.array([1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1, 2.2176239823732856465394E2,
+                       3.0909872225312059774938E2, 2.1642788614495947685003E2, 6.0118660497603843919306E1],
+                      np.float32)
+_LOG1P_SMALL = np.float32(0.41421356237309504880)  # sqrt(2) - 1
+
+# Cephes logf: polynomial for log(1 + x) - x + x^2/2 over x^3, and log(2) = _LN2_HI + _LN2_LO.
+_LOG_P = np.array([7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
+                   -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1], np.float32)
+_LN2_LO = np.float32(-2.12194440e-4)
+_LN2_HI = np.float32(0.693359375)
+_SQRT_HALF = np.float32(0.707106781186547524)
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """Correctly rounded float32 fused multiply-add a * b + c.
+
+    The product of two float32 values is exact in float64, so the float64 sum is the exact result rounded once.
+    Rounding that to float32 is correct unless the float64 sum fell exactly on a midpoint between two float32
+    values (double rounding); only those rare elements are nudged one float64 ulp toward the exact sum, whose
+    side is known from the sum's exact rounding error (TwoSum).
+    """
+    p = np.multiply(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    c = np.asarray(c, np.float64)
+    with np.errstate(all="ignore"):
+        s = p + c
+        bits = np.asarray(s).view(np.int64)
+        midpoint = (bits & 0x1FFFFFFF) == 0x10000000  # the 29 bits float32 drops are exactly one half ulp
+        if np.any(midpoint):
+            p, c, s = np.broadcast_arrays(p, c, s)
+            bv = s - p
+            err = (p - (s - bv)) + (c - bv)  # exact: s + err == p + c
+            fix = midpoint & (err != 0) & np.isfinite(s)
+            s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+        return np.asarray(s).astype(np.float32)
+
+
+def _flush_denormals(x: np.ndarray) -> np.ndarray:
+    """Replaces denormal float32 values by zero of the same sign (XLA's CPU runtime runs with DAZ/FTZ)."""
+    return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), x), x)
+
+
+def _horner_fma(x: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
+    p = np.full(np.shape(x), coeffs[0], np.float32)
+    for c in coeffs[1:]:
+        p = fma32(p, x, c)
+    return p
+
+
+def log_f32(x) -> np.ndarray:
+    """Natural log of float32 `x` as XLA's CPU backend computes it (NaN for x < 0, -inf at 0, +inf at +inf)."""
+    x = np.asarray(x, np.float32)
+    with np.errstate(all="ignore"):
+        invalid = ~(x > 0)  # negative or NaN (zero is handled below)
+        is_zero = x == 0
+        # Denormals are flushed to zero by XLA's CPU runtime, so their log is -inf.
+        is_zero |= (x > 0) & (x < np.finfo(np.float32).tiny)
+        is_inf = x == np.inf
+        safe = np.where(invalid | is_zero | is_inf, np.float32(1), x)
+        bits = safe.view(np.uint32)
+        e = ((bits >> np.uint32(23)).astype(np.int32) - 126).astype(np.float32)
+        m = ((bits & np.uint32(0x807FFFFF)) | np.uint32(0x3F000000)).view(np.float32)
+        below = m < _SQRT_HALF
+        # Mantissa in [0.5, 1): move it to [sqrt(1/2), sqrt(2)) and center it on 0.
+        t = np.where(below, m + m - np.float32(1), m - np.float32(1))
+        e = e - below.astype(np.float32)
+        t2 = t * t
+        t3 = t2 * t
+        # Three interleaved Horner chains (ILP-friendly, as XLA emits them), each step a fused multiply-add.
+        y = fma32(t, _LOG_P[0], _LOG_P[1])
+        y1 = fma32(t, _LOG_P[3], _LOG_P[4])
+        y2 = fma32(t, _LOG_P[6], _LOG_P[7])
+        y = fma32(y, t, _LOG_P[2])
+        y1 = fma32(y1, t, _LOG_P[5])
+        y2 = fma32(y2, t, _LOG_P[8])
+        y = fma32(y, t3, y1)
+        y = fma32(y, t3, y2)
+        y = fma32(y, t3, e * _LN2_LO)
+        t = fma32(np.float32(-0.5), t2, t)
+        t = t + y
+        out = fma32(e, _LN2_HI, t)
+        out = np.where(invalid, np.float32(np.nan), out)
+        out = np.where(is_zero, np.float32(-np.inf), out)
+        out = np.where(is_inf, np.float32(np.inf), out)
+        return out.astype(np.float32)
+
+
+def log1p_f32(x) -> np.ndarray:
+    """log(1 + x) of float32 `x` as XLA's CPU backend computes it."""
+    x = _flush_denormals(np.asarray(x, np.float32))
+    small = np.abs(x) < _LOG1P_SMALL
+    out = np.empty(x.shape, np.float32)
+    with np.errstate(all="ignore"):
+        # Each branch is evaluated only where it is selected (XLA evaluates both and selects; same values).
+        xs = x[small]
+        x2 = xs * xs
+        ratio = _horner_fma(xs, _LOG1P_NUM) / _horner_fma(xs, _LOG1P_DEN)
+        out[small] = xs + fma32(np.float32(-0.5), x2, (xs * x2) * ratio)
+        out[~small] = log_f32(x[~small] + np.float32(1))
+    return out
+
+
+def erf_inv_f32(x) -> np.ndarray:
+    """Inverse error function of float32 `x` (Giles 2011), matching XLA; +-inf at +-1, NaN outside [-1, 1]."""
+    x = _flush_denormals(np.asarray(x, np.float32))
+    with np.errstate(all="ignore"):
+        w = -log1p_f32(x * -x)
+        small = w < np.float32(5)
+        w = np.where(small, w - np.float32(2.5), np.sqrt(w) - np.float32(3))
+        p = np.where(small, _ERFINV_SMALL_W[0], _ERFINV_LARGE_W[0])
+        for cs, cl in zip(_ERFINV_SMALL_W[1:], _ERFINV_LARGE_W[1:]):
+            p = fma32(p, w, np.where(small, cs, cl))
+        out = _flush_denormals(p * x)
+        return np.where(np.abs(x) == np.float32(1), x * np.float32(np.inf), out).astype(np.float32)
+
+
+# erf: the odd/even rational interpolant used by Eigen and XLA, x * P(x^2) / Q(x^2), saturating to +-1 beyond
+# the point where erf rounds to 1 in float32 (highest degree first).
+_ERF_NUM = np.array([0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861, 0.18520832239976145,
+                     1.128379143519084], np.float32)
+_ERF_DEN = np.array([-1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885,
+                     0.014070470171167667, 0.11098505178285362, 0.49746925110067538, 1.0], np.float32)
+_ERF_SATURATION = np.float32(3.832506856900711)
+
+
+def erf_f32(x) -> np.ndarray:
+    """Error function of float32 `x` as XLA's CPU backend computes it (rational approximation, fused steps)."""
+    x = _flush_denormals(np.asarray(x, np.float32))
+    with np.errstate(all="ignore"):
+        x2 = x * x
+        p = x * _horner_fma(x2, _ERF_NUM)
+        q = _horner_fma(x2, _ERF_DEN)
+        out = np.where(_ERF_SATURATION <= np.abs(x), np.copysign(np.float32(1), x), _flush_denormals(p / q))
+        return out.astype(np.float32)
+
+
+def _via_f32(fn, fallback):
+    """Applies the float32 routine `fn` to float32/float16/bfloat16 input (upcasting as XLA does)."""
+    def impl(x):
+        dt = np.result_type(x)
+        if dt == _F32:
+            out = fn(x)
+        elif dt.itemsize < 4 and dt.kind == "f" or dt.name == "bfloat16":
+            out = fn(np.asarray(x, np.float32)).astype(dt)
+        else:
+            with np.errstate(all="ignore"):
+                out = np.asarray(fallback(x)).astype(dt, copy=False)
+        return out if np.ndim(x) else out.reshape(())[()]
+    impl.__name__ = fn.__name__
+    return impl
+
+
+erf = _via_f32(erf_f32, sp.erf)
+erf_inv = _via_f32(erf_inv_f32, sp.erfinv)
+log = _via_f32(log_f32, np.log)
+log1p = _via_f32(log1p_f32, np.log1p)
+
+
+def _two_product_f64(a: np.ndarray, b: np.ndarray) -> tuple:
+    """Dekker's exact product: hi + lo == a * b for float64 a, b (barring overflow)."""
+    split = np.float64(134217729.0)  # 2^27 + 1 (Veltkamp splitting)
+    hi = a * b
+
+    def halves(v):
+        t = split * v
+        h = t - (t - v)
+        return h, v - h
+
+    ah, al = halves(a)
+    bh, bl = halves(b)
+    lo = ((ah * bh - hi) + ah * bl + al * bh) + al * bl
+    return hi, lo
+
+
+def mul_add(a, b, c):
+    """`a * b + c` as XLA's CPU backend evaluates it once LLVM has contracted it.
+
+    float32: one fused multiply-add (single rounding, exact emulation). float64: fused multiply-add computed with
+    error-free transformations (correctly rounded except in rare double-rounding cases). float16/bfloat16: XLA
+    computes these in float32 and rounds after every operation, so the product is rounded before the addition.
+    """
+    dt = np.result_type(a, b, c)
+    with np.errstate(all="ignore"):
+        if dt == _F32:
+            out = fma32(a, b, c)
+        elif dt == np.float64:
+            a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+            hi, lo = _two_product_f64(a, b)
+            s = hi + c
+            bv = s - hi
+            err = (hi - (s - bv)) + (c - bv)
+            out = s + (err + lo)
+            out = np.where(np.isfinite(out), out, a * b + c)
+        else:
+            out = np.asarray(a, dt) * np.asarray(b, dt)
+            out = out.astype(dt) + np.asarray(c, dt)
+        out = np.asarray(out).astype(dt, copy=False)
+    return out if out.ndim else out[()]

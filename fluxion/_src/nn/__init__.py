@@ -1,0 +1,1 @@
+"""Neural-network helpers: activation functions (`functions`) and parameter initializers (`initializers`)."""

@@ -1,0 +1,13 @@
+"""Flax-compatible neural-network library built on fluxion (``fluxion.flax`` mirrors ``flax``).
+
+``from fluxion.flax import linen as nn`` gives the Linen module API;
+``fluxion.flax.training.train_state.TrainState`` bundles parameters and an
+optimizer; ``struct``, ``serialization`` and ``training.checkpoints`` mirror
+their Flax namesakes.
+"""
+
+from . import core as core
+from . import errors as errors
+from . import linen as linen
+from . import serialization as serialization
+from . import struct as struct

@@ -1,0 +1,72 @@
+"""Linen-style neural-network modules for fluxion (mirrors ``flax.linen``).
+
+Import it as ``from fluxion.flax import linen as nn``; the public names below
+are those of ``flax.linen`` that fluxion implements.
+"""
+
+from ..core import DenyList as DenyList
+from ..core import FrozenDict as FrozenDict
+from ..core.scope import Variable as Variable
+from . import initializers as initializers
+from .activation import PReLU as PReLU
+from .activation import celu as celu
+from .activation import elu as elu
+from .activation import gelu as gelu
+from .activation import glu as glu
+from .activation import hard_sigmoid as hard_sigmoid
+from .activation import hard_silu as hard_silu
+from .activation import hard_swish as hard_swish
+from .activation import hard_tanh as hard_tanh
+from .activation import leaky_relu as leaky_relu
+from .activation import log_sigmoid as log_sigmoid
+from .activation import log_softmax as log_softmax
+from .activation import logsumexp as logsumexp
+from .activation import normalize as normalize
+from .activation import one_hot as one_hot
+from .activation import relu as relu
+from .activation import relu6 as relu6
+from .activation import selu as selu
+from .activation import sigmoid as sigmoid
+from .activation import silu as silu
+from .activation import soft_sign as soft_sign
+from .activation import softmax as softmax
+from .activation import softplus as softplus
+from .activation import standardize as standardize
+from .activation import swish as swish
+from .activation import tanh as tanh
+from .attention import MultiHeadAttention as MultiHeadAttention
+from .attention import MultiHeadDotProductAttention as MultiHeadDotProductAttention
+from .attention import SelfAttention as SelfAttention
+from .attention import combine_masks as combine_masks
+from .attention import dot_product_attention as dot_product_attention
+from .attention import dot_product_attention_weights as dot_product_attention_weights
+from .attention import make_attention_mask as make_attention_mask
+from .attention import make_causal_mask as make_causal_mask
+from .combinators import Sequential as Sequential
+from .initializers import ones as ones
+from .initializers import ones_init as ones_init
+from .initializers import zeros as zeros
+from .initializers import zeros_init as zeros_init
+from .linear import Conv as Conv
+from .linear import ConvTranspose as ConvTranspose
+from .linear import Dense as Dense
+from .linear import DenseGeneral as DenseGeneral
+from .linear import Embed as Embed
+from .module import Module as Module
+from .module import apply as apply
+from .module import compact as compact
+from .module import init as init
+from .module import init_with_output as init_with_output
+from .module import merge_param as merge_param
+from .module import nowrap as nowrap
+from .normalization import BatchNorm as BatchNorm
+from .normalization import GroupNorm as GroupNorm
+from .normalization import InstanceNorm as InstanceNorm
+from .normalization import LayerNorm as LayerNorm
+from .normalization import RMSNorm as RMSNorm
+from .pooling import avg_pool as avg_pool
+from .pooling import max_pool as max_pool
+from .pooling import min_pool as min_pool
+from .pooling import pool as pool
+from .stochastic import Dropout as Dropout
+from .summary import tabulate as tabulate

@@ -1,0 +1,75 @@
+"""`fluxion.haiku`: Haiku-style object-oriented modules turned into pure functions (mirrors `haiku`).
+
+    import fluxion.haiku as hk
+
+    def forward(x):
+        return hk.nets.MLP([128, 10])(x)
+
+    net = hk.transform(forward)
+    params = net.init(random.PRNGKey(0), x)      # {'mlp/~/linear_0': {'w': ..., 'b': ...}, ...}
+    logits = net.apply(params, None, x)
+
+Modules are plain Python objects that create parameters with `get_parameter`; `transform` runs the function
+with the implicit parameters/state/keys held in one context object and exposes them as explicit arguments of
+`init` and `apply`, which compose with `fluxion.jit`, `grad` and `vmap`. Names, shapes and random draws follow
+Haiku, so the same seed gives the same parameters as Haiku on JAX.
+"""
+
+from . import data_structures as data_structures
+from . import initializers as initializers
+from . import nets as nets
+from ._attention import MultiHeadAttention as MultiHeadAttention
+from ._base import current_name as current_name
+from ._base import get_parameter as get_parameter
+from ._base import get_state as get_state
+from ._base import maybe_next_rng_key as maybe_next_rng_key
+from ._base import next_rng_key as next_rng_key
+from ._base import next_rng_keys as next_rng_keys
+from ._base import reserve_rng_keys as reserve_rng_keys
+from ._base import running_init as running_init
+from ._base import set_state as set_state
+from ._basic import Linear as Linear
+from ._basic import Sequential as Sequential
+from ._basic import dropout as dropout
+from ._basic import to_module as to_module
+from ._conv import Conv1D as Conv1D
+from ._conv import Conv1DTranspose as Conv1DTranspose
+from ._conv import Conv2D as Conv2D
+from ._conv import Conv2DTranspose as Conv2DTranspose
+from ._conv import Conv3D as Conv3D
+from ._conv import Conv3DTranspose as Conv3DTranspose
+from ._conv import ConvND as ConvND
+from ._conv import ConvNDTranspose as ConvNDTranspose
+from ._frame import MissingRNGError as MissingRNGError
+from ._frame import NonEmptyStateError as NonEmptyStateError
+from ._layers import AvgPool as AvgPool
+from ._layers import Embed as Embed
+from ._layers import EmbedLookupStyle as EmbedLookupStyle
+from ._layers import Flatten as Flatten
+from ._layers import MaxPool as MaxPool
+from ._layers import Reshape as Reshape
+from ._layers import avg_pool as avg_pool
+from ._layers import max_pool as max_pool
+from ._lift import lift as lift
+from ._module import Module as Module
+from ._module import force_name as force_name
+from ._module import transparent as transparent
+from ._norm import BatchNorm as BatchNorm
+from ._norm import ExponentialMovingAverage as ExponentialMovingAverage
+from ._norm import LayerNorm as LayerNorm
+from ._norm import RMSNorm as RMSNorm
+from ._prng import PRNGSequence as PRNGSequence
+from ._transform import MultiTransformed as MultiTransformed
+from ._transform import MultiTransformedWithState as MultiTransformedWithState
+from ._transform import Transformed as Transformed
+from ._transform import TransformedWithState as TransformedWithState
+from ._transform import multi_transform as multi_transform
+from ._transform import multi_transform_with_state as multi_transform_with_state
+from ._transform import transform as transform
+from ._transform import transform_with_state as transform_with_state
+from ._transform import with_empty_state as with_empty_state
+from ._transform import without_apply_rng as without_apply_rng
+from ._transform import without_state as without_state
+
+Params = dict
+State = dict
