@@ -1,89 +1,759 @@
-"""Workload bodies, one function per (workload, framework); each returns seconds per operation (median).
+"""Workload bodies: one function per (workload, framework), run in a fresh process by `benchmarks/run.py`.
 
-Run in a fresh process per (workload, framework) by `benchmarks/run.py`, so imports and caches never mix.
+Each function takes `quick` (tiny sizes, to keep the runner working in CI) and returns a dict with `samples` (a list
+of measurements in the workload's base unit: seconds per operation, seconds, or bytes) and optionally `info`
+(numbers worth printing, such as the final parameters of a training run). Frameworks: `fluxion`, `jax` (jit),
+`jax_eager`, `torch` (eager), `torch_compile`, `numpy` (hand-written).
+
+fluxion's steady-state workloads run with `FLUXION_JIT_SYNC_KERNELS=1` (set by the runner), so their warm-up call
+compiles fused kernels before timing, as JAX's and torch.compile's warm-up calls compile theirs.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
+from typing import Callable
+
+import numpy as np
+
+# --------------------------------------------------------------------------------------------------------------
+# Timing helpers
+# --------------------------------------------------------------------------------------------------------------
 
 
-def _timeit(fn, repeat: int = 7, number: int = 1000) -> float:
-    fn()  # warm up (and compile)
-    times = []
+def _timeit(fn: Callable, number: int, repeat: int = 7, warmup: int = 2) -> list[float]:
+    """Per-call seconds of `fn`, `repeat` samples of `number` calls each, after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
-        times.append((time.perf_counter() - t0) / number)
-    return statistics.median(times)
+        out.append((time.perf_counter() - t0) / number)
+    return out
 
 
-def _modules(framework: str):
-    if framework == "fluxion":
-        import fluxion as jax
-        import fluxion.numpy as jnp
-    elif framework == "jax":
-        import jax
-        import jax.numpy as jnp
-    else:
-        raise ValueError(framework)
+def _number_for(fn: Callable, target: float = 0.2) -> int:
+    """How many calls of `fn` take about `target` seconds (at least one)."""
+    t0 = time.perf_counter()
+    fn()
+    dt = max(time.perf_counter() - t0, 1e-7)
+    return max(1, int(target / dt))
+
+
+def _bench(fn: Callable, quick: bool, target: float = 0.2, warmup: int = 3) -> dict:
+    for _ in range(warmup):
+        fn()
+    n = 1 if quick else _number_for(fn, target)
+    return {"samples": _timeit(fn, n, repeat=3 if quick else 7, warmup=0)}
+
+
+def _fx():
+    import fluxion
+    import fluxion.numpy as jnp
+    return fluxion, jnp
+
+
+def _jax():
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_platforms", "cpu")
     return jax, jnp
 
 
-def eager_add(framework: str, size: int = 1000) -> float:
-    """Eager `x + y` on `size` float32 elements: seconds per op."""
-    import numpy as np
+def _torch():
+    import torch
+    torch.set_num_threads(os.cpu_count() or 1)
+    return torch
+
+
+def _ready_fx(x):
+    return x.block_until_ready() if hasattr(x, "block_until_ready") else x
+
+
+def _ready_jax(x):
+    import jax
+    return jax.block_until_ready(x)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 1. eager x + y on 1,000 float32
+# --------------------------------------------------------------------------------------------------------------
+
+def eager_add(framework: str, quick: bool) -> dict:
+    n = 1000
     if framework == "numpy":
-        x = np.ones(size, np.float32)
-        y = np.ones(size, np.float32)
-        return _timeit(lambda: x + y)
+        x, y = np.ones(n, np.float32), np.ones(n, np.float32)
+        return _bench(lambda: x + y, quick, 0.1)
     if framework == "torch":
-        import torch
-        x = torch.ones(size)
-        y = torch.ones(size)
-        return _timeit(lambda: x + y)
-    jax, jnp = _modules(framework)
-    x = jnp.ones(size, dtype=jnp.float32)
-    y = jnp.ones(size, dtype=jnp.float32)
-    return _timeit(lambda: (x + y).block_until_ready())
+        torch = _torch()
+        x, y = torch.ones(n), torch.ones(n)
+        return _bench(lambda: x + y, quick, 0.1)
+    if framework == "fluxion":
+        _, jnp = _fx()
+        x, y = jnp.ones(n, dtype=jnp.float32), jnp.ones(n, dtype=jnp.float32)
+        return _bench(lambda: (x + y).block_until_ready(), quick, 0.1)
+    if framework == "jax":
+        _, jnp = _jax()
+        x, y = jnp.ones(n, dtype=jnp.float32), jnp.ones(n, dtype=jnp.float32)
+        return _bench(lambda: (x + y).block_until_ready(), quick, 0.1)
+    raise KeyError(framework)
 
 
-def jit_call(framework: str) -> float:
-    """A jitted function of three small arrays: seconds per call (dispatch overhead)."""
-    import numpy as np
+# --------------------------------------------------------------------------------------------------------------
+# 2. a jitted function of three small arrays (call overhead)
+# --------------------------------------------------------------------------------------------------------------
+
+def jit_call(framework: str, quick: bool) -> dict:
+    def f(a, b, c):
+        return a * b + c
+
     if framework == "numpy":
         a, b, c = (np.ones(10, np.float32) for _ in range(3))
-        return _timeit(lambda: a * b + c)
-    if framework == "torch":
-        import torch
+        return _bench(lambda: f(a, b, c), quick, 0.1)
+    if framework in ("torch", "torch_compile"):
+        torch = _torch()
         a, b, c = (torch.ones(10) for _ in range(3))
-        return _timeit(lambda: a * b + c)
-    jax, jnp = _modules(framework)
-    f = jax.jit(lambda a, b, c: a * b + c)
-    a, b, c = (jnp.ones(10, dtype=jnp.float32) for _ in range(3))
-    return _timeit(lambda: f(a, b, c).block_until_ready())
+        g = torch.compile(f) if framework == "torch_compile" else f
+        return _bench(lambda: g(a, b, c), quick, 0.1)
+    if framework == "fluxion":
+        fluxion, jnp = _fx()
+        g = fluxion.jit(f)
+        a, b, c = (jnp.ones(10, dtype=jnp.float32) for _ in range(3))
+        return _bench(lambda: g(a, b, c).block_until_ready(), quick, 0.1)
+    if framework == "jax":
+        jax, jnp = _jax()
+        g = jax.jit(f)
+        a, b, c = (jnp.ones(10, dtype=jnp.float32) for _ in range(3))
+        return _bench(lambda: g(a, b, c).block_until_ready(), quick, 0.1)
+    raise KeyError(framework)
 
 
-def selu_jit(framework: str, size: int = 1_000_000) -> float:
-    """The tutorial's selu on 1e6 float32, jitted (eager for numpy/torch): seconds per call."""
-    import numpy as np
-    x_np = np.random.default_rng(0).standard_normal(size).astype(np.float32)
+# --------------------------------------------------------------------------------------------------------------
+# 3. selu on 1e6 float32 (jit and eager)
+# --------------------------------------------------------------------------------------------------------------
+
+def _selu_data(quick):
+    return np.random.default_rng(0).standard_normal(1000 if quick else 1_000_000).astype(np.float32)
+
+
+def _selu_np(x):
+    return 1.05 * np.where(x > 0, x, 1.67 * np.exp(x) - 1.67)
+
+
+def _selu_bench(framework: str, quick: bool, jit: bool) -> dict:
+    x_np = _selu_data(quick)
+    info = {"bytes": 2 * x_np.nbytes}
     if framework == "numpy":
-        return _timeit(lambda: 1.05 * np.where(x_np > 0, x_np, 1.67 * np.exp(x_np) - 1.67), number=20)
-    if framework == "torch":
-        import torch
+        out = _bench(lambda: _selu_np(x_np), quick)
+    elif framework in ("torch", "torch_compile"):
+        torch = _torch()
         x = torch.from_numpy(x_np)
-        return _timeit(lambda: 1.05 * torch.where(x > 0, x, 1.67 * torch.exp(x) - 1.67), number=20)
-    jax, jnp = _modules(framework)
-    f = jax.jit(lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67))
+
+        def selu(x):
+            return 1.05 * torch.where(x > 0, x, 1.67 * torch.exp(x) - 1.67)
+        g = torch.compile(selu) if framework == "torch_compile" else selu
+        out = _bench(lambda: g(x), quick)
+    elif framework in ("fluxion", "fluxion_eager"):
+        fluxion, jnp = _fx()
+
+        def selu(x):
+            return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+        g = fluxion.jit(selu) if jit else selu
+        x = jnp.asarray(x_np)
+        out = _bench(lambda: g(x).block_until_ready(), quick)
+    elif framework in ("jax", "jax_eager"):
+        jax, jnp = _jax()
+
+        def selu(x):
+            return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+        g = jax.jit(selu) if jit else selu
+        x = jnp.asarray(x_np)
+        out = _bench(lambda: g(x).block_until_ready(), quick)
+    else:
+        raise KeyError(framework)
+    out["info"] = info
+    return out
+
+
+def selu_jit(framework: str, quick: bool) -> dict:
+    return _selu_bench(framework, quick, jit=True)
+
+
+def selu_eager(framework: str, quick: bool) -> dict:
+    return _selu_bench(framework, quick, jit=False)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 4. (X - X.mean(0)) / X.std(0) on 10000 x 100 (jit and eager)
+# --------------------------------------------------------------------------------------------------------------
+
+def _standardize_bench(framework: str, quick: bool, jit: bool) -> dict:
+    x_np = np.random.default_rng(0).standard_normal((100, 10) if quick else (10000, 100)).astype(np.float32)
+    if framework == "numpy":
+        return _bench(lambda: (x_np - x_np.mean(0)) / x_np.std(0), quick)
+    if framework in ("torch", "torch_compile"):
+        torch = _torch()
+        x = torch.from_numpy(x_np)
+
+        def f(x):
+            return (x - x.mean(0)) / x.std(0, unbiased=False)
+        g = torch.compile(f) if framework == "torch_compile" else f
+        return _bench(lambda: g(x), quick)
+    if framework in ("fluxion", "fluxion_eager"):
+        fluxion, jnp = _fx()
+        f = lambda x: (x - x.mean(0)) / x.std(0)  # noqa: E731
+        g = fluxion.jit(f) if jit else f
+        x = jnp.asarray(x_np)
+        return _bench(lambda: g(x).block_until_ready(), quick)
+    if framework in ("jax", "jax_eager"):
+        jax, jnp = _jax()
+        f = lambda x: (x - x.mean(0)) / x.std(0)  # noqa: E731
+        g = jax.jit(f) if jit else f
+        x = jnp.asarray(x_np)
+        return _bench(lambda: g(x).block_until_ready(), quick)
+    raise KeyError(framework)
+
+
+def standardize_jit(framework: str, quick: bool) -> dict:
+    return _standardize_bench(framework, quick, jit=True)
+
+
+def standardize_eager(framework: str, quick: bool) -> dict:
+    return _standardize_bench(framework, quick, jit=False)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 5. linear regression, N = 1e6, 1,000 jitted gradient steps
+# --------------------------------------------------------------------------------------------------------------
+
+def _linreg_data(quick):
+    n = 10_000 if quick else 1_000_000
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = (3.0 * x + 2.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+    return x, y, (10 if quick else 1000)
+
+
+def linreg(framework: str, quick: bool) -> dict:
+    x_np, y_np, steps = _linreg_data(quick)
+    lr = 0.1
+    if framework == "numpy":
+        def run():
+            w, b = np.float32(0.0), np.float32(0.0)
+            for _ in range(steps):
+                err = w * x_np + b - y_np
+                gw = 2.0 * np.mean(err * x_np)
+                gb = 2.0 * np.mean(err)
+                w, b = w - lr * gw, b - lr * gb
+            return float(w), float(b)
+    elif framework in ("torch", "torch_compile"):
+        torch = _torch()
+        from torch.func import grad
+        x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+
+        def loss(params):
+            w, b = params
+            return torch.mean((w * x + b - y) ** 2)
+
+        def step(params):
+            g = grad(loss)(params)
+            return tuple(p - lr * gp for p, gp in zip(params, g))
+        st = torch.compile(step) if framework == "torch_compile" else step
+
+        def run():
+            params = (torch.tensor(0.0), torch.tensor(0.0))
+            for _ in range(steps):
+                params = st(params)
+            return float(params[0]), float(params[1])
+    elif framework == "fluxion" or framework == "jax":
+        jax, jnp = _fx() if framework == "fluxion" else _jax()
+        x, y = jnp.asarray(x_np), jnp.asarray(y_np)
+
+        def loss(params, x, y):
+            w, b = params
+            return jnp.mean((w * x + b - y) ** 2)
+
+        @jax.jit
+        def step(params, x, y):
+            g = jax.grad(loss)(params, x, y)
+            return tuple(p - lr * gp for p, gp in zip(params, g))
+
+        def run():
+            params = (jnp.float32(0.0), jnp.float32(0.0))
+            for _ in range(steps):
+                params = step(params, x, y)
+            return float(params[0]), float(params[1])
+    else:
+        raise KeyError(framework)
+    w, b = run()  # warm up (compiles)
+    samples = []
+    for _ in range(1 if quick else 3):
+        t0 = time.perf_counter()
+        w, b = run()
+        samples.append(time.perf_counter() - t0)
+    return {"samples": samples, "info": {"w": round(w, 4), "b": round(b, 4)}}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 6, 7. MNIST train steps (MLP batch 32, CNN batch 128, Adam)
+# --------------------------------------------------------------------------------------------------------------
+
+def _mnist_batch(batch: int):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (batch, 28, 28)).astype(np.uint8)
+    labels = rng.integers(0, 10, batch)
+    y = np.eye(10, dtype=np.float32)[labels]
+    return x, y
+
+
+def _flax_models(nn):
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = x.reshape(x.shape[0], -1) / 255.
+            x = nn.relu(nn.Dense(128)(x))
+            x = nn.relu(nn.Dense(128)(x))
+            return nn.Dense(10)(x)
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = x.reshape(x.shape[0], 28, 28, 1) / 255.
+            x = nn.relu(nn.Conv(32, (3, 3))(x))
+            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            x = nn.relu(nn.Conv(64, (3, 3))(x))
+            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            x = x.reshape(x.shape[0], -1)
+            x = nn.relu(nn.Dense(256)(x))
+            return nn.Dense(10)(x)
+    return MLP, CNN
+
+
+def _jaxlike_train_step(framework: str, model_name: str, batch: int):
+    """(step, state, x, y) for fluxion or JAX+Flax+Optax; step(state, x, y) -> (state, loss)."""
+    if framework == "fluxion":
+        import fluxion as jax
+        import fluxion.flax.linen as nn
+        import fluxion.numpy as jnp
+        from fluxion import optax
+        from fluxion.flax.training.train_state import TrainState
+    else:
+        jax, _ = _jax()
+        import flax.linen as nn
+        import jax.numpy as jnp
+        import optax
+        from flax.training.train_state import TrainState
+    MLP, CNN = _flax_models(nn)
+    model = MLP() if model_name == "mlp" else CNN()
+    x, y = _mnist_batch(batch)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    params = model.init(jax.random.PRNGKey(0), x[:1])
+    state = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-3))
+
+    @jax.jit
+    def step(state, x, y):
+        def loss_fn(p):
+            logits = state.apply_fn(p, x)
+            return jnp.mean(-jnp.sum(y * jax.nn.log_softmax(logits, axis=-1), axis=-1))
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        return state.apply_gradients(grads=grads), loss
+    return step, state, x, y
+
+
+def _torch_model(torch, model_name):
+    nn = torch.nn
+    if model_name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                             nn.Linear(128, 10))
+    return nn.Sequential(nn.Unflatten(1, (1, 28)), nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                         nn.Linear(64 * 7 * 7, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def _torch_train_step(framework: str, model_name: str, batch: int):
+    torch = _torch()
+    model = _torch_model(torch, model_name)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x_np, y_np = _mnist_batch(batch)
+    x = torch.from_numpy(x_np.astype(np.float32) / 255.0)
+    y = torch.from_numpy(y_np)
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = torch.mean(-torch.sum(y * torch.log_softmax(logits, dim=-1), dim=-1))
+        loss.backward()
+        opt.step()
+        return loss
+    return (torch.compile(step) if framework == "torch_compile" else step), x, y
+
+
+class _NumpyMLP:
+    """The MLP with hand-written backward pass and Adam (the NumPy peer)."""
+
+    def __init__(self, batch: int):
+        rng = np.random.default_rng(0)
+        sizes = [(784, 128), (128, 128), (128, 10)]
+        self.params = []
+        for fan_in, fan_out in sizes:
+            self.params += [(rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32),
+                            np.zeros(fan_out, np.float32)]
+        self.m = [np.zeros_like(p) for p in self.params]
+        self.v = [np.zeros_like(p) for p in self.params]
+        self.t = 0
+        x, self.y = _mnist_batch(batch)
+        self.x = x.reshape(batch, -1).astype(np.float32) / 255.0
+
+    def step(self):
+        w1, b1, w2, b2, w3, b3 = self.params
+        x, y = self.x, self.y
+        h1 = np.maximum(x @ w1 + b1, 0)
+        h2 = np.maximum(h1 @ w2 + b2, 0)
+        logits = h2 @ w3 + b3
+        z = logits - logits.max(-1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+        loss = np.mean(-np.sum(y * logp, -1))
+        n = x.shape[0]
+        d = (np.exp(logp) - y) / n
+        g3, gb3 = h2.T @ d, d.sum(0)
+        d2 = (d @ w3.T) * (h2 > 0)
+        g2, gb2 = h1.T @ d2, d2.sum(0)
+        d1 = (d2 @ w2.T) * (h1 > 0)
+        g1, gb1 = x.T @ d1, d1.sum(0)
+        self.t += 1
+        lr, b1_, b2_, eps = 1e-3, 0.9, 0.999, 1e-8
+        for i, g in enumerate((g1, gb1, g2, gb2, g3, gb3)):
+            self.m[i] = b1_ * self.m[i] + (1 - b1_) * g
+            self.v[i] = b2_ * self.v[i] + (1 - b2_) * g * g
+            mh = self.m[i] / (1 - b1_ ** self.t)
+            vh = self.v[i] / (1 - b2_ ** self.t)
+            self.params[i] = self.params[i] - lr * mh / (np.sqrt(vh) + eps)
+        return loss
+
+
+def _mnist_step(framework: str, quick: bool, model_name: str, batch: int) -> dict:
+    if framework == "numpy":
+        if model_name != "mlp":
+            raise ModuleNotFoundError("no hand-written NumPy CNN")  # reported as not available
+        m = _NumpyMLP(batch)
+        return _bench(m.step, quick, 0.5)
+    if framework in ("torch", "torch_compile"):
+        step, x, y = _torch_train_step(framework, model_name, batch)
+        return _bench(lambda: step(x, y), quick, 0.5, warmup=3)
+    step, state, x, y = _jaxlike_train_step(framework, model_name, batch)
+    box = [state]
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+
+    def run():
+        box[0], loss = step(box[0], x, y)
+        ready(loss)
+    return _bench(run, quick, 0.5, warmup=5)
+
+
+def mnist_mlp_step(framework: str, quick: bool) -> dict:
+    return _mnist_step(framework, quick, "mlp", 32)
+
+
+def mnist_cnn_step(framework: str, quick: bool) -> dict:
+    return _mnist_step(framework, quick, "cnn", 128)
+
+
+def mnist_mlp_first_call(framework: str, quick: bool) -> dict:
+    """Seconds from the first call of the jitted MLP train step to its result (trace + compile + run)."""
+    if framework in ("torch", "torch_compile"):
+        step, x, y = _torch_train_step(framework, "mlp", 32)
+        t0 = time.perf_counter()
+        step(x, y)
+        return {"samples": [time.perf_counter() - t0]}
+    step, state, x, y = _jaxlike_train_step(framework, "mlp", 32)
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    t0 = time.perf_counter()
+    _, loss = step(state, x, y)
+    ready(loss)
+    return {"samples": [time.perf_counter() - t0]}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 8. vmapped one-hot of 60,000 labels
+# --------------------------------------------------------------------------------------------------------------
+
+def one_hot(framework: str, quick: bool) -> dict:
+    labels_np = np.random.default_rng(0).integers(0, 10, 600 if quick else 60_000).astype(np.int32)
+    if framework == "numpy":
+        return _bench(lambda: (labels_np[:, None] == np.arange(10)).astype(np.float32), quick)
+    if framework in ("torch", "torch_compile"):
+        torch = _torch()
+        labels = torch.from_numpy(labels_np.astype(np.int64))
+
+        def f(l):
+            return torch.nn.functional.one_hot(l, 10).float()
+        g = torch.compile(f) if framework == "torch_compile" else f
+        return _bench(lambda: g(labels), quick)
+    jax, jnp = _fx() if framework == "fluxion" else _jax()
+    f = jax.jit(jax.vmap(lambda l: (jnp.arange(10) == l).astype(jnp.float32)))
+    labels = jnp.asarray(labels_np)
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    return _bench(lambda: ready(f(labels)), quick)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 9. an eager grad call and a third derivative
+# --------------------------------------------------------------------------------------------------------------
+
+def _eager_grad(framework: str, quick: bool, order: int) -> dict:
+    x_np = np.linspace(-1, 1, 100).astype(np.float32)
+    if framework == "torch":
+        torch = _torch()
+        if order == 1:
+            x = torch.from_numpy(x_np).requires_grad_(True)
+
+            def call():
+                (g,) = torch.autograd.grad(torch.sum(torch.tanh(x) ** 2), x)
+                return g
+        else:
+            x = torch.tensor(2.0, requires_grad=True)
+
+            def call():
+                y = x ** 3 + 2 * x
+                (g1,) = torch.autograd.grad(y, x, create_graph=True)
+                (g2,) = torch.autograd.grad(g1, x, create_graph=True)
+                (g3,) = torch.autograd.grad(g2, x)
+                return g3
+        return _bench(call, quick, 0.2)
+    jax, jnp = _fx() if framework == "fluxion" else _jax()
+    if order == 1:
+        g = jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2))
+        x = jnp.asarray(x_np)
+    else:
+        g = jax.grad(jax.grad(jax.grad(lambda x: x ** 3 + 2 * x)))
+        x = 2.0
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    return _bench(lambda: ready(g(x)), quick, 0.2)
+
+
+def eager_grad(framework: str, quick: bool) -> dict:
+    return _eager_grad(framework, quick, 1)
+
+
+def eager_third_derivative(framework: str, quick: bool) -> dict:
+    return _eager_grad(framework, quick, 3)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 10. dot(x, x) for 1e7 float32
+# --------------------------------------------------------------------------------------------------------------
+
+def dot_1e7(framework: str, quick: bool) -> dict:
+    x_np = np.random.default_rng(0).standard_normal(1000 if quick else 10_000_000).astype(np.float32)
+    if framework == "numpy":
+        return _bench(lambda: np.dot(x_np, x_np), quick)
+    if framework in ("torch", "torch_compile"):
+        torch = _torch()
+        x = torch.from_numpy(x_np)
+        g = torch.compile(torch.dot) if framework == "torch_compile" else torch.dot
+        return _bench(lambda: g(x, x), quick)
+    jax, jnp = _fx() if framework == "fluxion" else _jax()
+    f = jax.jit(jnp.dot)
     x = jnp.asarray(x_np)
-    return _timeit(lambda: f(x).block_until_ready(), number=20)
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    return _bench(lambda: ready(f(x, x)), quick)
 
 
-WORKLOADS = {
-    "eager_add_1k_us": (eager_add, ("fluxion", "jax", "numpy", "torch"), 1e6),
-    "jit_call_3_small_us": (jit_call, ("fluxion", "jax", "numpy", "torch"), 1e6),
-    "selu_1e6_ms": (selu_jit, ("fluxion", "jax", "numpy", "torch"), 1e3),
-}
+# --------------------------------------------------------------------------------------------------------------
+# 11. scan over 1,000 steps of a small RNN cell, with its gradient
+# --------------------------------------------------------------------------------------------------------------
+
+_RNN_H, _RNN_I = 32, 8
+
+
+def _rnn_data(quick):
+    rng = np.random.default_rng(0)
+    steps = 20 if quick else 1000
+    w = (rng.standard_normal((_RNN_H, _RNN_H)) * 0.3 / np.sqrt(_RNN_H)).astype(np.float32)
+    u = (rng.standard_normal((_RNN_H, _RNN_I)) / np.sqrt(_RNN_I)).astype(np.float32)
+    b = np.zeros(_RNN_H, np.float32)
+    xs = rng.standard_normal((steps, _RNN_I)).astype(np.float32)
+    return w, u, b, xs
+
+
+def _rnn_numpy(w, u, b, xs):
+    hs = [np.zeros(_RNN_H, np.float32)]
+    for x in xs:
+        hs.append(np.tanh(w @ hs[-1] + u @ x + b))
+    loss = sum(float(np.sum(h * h)) for h in hs[1:])
+    gw, gu, gb = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b)
+    dh = np.zeros(_RNN_H, np.float32)
+    for t in range(len(xs), 0, -1):
+        dh = dh + 2 * hs[t]
+        dz = dh * (1 - hs[t] * hs[t])
+        gw += np.outer(dz, hs[t - 1])
+        gu += np.outer(dz, xs[t - 1])
+        gb += dz
+        dh = w.T @ dz
+    return loss, (gw, gu, gb)
+
+
+def rnn_scan_grad(framework: str, quick: bool) -> dict:
+    w_np, u_np, b_np, xs_np = _rnn_data(quick)
+    if framework == "numpy":
+        return _bench(lambda: _rnn_numpy(w_np, u_np, b_np, xs_np), quick, 0.5, warmup=1)
+    if framework in ("torch", "torch_compile"):
+        torch = _torch()
+        params = [torch.from_numpy(a).requires_grad_(True) for a in (w_np, u_np, b_np)]
+        xs = torch.from_numpy(xs_np)
+
+        def loss_fn(w, u, b, xs):
+            h = torch.zeros(_RNN_H)
+            total = 0.0
+            for x in xs:
+                h = torch.tanh(w @ h + u @ x + b)
+                total = total + torch.sum(h * h)
+            return total
+
+        def call():
+            loss = loss_fn(*params, xs)
+            return torch.autograd.grad(loss, params)
+        if framework == "torch_compile":
+            compiled = torch.compile(loss_fn)
+
+            def call():  # noqa: F811
+                loss = compiled(*params, xs)
+                return torch.autograd.grad(loss, params)
+        return _bench(call, quick, 0.5, warmup=2)
+    jax, jnp = _fx() if framework == "fluxion" else _jax()
+    lax = jax.lax
+
+    def loss_fn(params, xs):
+        w, u, b = params
+
+        def cell(h, x):
+            h = jnp.tanh(w @ h + u @ x + b)
+            return h, jnp.sum(h * h)
+        _, losses = lax.scan(cell, jnp.zeros(_RNN_H), xs)
+        return jnp.sum(losses)
+
+    f = jax.jit(jax.value_and_grad(loss_fn))
+    params = tuple(jnp.asarray(a) for a in (w_np, u_np, b_np))
+    xs = jnp.asarray(xs_np)
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    return _bench(lambda: ready(f(params, xs)), quick, 0.5)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 12. peak memory of the in-place update chain
+# --------------------------------------------------------------------------------------------------------------
+
+def _reset_peak_rss() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS (Linux)
+        return True
+    except OSError:
+        return False
+
+
+def _rss_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def update_chain_memory(framework: str, quick: bool) -> dict:
+    """Extra peak RSS (bytes) of: build n float32, derive two updated copies with .at[i].set, keep the last."""
+    n = 1 << 16 if quick else 10_000_000
+    if framework == "numpy":
+        def chain():
+            x = np.arange(n, dtype=np.float32) * 2.0
+            y = x.copy()
+            y[3] = -1.0
+            z = y.copy()
+            z[4] = -2.0
+            return z
+    elif framework in ("torch", "torch_compile"):
+        torch = _torch()
+
+        def base():
+            x = torch.arange(n, dtype=torch.float32) * 2.0
+            y = x.index_put((torch.tensor([3]),), torch.tensor(-1.0))
+            return y.index_put((torch.tensor([4]),), torch.tensor(-2.0))
+        chain = torch.compile(base) if framework == "torch_compile" else base
+    else:
+        jax, jnp = _fx() if framework == "fluxion" else _jax()
+
+        def f(i):
+            x = jnp.arange(n, dtype=jnp.float32) * 2.0
+            y = x.at[i].set(-1.0)
+            return y.at[i + 1].set(-2.0)
+        g = jax.jit(f)
+        ready = _ready_fx if framework == "fluxion" else _ready_jax
+
+        def chain():
+            return ready(g(3))
+    out = chain()  # compile and touch every page once
+    del out
+    samples = []
+    for _ in range(3):
+        if not _reset_peak_rss():
+            raise ModuleNotFoundError("peak RSS cannot be reset on this system")
+        base_kb = _rss_kb("VmRSS")
+        out = chain()
+        peak_kb = _rss_kb("VmHWM")
+        del out
+        samples.append(max(peak_kb - base_kb, 0) * 1024)
+    return {"samples": samples, "info": {"array_bytes": 4 * n}}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Registry
+# --------------------------------------------------------------------------------------------------------------
+
+class Workload:
+    """One row of the table: how to label it, its unit, and the frameworks that run it."""
+
+    def __init__(self, key: str, title: str, fn: Callable, frameworks: tuple, unit: str, scale: float,
+                 processes: int = 1, sync_kernels: bool = True, lower_is_better: bool = True):
+        self.key, self.title, self.fn, self.frameworks = key, title, fn, frameworks
+        self.unit, self.scale, self.processes, self.sync_kernels = unit, scale, processes, sync_kernels
+        self.lower_is_better = lower_is_better
+
+
+JIT_PEERS = ("fluxion", "jax", "torch", "torch_compile", "numpy")
+EAGER_PEERS = ("fluxion_eager", "jax_eager", "torch", "numpy")
+
+WORKLOADS = [
+    Workload("eager_add", "1. eager `x + y`, 1,000 float32", eager_add, ("fluxion", "jax", "torch", "numpy"),
+             "us", 1e6),
+    Workload("jit_call", "2. jitted `a*b + c`, three small arrays", jit_call, JIT_PEERS, "us", 1e6),
+    Workload("selu_jit", "3. `selu`, 1e6 float32, jit", selu_jit, JIT_PEERS, "ms", 1e3),
+    Workload("selu_eager", "3. `selu`, 1e6 float32, eager", selu_eager, EAGER_PEERS, "ms", 1e3),
+    Workload("standardize_jit", "4. `(X - X.mean(0)) / X.std(0)`, 10000x100, jit", standardize_jit, JIT_PEERS,
+             "ms", 1e3),
+    Workload("standardize_eager", "4. `(X - X.mean(0)) / X.std(0)`, 10000x100, eager", standardize_eager,
+             EAGER_PEERS, "ms", 1e3),
+    Workload("linreg", "5. linear regression, N=1e6, 1,000 jitted steps", linreg, JIT_PEERS, "s", 1.0),
+    Workload("mnist_mlp", "6. MNIST MLP train step, batch 32, Adam", mnist_mlp_step, JIT_PEERS, "ms", 1e3),
+    Workload("mnist_mlp_first_call", "6. MNIST MLP step, first call (trace + compile)", mnist_mlp_first_call,
+             ("fluxion", "jax", "torch_compile"), "s", 1.0, processes=3, sync_kernels=False),
+    Workload("mnist_cnn", "7. MNIST CNN train step, batch 128, Adam", mnist_cnn_step, JIT_PEERS, "ms", 1e3),
+    Workload("one_hot", "8. `vmap`ed one-hot, 60,000 labels", one_hot, JIT_PEERS, "ms", 1e3),
+    Workload("eager_grad", "9. eager `grad` call, 100 float32", eager_grad, ("fluxion", "jax", "torch"), "us", 1e6),
+    Workload("third_derivative", "9. eager third derivative", eager_third_derivative, ("fluxion", "jax", "torch"),
+             "us", 1e6),
+    Workload("dot", "10. `dot(x, x)`, 1e7 float32", dot_1e7, JIT_PEERS, "ms", 1e3),
+    Workload("rnn_scan", "11. RNN `scan`, 1,000 steps, value and gradient", rnn_scan_grad, JIT_PEERS, "ms", 1e3),
+    Workload("update_chain_memory", "12. peak memory, in-place `.at[].set` chain, 1e7 float32",
+             update_chain_memory, ("fluxion", "jax", "torch", "torch_compile", "numpy"), "MB", 1e-6),
+]
+
+BY_KEY = {w.key: w for w in WORKLOADS}
+
+
+def run_in_this_process(key: str, framework: str, quick: bool) -> dict:
+    """Entry point of a child process: runs one (workload, framework)."""
+    return BY_KEY[key].fn(framework, quick)

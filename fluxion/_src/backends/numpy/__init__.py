@@ -48,15 +48,52 @@ def call_closed_jaxpr(closed, args: Sequence[Any]) -> list:
     return eval_jaxpr_raw(closed.jaxpr, [raw_const(c) for c in closed.consts], args)
 
 
-def compile_jaxpr(jaxpr: Jaxpr) -> Callable:
-    """Turns a jaxpr into an executable `run(consts, args) -> outputs` on raw buffers.
+def compile_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any] | None = None, *, name: str = "jitted",
+                  donated: Sequence[int] = ()) -> Callable:
+    """Turns a jaxpr into an executable on raw buffers.
 
-    Today this is an interpreter loop over the equations; a code-generating compiler plugs in here.
+    With `consts=None` the result is `run(consts, args) -> outputs` (constants supplied per call); with the
+    constants given it is `run(*args) -> tuple of outputs` and the compiler may fold them. The compiler
+    (`fluxion._src.compiler`) generates a Python function of NumPy calls; with `FLUXION_JIT_COMPILER=0` the
+    jaxpr is interpreted equation by equation instead.
+
+    Args:
+      jaxpr: the program.
+      consts: the values of `jaxpr.constvars`, or None.
+      name: a name hint for generated code.
+      donated: indices of arguments whose buffers may be overwritten.
     """
-    def run(consts, args):
-        return eval_jaxpr_raw(jaxpr, consts, args)
-    return run
+    from ... import compiler
+    from ...core import ClosedJaxpr
+    from ...interpreters.partial_eval import convert_constvars_jaxpr
+
+    if consts is None:
+        n = len(jaxpr.constvars)
+        if not compiler.enabled():
+            return lambda consts, args: eval_jaxpr_raw(jaxpr, consts, args)
+        exe = compiler.compile_closed(ClosedJaxpr(convert_constvars_jaxpr(jaxpr), []), name=name,
+                                      donated=[n + d for d in donated])
+        return lambda consts, args: list(exe(*consts, *args))
+    if not compiler.enabled():
+        raw = [raw_const(c) for c in consts]
+        return _Interpreted(jaxpr, raw)
+    return compiler.compile_closed(ClosedJaxpr(jaxpr, list(consts)), name=name, donated=donated)
+
+
+class _Interpreted:
+    """The reference executable: interprets the jaxpr (used when the compiler is disabled)."""
+
+    def __init__(self, jaxpr: Jaxpr, consts: list):
+        self.jaxpr = jaxpr
+        self.consts = consts
+
+    def __call__(self, *args):
+        return tuple(eval_jaxpr_raw(self.jaxpr, self.consts, args))
 
 
 def executable_text(executable: Callable, jaxpr: Jaxpr) -> str:
+    """The code an executable runs: generated source for compiled ones, the jaxpr for interpreted ones."""
+    source = getattr(executable, "source", None)
+    if source is not None:
+        return source
     return "# NumPy backend: equations interpreted in order\n" + str(jaxpr)

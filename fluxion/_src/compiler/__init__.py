@@ -1,0 +1,138 @@
+"""The jit compiler: jaxpr -> IR passes -> fusion and memory planning -> one generated Python function.
+
+Pipeline (see `compile_closed`):
+
+1. `passes.optimize`: inlining, algebraic simplification, constant folding, CSE, DCE (type-checked after every
+   pass in debug mode);
+2. `fusion.plan_nodes` (if Numba is installed): elementwise chains and the reductions consuming them become single
+   kernels, for arrays above a measured size threshold;
+3. `codegen.generate`: the program becomes the source of a Python function of NumPy calls and kernel calls, with
+   buffers planned by `memory.Planner` (`out=` into dead buffers, in-place updates, donated arguments).
+
+Set `FLUXION_JIT_COMPILER=0` to make `jit` interpret jaxprs equation by equation instead (the reference path), and
+`FLUXION_JIT_FUSION=0` to keep the compiler but never use Numba kernels.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Sequence
+
+from ..core import ClosedJaxpr
+from . import codegen, passes
+
+
+def enabled() -> bool:
+    """Whether `jit` compiles (the `FLUXION_JIT_COMPILER` environment variable, default on)."""
+    return os.environ.get("FLUXION_JIT_COMPILER", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def fusion_enabled() -> bool:
+    return os.environ.get("FLUXION_JIT_FUSION", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class Executable:
+    """A compiled program: call it with the raw argument buffers; returns a tuple of raw outputs.
+
+    When the program has fused kernels that are not compiled yet, the executable starts with plain NumPy code and
+    `upgrade`s itself (and notifies its listeners) once the kernels are ready.
+
+    Attributes:
+      optimized: the jaxpr after the IR passes.
+      source: the generated Python source (plus the source of any fused kernels).
+      compile_seconds: time spent in passes and code generation (first tier).
+      tier: 0 for NumPy-only code, 1 once fused kernels are in use.
+    """
+
+    __slots__ = ("fn", "optimized", "module", "compile_seconds", "kernels", "tier", "_listeners", "donated",
+                 "name", "__weakref__")
+
+    def __init__(self, fn: Callable, optimized: ClosedJaxpr, module: codegen.Module, compile_seconds: float,
+                 kernels: Sequence[Any] = (), donated: Sequence[int] = (), name: str = "jitted"):
+        self.fn = fn
+        self.optimized = optimized
+        self.module = module
+        self.compile_seconds = compile_seconds
+        self.kernels = list(kernels)
+        self.tier = 0
+        self._listeners: list = []
+        self.donated = tuple(donated)
+        self.name = name
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def add_listener(self, callback: Callable[[Callable], None]) -> None:
+        """`callback(fn)` is called with the new function when the executable upgrades to fused kernels."""
+        self._listeners.append(callback)
+
+    def upgrade(self, fn: Callable, module: codegen.Module, kernels: Sequence[Any]) -> None:
+        self.module = module
+        self.kernels = list(kernels)
+        self.fn = fn
+        self.tier = 1
+        for cb in list(self._listeners):
+            cb(fn)
+
+    @property
+    def source(self) -> str:
+        text = self.module.source()
+        for k in self.kernels:
+            text += f"\n# ---- fused kernel k_{k.digest} ({k.status}) ----\n{k.source}"
+        return text
+
+
+def _fused_tier(exe: Executable) -> None:
+    """Generates the fused version of `exe` (compiling or loading its kernels, blocking) and switches to it."""
+    from . import fusion
+    kernels: list = []
+    fn, module = codegen.generate(exe.optimized, name=exe.name, donated=exe.donated,
+                                  plan_nodes=fusion.Planner(kernels, load=True).plan_nodes)
+    if any(k.status == "compiled" for k in kernels):
+        exe.upgrade(fn, module, kernels)
+    else:
+        exe.kernels = kernels
+
+
+def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequence[int] = (),
+                   optimize: bool = True, fuse: bool | None = None, sync: bool | None = None) -> Executable:
+    """Compiles a closed jaxpr into an `Executable`.
+
+    Args:
+      closed: the program (constants included).
+      name: a name hint for the generated function.
+      donated: indices of inputs whose buffers may be overwritten (from `donate_argnums`).
+      optimize: run the IR passes (tests turn this off to test code generation alone).
+      fuse: use fused Numba kernels (default: when Numba is installed and `FLUXION_JIT_FUSION` is not 0).
+      sync: compile kernels before returning (default: `FLUXION_JIT_SYNC_KERNELS`, else in the background).
+
+    Returns:
+      The executable; `executable(*raw_args)` returns a tuple of raw outputs.
+    """
+    t0 = time.perf_counter()
+    opt = passes.optimize(closed) if optimize else closed
+    fn, module = codegen.generate(opt, name=name, donated=donated)
+    exe = Executable(fn, opt, module, time.perf_counter() - t0, donated=donated, name=name)
+    if fuse is None:
+        fuse = fusion_enabled()
+    if fuse:
+        from . import fusion
+        if fusion.available() and fusion.needs_kernels(opt):
+            if sync is None:
+                sync = fusion.runtime.sync_kernels()
+            if sync:
+                _fused_tier(exe)
+            else:
+                fusion.runtime.submit(lambda: _fused_tier(exe))
+    return exe
+
+
+def wait_for_kernels(timeout: float | None = None) -> bool:
+    """Blocks until every fused kernel submitted for background compilation is ready (True) or `timeout`
+    seconds passed (False). Benchmarks and tests use it to measure or check the fused code."""
+    from .fusion import runtime
+    return runtime.wait_for_kernels(timeout)
+
+
+__all__ = ["compile_closed", "Executable", "enabled", "fusion_enabled", "wait_for_kernels"]

@@ -1,0 +1,268 @@
+"""Choosing what to fuse: groups of elementwise equations over one iteration domain, plus the reductions that
+consume them, and a valid execution order for groups and the remaining equations.
+
+A group's *domain* is the shape its elementwise values share. Members are fusible elementwise equations
+(`scalar.fusible`), `broadcast_in_dim` (read as an index map into its operand) and `iota` (computed from the loop
+indices). Reductions (`reduce_sum/max/min`) whose operand is a member join as *sinks*, all over the same axes;
+their results, and member values read outside the group, are the group's outputs -- everything else never touches
+memory.
+
+Groups are grown greedily in program order: an equation joins (and merges) the groups producing its operands unless
+that would create a cycle (an outside equation that needs one group's result and feeds the other). Groups whose
+domain is smaller than the size threshold, or that would replace a single cheap NumPy call, are dissolved.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...core import Literal, Var
+from .. import ir
+from . import scalar
+
+REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})
+# Members that cost a NumPy call of their own (cheap views and constants do not count towards "worth fusing").
+_FREE = frozenset({"broadcast_in_dim", "iota", "convert_element_type"})
+# A single one of these is already worth a kernel: NumPy computes them slowly (branchy `where`) or in several passes.
+_EXPENSIVE = frozenset({"select_n", "clamp", "logistic", "integer_pow", "sign"})
+
+
+class Group:
+    """A set of equations (indices into the jaxpr's equation list) fused into one kernel."""
+
+    __slots__ = ("id", "members", "domain", "red_axes", "alive")
+
+    def __init__(self, gid: int, domain: tuple):
+        self.id = gid
+        self.members: list[int] = []
+        self.domain = domain
+        self.red_axes: tuple | None = None
+        self.alive = True
+
+    def __repr__(self) -> str:
+        return f"Group({self.id}, domain={self.domain}, members={self.members}, red_axes={self.red_axes})"
+
+
+def _ew_kind(eqn) -> bool:
+    name = eqn.primitive.name
+    if name == "broadcast_in_dim":
+        return scalar.dtype_ok(eqn.outvars[0].aval.dtype)
+    if name == "iota":
+        return scalar.dtype_ok(eqn.outvars[0].aval.dtype) and np.dtype(eqn.params["dtype"]).kind in "iu"
+    return scalar.fusible(eqn)
+
+
+def reduction_pattern(domain: Sequence[int], axes: Sequence[int]) -> str | None:
+    """'R' (full), 'KR' (kept outer dims, reduced inner) or 'RK' (reduced outer, kept inner) -- ignoring size-1
+    dimensions -- or None for other layouts, which kernels do not handle."""
+    classes = [("R" if d in axes else "K") for d, n in enumerate(domain) if n != 1]
+    runs = "".join(c for k, c in enumerate(classes) if k == 0 or classes[k - 1] != c)
+    return runs if runs in ("R", "KR", "RK") else None
+
+
+def _reduction_ok(eqn) -> bool:
+    name = eqn.primitive.name
+    dt = eqn.invars[0].aval.dtype
+    if not scalar.dtype_ok(dt) or ir.size(eqn.invars[0]) == 0:
+        return False
+    if name == "reduce_sum" and dt == np.bool_:
+        return False
+    return reduction_pattern(eqn.invars[0].aval.shape, tuple(eqn.params["axes"])) is not None
+
+
+class Grouping:
+    """Runs the greedy grouping over one jaxpr's equations.
+
+    Args:
+      eqns: the equations in program order.
+      outvars: the jaxpr's outputs.
+      min_elements: groups over smaller domains are not formed.
+    """
+
+    def __init__(self, eqns: Sequence[Any], outvars: Sequence[Any], min_elements: int):
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+        self.min_elements = min_elements
+        self.producer: dict = {}
+        for i, e in enumerate(self.eqns):
+            for v in e.outvars:
+                self.producer[v] = i
+        self.group_of: dict[int, Group] = {}
+        self.groups: list[Group] = []
+
+    # -- cycle check -----------------------------------------------------------------------------------------------
+    def _depends_on(self, v: Any, members: set, lo: int) -> bool:
+        """Whether `v` is (transitively) computed from an equation in `members` (indices >= `lo`)."""
+        stack, seen = [v], set()
+        while stack:
+            x = stack.pop()
+            if type(x) is not Var or x in seen:
+                continue
+            seen.add(x)
+            i = self.producer.get(x)
+            if i is None or i < lo:
+                continue
+            if i in members:
+                return True
+            stack.extend(self.eqns[i].invars)
+        return False
+
+    def _acyclic(self, members: set) -> bool:
+        lo = min(members)
+        produced = {v for i in members for v in self.eqns[i].outvars}
+        for i in members:
+            for v in self.eqns[i].invars:
+                if type(v) is Var and v not in produced and self._depends_on(v, members, lo):
+                    return False
+        return True
+
+    # -- growth ----------------------------------------------------------------------------------------------------
+    def _join(self, idx: int, cands: list[Group], domain: tuple, red_axes: tuple | None) -> bool:
+        members = {idx}
+        for g in cands:
+            members.update(g.members)
+        if not self._acyclic(members):
+            return False
+        target = cands[0]
+        for g in cands[1:]:
+            target.members.extend(g.members)
+            for m in g.members:
+                self.group_of[m] = target
+            g.alive = False
+            g.members = []
+            if g.red_axes is not None:
+                target.red_axes = g.red_axes
+        target.members.append(idx)
+        target.members.sort()
+        if red_axes is not None:
+            target.red_axes = red_axes
+        self.group_of[idx] = target
+        return True
+
+    def _new_group(self, idx: int, domain: tuple) -> None:
+        g = Group(len(self.groups), domain)
+        g.members.append(idx)
+        self.groups.append(g)
+        self.group_of[idx] = g
+
+    def run(self) -> list[Group]:
+        for idx, eqn in enumerate(self.eqns):
+            name = eqn.primitive.name
+            if name in REDUCTIONS:
+                self._add_reduction(idx, eqn)
+                continue
+            if eqn.primitive.multiple_results or not _ew_kind(eqn):
+                continue
+            domain = eqn.outvars[0].aval.shape
+            if int(np.prod(domain, dtype=np.int64)) < self.min_elements:
+                continue
+            cands = []
+            for v in eqn.invars:
+                g = self.group_of.get(self.producer.get(v, -1)) if type(v) is Var else None
+                if (g is not None and g.alive and g.domain == domain and g not in cands
+                        and v.aval.shape == domain):
+                    cands.append(g)
+            if name == "broadcast_in_dim":
+                cands = []  # its operand has another shape: it is read through the index map, never fused into
+            # Two candidates with different reduction axes cannot share loops.
+            axes = {g.red_axes for g in cands if g.red_axes is not None}
+            if len(axes) > 1:
+                cands = cands[:1]
+            if cands and self._join(idx, cands, domain, None):
+                continue
+            self._new_group(idx, domain)
+        return self._finish()
+
+    def _add_reduction(self, idx: int, eqn) -> None:
+        v = eqn.invars[0]
+        if type(v) is not Var or not _reduction_ok(eqn):
+            return
+        g = self.group_of.get(self.producer.get(v, -1))
+        axes = tuple(sorted(eqn.params["axes"]))
+        if g is None or not g.alive or g.domain != v.aval.shape:
+            return
+        if g.red_axes is not None and g.red_axes != axes:
+            return
+        self._join(idx, [g], g.domain, axes)
+
+    def _finish(self) -> list[Group]:
+        out = []
+        for g in self.groups:
+            if not g.alive:
+                continue
+            names = [self.eqns[i].primitive.name for i in g.members]
+            work = [n for n in names if n not in _FREE]
+            worth = len(work) >= 2 or any(n in _EXPENSIVE for n in work)
+            if not worth or not any(n not in ("broadcast_in_dim", "iota") for n in names):
+                for i in g.members:
+                    self.group_of.pop(i, None)
+                g.alive = False
+                continue
+            out.append(g)
+        return out
+
+
+class Plain:
+    """A scheduled equation that is not part of any group."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    @property
+    def members(self) -> list[int]:
+        return [self.index]
+
+
+def schedule(eqns: Sequence[Any], groups: Sequence[Group]) -> list:
+    """Execution order: a list of `Plain` equations and `Group`s such that every value is computed before use.
+
+    Each node is keyed by its original position (a group by its last member), and a min-heap releases nodes whose
+    inputs are ready, so the order stays close to the program's.
+    """
+    node_of: dict[int, Any] = {}
+    for g in groups:
+        for m in g.members:
+            node_of[m] = g
+    nodes: list = []
+    producer_node: dict = {}
+    for i, e in enumerate(eqns):
+        n = node_of.get(i)
+        if n is None:
+            n = Plain(i)
+            nodes.append(n)
+        elif i == n.members[-1]:
+            nodes.append(n)
+        for v in e.outvars:
+            producer_node[v] = n
+
+    deps: dict = {}
+    users: dict = {}
+    for n in nodes:
+        ds = set()
+        for m in n.members:
+            for v in eqns[m].invars:
+                p = producer_node.get(v) if type(v) is Var else None
+                if p is not None and p is not n and id(p) not in ds:
+                    ds.add(id(p))
+                    users.setdefault(id(p), []).append(n)
+        deps[id(n)] = ds
+    key = {id(n): n.members[-1] for n in nodes}
+    heap = [(key[id(n)], id(n), n) for n in nodes if not deps[id(n)]]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, nid, n = heapq.heappop(heap)
+        order.append(n)
+        for u in users.get(nid, ()):
+            d = deps[id(u)]
+            d.discard(nid)
+            if not d:
+                heapq.heappush(heap, (key[id(u)], id(u), u))
+    if len(order) != len(nodes):
+        raise AssertionError("fusion produced a cyclic schedule")  # prevented by Grouping._acyclic
+    return order

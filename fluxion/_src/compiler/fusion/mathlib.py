@@ -1,0 +1,82 @@
+"""Scalar helpers inlined into fused kernels (imported only by generated kernel modules; needs Numba).
+
+`expf` is Cephes' single-precision exponential (range reduction by ln 2 split in two constants, a degree-6
+polynomial), with the scale 2**n applied as two exact power-of-two factors built by bit casts so that subnormal
+results and overflow to inf come out right. It has no branches and no library call, so LLVM vectorizes loops that
+use it (all in float32, so 8 lanes wide with AVX2). Measured against NumPy's float32 `exp` over [-100, 88]: at
+most 3 ulp apart, mean 0.38 ulp; 0.24 ms per 1e6 elements on one core of the benchmark machine.
+
+Source of the constants: Cephes Math Library, `expf.c` (S. L. Moshier), public domain.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+# When any helper changes, bump `fusion.MATHLIB_VERSION`: it is written into every kernel's source, so kernels
+# cached on disk against older helpers are never reused.
+
+
+@intrinsic
+def _i32_as_f32(typingctx, x):
+    """Reinterprets the bits of an int32 as a float32 (LLVM `bitcast`, vectorizable)."""
+    sig = types.float32(types.int32)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+    return sig, codegen
+
+
+@njit(inline="always", error_model="numpy")
+def _expf(x):
+    x = min(max(x, np.float32(-104.0)), np.float32(89.0))  # NaN passes through min/max unchanged
+    n = np.floor(x * np.float32(1.44269504088896341) + np.float32(0.5))  # float32: keeps the loop 8 lanes wide
+    r = x - n * np.float32(0.693359375)
+    r = r - n * np.float32(-2.12194440e-4)
+    rr = r * r
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    p = p * rr + r + np.float32(1.0)
+    ni = np.int32(n)
+    n1 = ni >> np.int32(1)
+    n2 = ni - n1
+    return (p * _i32_as_f32((n1 + np.int32(127)) << np.int32(23))) * _i32_as_f32((n2 + np.int32(127)) << np.int32(23))
+
+
+@njit(inline="always", error_model="numpy")
+def _logisticf(x):
+    # As the backend: e = exp(-|x|); x >= 0 -> 1/(1+e), else e/(1+e)  (no overflow for large |x|).
+    e = _expf(-abs(x))
+    d = np.float32(1.0) + e
+    return np.float32(1.0) / d if x >= np.float32(0.0) else e / d
+
+
+@njit(inline="always", error_model="numpy")
+def _logistic(x):
+    e = math.exp(-abs(x))
+    d = 1.0 + e
+    return 1.0 / d if x >= 0.0 else e / d
+
+
+@njit(inline="always")
+def _fmax(a, b):
+    return a if (a >= b or a != a) else b
+
+
+@njit(inline="always")
+def _fmin(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@njit(inline="always")
+def _fsign(a):
+    return (a * 0 + 1) if a > 0 else ((a * 0 - 1) if a < 0 else a)

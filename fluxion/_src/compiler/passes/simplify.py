@@ -1,0 +1,213 @@
+"""Algebraic simplification: identities that autodiff and the numpy layer leave behind.
+
+Rules (each applies only when the replacement has exactly the result's shape and dtype):
+
+* `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `x / 1`, `neg(neg(x))`, `integer_pow(x, 1)` -> `x`, where the
+  constant may be a literal or a broadcast of one;
+* `convert_element_type` to the operand's own dtype, `reshape`/`broadcast_in_dim` to the same shape, identity
+  `transpose`, empty `squeeze`/`expand_dims`/`rev`/reductions, full `slice`, zero `pad`, single-operand
+  `concatenate`, `stop_gradient`, `copy` -> the operand;
+* `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
+* `select_n` with one case, identical cases or a literal predicate -> the chosen case.
+
+Floating-point note: `x + 0.0 -> x` maps `-0.0` to `-0.0` where IEEE gives `+0.0`; XLA makes the same trade.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ...core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from .. import ir
+
+
+def _same_type(a, b) -> bool:
+    return a.aval.shape == b.aval.shape and a.aval.dtype == b.aval.dtype
+
+
+class _Ctx:
+    """What rules may ask about the program rewritten so far: producers of variables and scalar constants."""
+
+    def __init__(self):
+        self.producer: dict = {}
+
+    def scalar(self, v) -> Any:
+        """The scalar value of `v` if it is a literal or a broadcast of one, else None."""
+        if type(v) is Literal:
+            return ir.literal_value(v)
+        e = self.producer.get(v)
+        if e is not None and e.primitive.name == "broadcast_in_dim" and type(e.invars[0]) is Literal:
+            return ir.literal_value(e.invars[0])
+        return None
+
+    def is_const(self, v, c) -> bool:
+        s = self.scalar(v)
+        if s is None:
+            return False
+        with np.errstate(all="ignore"):
+            return bool(np.asarray(s) == c)
+
+
+Rule = Callable[[_Ctx, JaxprEqn], Any]  # returns None (no change), an atom (the result), or a new equation
+
+
+def _identity_operand(e: JaxprEqn):
+    return e.invars[0]
+
+
+def _binary_identity(left_unit: Any, right_unit: Any) -> Rule:
+    def rule(ctx, e):
+        x, y = e.invars
+        out = e.outvars[0]
+        if right_unit is not None and ctx.is_const(y, right_unit) and _same_type(x, out):
+            return x
+        if left_unit is not None and ctx.is_const(x, left_unit) and _same_type(y, out):
+            return y
+        return None
+    return rule
+
+
+def _neg(ctx, e):
+    p = ctx.producer.get(e.invars[0])
+    if p is not None and p.primitive.name == "neg":
+        return p.invars[0]
+    return None
+
+
+def _when(pred: Callable[[JaxprEqn], bool]) -> Rule:
+    def rule(ctx, e):
+        return e.invars[0] if pred(e) and _same_type(e.invars[0], e.outvars[0]) else None
+    return rule
+
+
+def _transpose(ctx, e):
+    perm = tuple(e.params["permutation"])
+    if perm == tuple(range(len(perm))):
+        return e.invars[0]
+    p = ctx.producer.get(e.invars[0])
+    if p is not None and p.primitive.name == "transpose":
+        inner = tuple(p.params["permutation"])
+        composed = tuple(inner[k] for k in perm)
+        if composed == tuple(range(len(composed))):
+            return p.invars[0]
+        return e._replace(invars=[p.invars[0]], params=dict(e.params, permutation=composed))
+    return None
+
+
+def _reshape(ctx, e):
+    if e.params.get("dimensions") is not None:
+        return None
+    x = e.invars[0]
+    if tuple(e.params["new_sizes"]) == x.aval.shape:
+        return x
+    p = ctx.producer.get(x)
+    if p is not None and p.primitive.name == "reshape" and p.params.get("dimensions") is None:
+        return e._replace(invars=[p.invars[0]])
+    return None
+
+
+def _broadcast(ctx, e):
+    x = e.invars[0]
+    dims = tuple(e.params["broadcast_dimensions"])
+    if tuple(e.params["shape"]) == x.aval.shape and dims == tuple(range(x.aval.ndim)):
+        return x
+    p = ctx.producer.get(x)
+    if p is not None and p.primitive.name == "broadcast_in_dim":
+        inner = tuple(p.params["broadcast_dimensions"])
+        return e._replace(invars=[p.invars[0]], params=dict(e.params, broadcast_dimensions=tuple(dims[d] for d in inner)))
+    return None
+
+
+def _select(ctx, e):
+    which, *cases = e.invars
+    out = e.outvars[0]
+    if len(cases) == 1 and _same_type(cases[0], out):
+        return cases[0]
+    first = cases[0]
+    if type(first) is not Literal and all(c is first for c in cases) and _same_type(first, out):
+        return first
+    if type(which) is Literal:
+        i = int(np.clip(int(np.asarray(ir.literal_value(which))), 0, len(cases) - 1))
+        if _same_type(cases[i], out):
+            return cases[i]
+    return None
+
+
+def _slice(ctx, e):
+    x = e.invars[0]
+    strides = e.params.get("strides") or (1,) * x.aval.ndim
+    full = (all(s == 0 for s in e.params["start_indices"]) and tuple(e.params["limit_indices"]) == x.aval.shape
+            and all(s == 1 for s in strides))
+    return x if full else None
+
+
+RULES: dict[str, Rule] = {
+    "add": _binary_identity(0, 0),
+    "sub": _binary_identity(None, 0),
+    "mul": _binary_identity(1, 1),
+    "div": _binary_identity(None, 1),
+    "neg": _neg,
+    "integer_pow": _when(lambda e: e.params["y"] == 1),
+    "convert_element_type": _when(lambda e: e.invars[0].aval.dtype == e.params["new_dtype"]),
+    "transpose": _transpose,
+    "reshape": _reshape,
+    "broadcast_in_dim": _broadcast,
+    "squeeze": _when(lambda e: not e.params["dimensions"]),
+    "expand_dims": _when(lambda e: not e.params["dimensions"]),
+    "rev": _when(lambda e: not e.params["dimensions"]),
+    "reduce_sum": _when(lambda e: not e.params["axes"]),
+    "reduce_max": _when(lambda e: not e.params["axes"]),
+    "reduce_min": _when(lambda e: not e.params["axes"]),
+    "reduce_prod": _when(lambda e: not e.params["axes"]),
+    "stop_gradient": _when(lambda e: True),
+    "copy": _when(lambda e: True),
+    "select_n": _select,
+    "slice": _slice,
+    "pad": _when(lambda e: all(tuple(c) == (0, 0, 0) for c in e.params["padding_config"])),
+    "concatenate": _when(lambda e: len(e.invars) == 1),
+}
+
+
+def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Applies the algebraic identities above until none applies (recursively inside sub-jaxprs).
+
+    Args:
+      closed: the program.
+
+    Returns:
+      An equivalent program; equations made dead by a rewrite are left for dead code elimination.
+    """
+    j = closed.jaxpr
+    ctx = _Ctx()
+    ren = ir.Renamer()
+    eqns: list = []
+    changed = False
+    for eqn in j.eqns:
+        eqn = ren.eqn(eqn)
+        new_params = ir.map_sub_jaxprs(eqn.params, simplify)
+        if new_params is not eqn.params:
+            eqn = eqn._replace(params=new_params)
+            changed = True
+        rule = RULES.get(eqn.primitive.name)
+        while rule is not None and not eqn.primitive.multiple_results:
+            res = rule(ctx, eqn)
+            if res is None:
+                break
+            changed = True
+            if isinstance(res, JaxprEqn):
+                eqn = res
+                rule = RULES.get(eqn.primitive.name)
+                continue
+            ren.set(eqn.outvars[0], res)
+            eqn = None
+            break
+        if eqn is None:
+            continue
+        eqns.append(eqn)
+        for v in eqn.outvars:
+            ctx.producer[v] = eqn
+    if not changed:
+        return closed
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, ren.outvars(j.outvars), eqns), closed.consts)

@@ -1,0 +1,79 @@
+"""A faster lowering of `reduce_window_sum/max/min` for small windows (a compiler lowering hint).
+
+The result is the elementwise sum (max, min) over window taps of strided slices of the (identity-padded) operand:
+
+    out = op over taps t of x_padded[t * window_dilation : ... : window_strides]
+
+which is one NumPy pass per tap over the output (4 passes for 2x2 pooling and its gradient), instead of reducing a
+strided window view element by element. Windows with more than `MAX_TAPS` taps, and base dilation, use the
+backend's implementation. Sums are accumulated in the operand's dtype in tap order, as XLA's CPU backend does.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import ir
+from .memory import FRESH
+
+MAX_TAPS = 64
+
+_OPS = {"reduce_window_sum": np.add, "reduce_window_max": np.maximum, "reduce_window_min": np.minimum}
+
+
+def _identity(name: str, dtype: np.dtype):
+    dtype = np.dtype(dtype)
+    if name == "reduce_window_sum":
+        return np.zeros((), dtype)
+    is_max = name == "reduce_window_max"
+    if dtype == np.bool_:
+        return np.asarray(not is_max)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.asarray(info.min if is_max else info.max, dtype)
+    return np.asarray(-np.inf if is_max else np.inf, dtype)
+
+
+def supported(eqn) -> bool:
+    p = eqn.params
+    x = eqn.invars[0]
+    taps = int(np.prod(p["window_dimensions"], dtype=np.int64))
+    return (all(b == 1 for b in p["base_dilation"]) and taps <= MAX_TAPS and ir.size(x) > 0
+            and ir.size(eqn.outvars[0]) > 0 and x.aval.dtype.kind in "biuf")
+
+
+def reduce_window(x, *, op, identity, window_dimensions, window_strides, padding, window_dilation, out_shape):
+    """See the module docstring; `op` is the NumPy ufunc combining taps."""
+    x = np.asarray(x)
+    if any(lo or hi for lo, hi in padding):
+        crop = tuple(slice(max(-lo, 0), x.shape[k] - max(-hi, 0)) for k, (lo, hi) in enumerate(padding))
+        x = x[crop]
+        pads = [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+        xp = np.full(tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, pads)), identity, x.dtype)
+        xp[tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape, pads))] = x
+        x = xp
+    out = None
+    for tap in itertools.product(*(range(w) for w in window_dimensions)):
+        sl = tuple(slice(t * d, t * d + (m - 1) * st + 1, st)
+                   for t, d, st, m in zip(tap, window_dilation, window_strides, out_shape))
+        if out is None:
+            out = np.array(x[sl], copy=True)
+        else:
+            op(out, x[sl], out=out)
+    return out
+
+
+def lower_reduce_window(g, eqn, ins, outs, fallback):
+    if not supported(eqn):
+        return fallback(g, eqn, ins, outs)
+    p = eqn.params
+    name = eqn.primitive.name
+    ident = _identity(name, eqn.invars[0].aval.dtype)
+    fn = g.bind(reduce_window, "reduce_window_taps")
+    g.line(f"{outs[0]} = {fn}({ins[0]}, op={g.bind(_OPS[name], _OPS[name].__name__)}, "
+           f"identity={g.bind(ident, 'identity')}, window_dimensions={tuple(p['window_dimensions'])!r}, "
+           f"window_strides={tuple(p['window_strides'])!r}, padding={tuple(tuple(q) for q in p['padding'])!r}, "
+           f"window_dilation={tuple(p['window_dilation'])!r}, out_shape={eqn.outvars[0].aval.shape!r})")
+    return [FRESH]

@@ -1,0 +1,42 @@
+"""Shared helpers for the compiler tests: building jaxprs, counting primitives, running the reference interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fluxion
+from fluxion._src import core
+from fluxion._src.backends.numpy import eval_jaxpr_raw, raw_const
+from fluxion._src.compiler import ir
+
+
+def closed_of(fun, *args):
+    """The closed jaxpr of `fun` traced on `args` (as `make_jaxpr` gives it)."""
+    return fluxion.make_jaxpr(fun)(*args)
+
+
+def prim_names(closed, recursive: bool = True) -> list[str]:
+    """Primitive names of every equation (and, recursively, of sub-jaxprs)."""
+    out = []
+    for e in closed.jaxpr.eqns:
+        out.append(e.primitive.name)
+        if recursive:
+            for sub in ir.sub_jaxprs(e.params):
+                out.extend(prim_names(sub if isinstance(sub, core.ClosedJaxpr) else core.ClosedJaxpr(sub, [])))
+    return out
+
+
+def reference(closed, *args) -> list:
+    """Outputs of the equation-by-equation interpreter (the semantics every pass must preserve)."""
+    return eval_jaxpr_raw(closed.jaxpr, [raw_const(c) for c in closed.consts], [np.asarray(a) for a in args])
+
+
+def assert_same_values(a: list, b: list, exact: bool = True) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, x.dtype, y.shape, y.dtype)
+        if exact:
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=2e-6, atol=1e-6)

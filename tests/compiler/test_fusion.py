@@ -1,0 +1,176 @@
+"""Fusion: which equations are grouped (IR in, groups out), and fused kernels' values against the interpreter.
+
+Kernel tests need Numba and compile a handful of kernels (cached on disk, so reruns are fast)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import fluxion
+import fluxion.numpy as jnp
+from fluxion import lax
+from fluxion._src import compiler
+from fluxion._src.compiler import fusion
+from fluxion._src.compiler.fusion import groups, kernel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
+from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
+
+BIG = fusion.FUSE_MIN_ELEMENTS * 4
+
+
+def _groups(fun, *args):
+    closed = compiler.passes.optimize(closed_of(fun, *args))
+    j = closed.jaxpr
+    gs = groups.Grouping(j.eqns, j.outvars, fusion.FUSE_MIN_ELEMENTS).run()
+    return j, gs
+
+
+def _names(j, g):
+    return [j.eqns[m].primitive.name for m in g.members]
+
+
+# -- grouping (no Numba needed) ------------------------------------------------------------------------------------
+
+def test_elementwise_chain_and_its_reduction_form_one_group():
+    j, gs = _groups(lambda x: jnp.sum(jnp.exp(x) * 2.0 + 1.0), np.ones(BIG, np.float32))
+    assert len(gs) == 1
+    assert _names(j, gs[0]) == ["exp", "mul", "add", "reduce_sum"]
+    assert gs[0].red_axes == (0,)
+
+
+def test_small_arrays_and_single_cheap_operations_are_not_fused():
+    assert _groups(lambda x: jnp.exp(x) * 2.0 + 1.0, np.ones(16, np.float32))[1] == []
+    assert _groups(lambda x: x + 1.0, np.ones(BIG, np.float32))[1] == []
+
+
+def test_broadcasts_are_read_through_index_maps():
+    j, gs = _groups(lambda x, m: (x - m) * 2.0, np.ones((BIG // 8, 8), np.float32), np.ones(8, np.float32))
+    assert len(gs) == 1 and "broadcast_in_dim" in _names(j, gs[0])
+
+
+def test_a_cycle_through_an_outside_equation_is_not_fused():
+    def f(x):
+        a = jnp.exp(x)                       # group candidate
+        s = jnp.cumsum(a)                    # outside (not fusible), reads a
+        return a * 2.0 + s                  # would join a's group -> cycle through cumsum
+    j, gs = _groups(f, np.ones(BIG, np.float32))
+    for g in gs:
+        names = _names(j, g)
+        assert not ("exp" in names and "add" in names)
+    order = groups.schedule(j.eqns, gs)
+    seen = set()
+    for n in order:  # every operand is computed before use (members of a node run in program order)
+        for m in n.members:
+            for v in j.eqns[m].invars:
+                assert type(v).__name__ == "Literal" or v in seen or v in j.invars or v in j.constvars
+            seen.update(j.eqns[m].outvars)
+
+
+def test_reduction_patterns():
+    assert groups.reduction_pattern((100, 8), (0, 1)) == "R"
+    assert groups.reduction_pattern((100, 8), (1,)) == "KR"
+    assert groups.reduction_pattern((100, 8), (0,)) == "RK"
+    assert groups.reduction_pattern((1, 100, 8), (1,)) == "RK"   # size-1 dims do not count
+    assert groups.reduction_pattern((4, 100, 8), (1,)) is None  # middle axis: not handled by kernels
+
+
+def test_kernel_source_merges_contiguous_dimensions():
+    j, gs = _groups(lambda x: jnp.tanh(x) * 2.0 + x, np.ones((64, 32, 16), np.float32))
+    g = gs[0]
+    spec = kernel.build(j.eqns, g.members, set(j.outvars), g.domain, g.red_axes, parallel=False, version=0)
+    assert "for i0 in range(32768)" in spec.source and "i1" not in spec.source
+    assert spec.inputs[0][2] == (32768,)
+
+
+# -- kernels (Numba) ---------------------------------------------------------------------------------------------
+
+needs_numba = pytest.mark.skipif(not fusion.available(), reason="Numba is not installed")
+
+
+def _fused(fun, *args):
+    closed = closed_of(fun, *args)
+    exe = compiler.compile_closed(closed, fuse=True, sync=True)
+    assert exe.tier == 1 and all(k.status == "compiled" for k in exe.kernels), [k.status for k in exe.kernels]
+    return list(exe(*[np.asarray(a) for a in args])), reference(closed, *args), exe
+
+
+@needs_numba
+def test_fused_elementwise_chain_matches_numpy_including_special_values(rng):
+    x = rng.standard_normal(BIG).astype(np.float32) * 30
+    x[:6] = [np.nan, np.inf, -np.inf, -0.0, 88.0, -100.0]
+
+    def f(x):
+        selu = 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+        return selu, jnp.maximum(x, 0.5) * jnp.minimum(x, -0.5), fluxion.nn.sigmoid(x) * jnp.sqrt(jnp.abs(x))
+
+    got, want, exe = _fused(f, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=4e-7, atol=1e-6, equal_nan=True)  # exp within 3 ulp
+    assert "prange" in exe.source or "range" in exe.source
+
+
+@needs_numba
+@pytest.mark.parametrize("axes", [None, 0, 1])
+def test_fused_reductions_all_patterns(rng, axes):
+    x = rng.standard_normal((BIG // 64, 64)).astype(np.float32)
+    x[3, 5] = np.nan
+
+    def f(x):
+        y = x * 2.0 - 1.0
+        return jnp.sum(jnp.exp(y) - y, axis=axes), jnp.max(y * y, axis=axes), jnp.min(jnp.abs(y) + 1.0, axis=axes)
+
+    got, want, exe = _fused(f, x)
+    assert len(exe.kernels) == 1  # sibling reductions share one pass
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, equal_nan=True)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
+@needs_numba
+def test_fused_integers_wrap_and_one_hot_with_iota(rng):
+    labels = rng.integers(0, 10, BIG // 10).astype(np.int32)
+    big = np.full(BIG, 2 ** 30, np.int32)
+
+    def f(labels, big):
+        one_hot = fluxion.vmap(lambda l: (jnp.arange(10) == l).astype(jnp.float32))(labels)
+        wrapped = big * 4 + big
+        return one_hot, wrapped, jnp.sum(wrapped * 3)
+
+    got, want, _ = _fused(f, labels, big)
+    assert_same_values(got, want)
+
+
+@needs_numba
+def test_fused_group_writes_values_needed_outside_and_reuses_dead_buffers(rng):
+    x = rng.standard_normal((BIG // 100, 100)).astype(np.float32)
+
+    def standardize(x):
+        return (x - x.mean(0)) / x.std(0)
+
+    got, want, exe = _fused(standardize, x)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@needs_numba
+def test_background_compilation_upgrades_the_jitted_function(rng):
+    x = jnp.asarray(rng.standard_normal(BIG).astype(np.float32))
+    f = fluxion.jit(lambda x: jnp.sum(jnp.tanh(x) * x * 3.0))
+    first = float(f(x))                      # runs at once on the NumPy path
+    assert compiler.wait_for_kernels(timeout=120)
+    (cf,) = f._cache.values()
+    assert cf.executable.tier == 1 and cf._run is cf.executable.fn
+    assert float(f(x)) == pytest.approx(first, rel=1e-5)
+
+
+def test_fusion_can_be_disabled(monkeypatch, rng):
+    monkeypatch.setenv("FLUXION_JIT_FUSION", "0")
+    x = jnp.asarray(rng.standard_normal(BIG).astype(np.float32))
+    f = fluxion.jit(lambda x: jnp.exp(x) * 2.0 + 1.0)
+    f(x)
+    (cf,) = f._cache.values()
+    assert cf.executable.tier == 0 and not cf.executable.kernels
