@@ -9,6 +9,8 @@ either module (the APIs are identical). For each case we check that
 * ``fluxion.jit(tx.update)`` gives the same results as the eager update.
 """
 
+import os
+import sys
 import numpy as np
 import pytest
 
@@ -19,6 +21,7 @@ import fluxion  # noqa: E402
 import fluxion.numpy as fjnp  # noqa: E402
 import fluxion.optax as fox  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # optax_testing.py is here
 from optax_testing import (assert_trees_close, convert, describe, random_tree,  # noqa: E402
                            run_optimizer)
 
