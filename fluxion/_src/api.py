@@ -42,6 +42,28 @@ def _argnums_tuple(argnums: int | Sequence[int], nargs: int, fname: str) -> tupl
     return tuple(n % nargs for n in nums)
 
 
+def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str, check_inexact: bool = True):
+    """Selects the differentiated arguments: returns (argnum tuple, their values, f of just those values).
+
+    Raises:
+      TypeError: argnums out of range, or (check_inexact) an integer/bool leaf among the selected arguments.
+    """
+    nums = _argnums_tuple(argnums, len(args), fname)
+    dyn = tuple(args[i] for i in nums)
+    if check_inexact:
+        for i, a in zip(nums, dyn):
+            for leaf in tree_flatten(a)[0]:
+                _check_differentiable_input(_as_value(leaf), fname, i)
+
+    def f_partial(*vals):
+        full = list(args)
+        for i, v in zip(nums, vals):
+            full[i] = v
+        return fun(*full, **kwargs)
+
+    return nums, dyn, f_partial
+
+
 def _fun_name(fun: Callable) -> str:
     return getattr(fun, "__name__", type(fun).__name__)
 
@@ -223,19 +245,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
     @functools.wraps(fun)
     def vg(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), fname)
-        diff_args = tuple(args[i] for i in nums)
-        for i, a in zip(nums, diff_args):
-            for leaf in tree_flatten(a)[0]:
-                if not allow_int:
-                    _check_differentiable_input(_as_value(leaf), fname, i)
-
-        def f_partial(*dyn):
-            full = list(args)
-            for i, d in zip(nums, dyn):
-                full[i] = d
-            return fun(*full, **kwargs)
-
+        _, diff_args, f_partial = _split_argnums(fun, argnums, args, kwargs, fname, check_inexact=not allow_int)
         if has_aux:
             out, f_vjp, aux = vjp(f_partial, *diff_args, has_aux=True)
         else:
@@ -292,20 +302,9 @@ def _std_basis(flat_avals: list[ShapedArray]) -> list:
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
     """Jacobian by forward mode: vmap of jvp over the standard basis. Output shape: out.shape + in.shape."""
     def jac(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), "jacfwd")
-        dyn = tuple(args[i] for i in nums)
+        _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacfwd")
         flat, tree = tree_flatten(dyn)
-        flat = [_as_value(x) for x in flat]
-        for x in flat:
-            _check_differentiable_input(x, "jacfwd", nums[0])
-        avals = [core.get_aval(x) for x in flat]
-
-        def f_partial(*d):
-            full = list(args)
-            for i, v in zip(nums, d):
-                full[i] = v
-            return fun(*full, **kwargs)
-
+        avals = [core.get_aval(_as_value(x)) for x in flat]
         basis = _std_basis(avals)
 
         def push(*t_flat):
@@ -344,17 +343,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            allow_int: bool = False):
     """Jacobian by reverse mode: vmap of vjp over the standard basis of the output. Shape: out.shape + in.shape."""
     def jac(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), "jacrev")
-        dyn = tuple(args[i] for i in nums)
-        for leaf in tree_flatten(dyn)[0]:
-            _check_differentiable_input(_as_value(leaf), "jacrev", nums[0])
-
-        def f_partial(*d):
-            full = list(args)
-            for i, v in zip(nums, d):
-                full[i] = v
-            return fun(*full, **kwargs)
-
+        _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacrev")
         if has_aux:
             out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
         else:

@@ -59,6 +59,25 @@ def _resolve_args(fun: Callable, args: tuple, kwargs: dict) -> tuple:
     return tuple(bound.args) + tuple(bound.kwargs.values())
 
 
+def _split_static(fun: Callable, nondiff_argnums: tuple, args: tuple, kwargs: dict):
+    """Separates non-differentiable arguments from the flattened differentiable ones.
+
+    Returns (args, static {position: value}, flat dynamic leaves, their treedef, merge) where
+    merge(dynamic values) rebuilds the full positional argument list.
+    """
+    args = _resolve_args(fun, args, kwargs)
+    static = {i: args[i] for i in nondiff_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in static]
+    flat, in_tree = tree_flatten(dyn)
+    flat = [_as_value(x) for x in flat]
+
+    def merge(dyn_vals):
+        it = iter(dyn_vals)
+        return [static[i] if i in static else next(it) for i in range(len(args))]
+
+    return args, static, dyn, flat, in_tree, merge
+
+
 class custom_jvp:
     """Gives `fun` a user-defined JVP rule (and, through linearization, its reverse mode).
 
@@ -110,17 +129,9 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {getattr(self.fun, '__name__', self.fun)} "
                                  "using defjvp.")
-        args = _resolve_args(self.fun, args, kwargs)
         nd = self.nondiff_argnums
-        static = {i: args[i] for i in nd}
-        dyn = [a for i, a in enumerate(args) if i not in static]
-        flat, in_tree = tree_flatten(dyn)
-        flat = [_as_value(x) for x in flat]
+        args, static, dyn, flat, in_tree, merge = _split_static(self.fun, nd, args, kwargs)
         box: list = []
-
-        def merge(dyn_vals):
-            it = iter(dyn_vals)
-            return [static[i] if i in static else next(it) for i in range(len(args))]
 
         def flat_fun(*xs):
             out = self.fun(*merge(tree_unflatten(in_tree, xs)))
@@ -180,18 +191,10 @@ class custom_vjp:
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {getattr(self.fun, '__name__', self.fun)} "
                                  "using defvjp.")
-        args = _resolve_args(self.fun, args, kwargs)
         nd = self.nondiff_argnums
-        static = {i: args[i] for i in nd}
-        dyn = [a for i, a in enumerate(args) if i not in static]
-        flat, in_tree = tree_flatten(dyn)
-        flat = [_as_value(x) for x in flat]
+        args, static, dyn, flat, in_tree, merge = _split_static(self.fun, nd, args, kwargs)
         out_box: list = []
         res_box: list = []
-
-        def merge(dyn_vals):
-            it = iter(dyn_vals)
-            return [static[i] if i in static else next(it) for i in range(len(args))]
 
         def flat_fun(*xs):
             out = self.fun(*merge(tree_unflatten(in_tree, xs)))
