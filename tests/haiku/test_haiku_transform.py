@@ -384,5 +384,6 @@ def test_no_deprecation_warning_on_normal_apply():
     params = f.init(random.PRNGKey(0), x)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        f.apply(params, None, x)
-        f.apply(params, random.PRNGKey(1), x)
+        out1 = f.apply(params, None, x)
+        out2 = f.apply(params, random.PRNGKey(1), x)
+    assert out1.shape == out2.shape == (1, 2)

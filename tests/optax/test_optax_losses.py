@@ -21,7 +21,7 @@ def np_log_softmax(x, axis=-1):
     return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
 
 
-def close(actual, expected, rtol=1e-5, atol=1e-6):
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), expected, rtol=rtol,
                                atol=atol)
 
@@ -29,27 +29,27 @@ def close(actual, expected, rtol=1e-5, atol=1e-6):
 def test_softmax_cross_entropy():
     out = optax.softmax_cross_entropy(jnp.asarray(LOGITS), jnp.asarray(PROBS))
     assert out.shape == (5,) and np.asarray(out).dtype == np.float32
-    close(out, -(PROBS * np_log_softmax(LOGITS)).sum(-1))
+    assert_close(out, -(PROBS * np_log_softmax(LOGITS)).sum(-1))
 
 
 def test_softmax_cross_entropy_other_axis():
     out = optax.softmax_cross_entropy(jnp.asarray(LOGITS.T), jnp.asarray(PROBS.T), axis=0)
-    close(out, -(PROBS * np_log_softmax(LOGITS)).sum(-1))
+    assert_close(out, -(PROBS * np_log_softmax(LOGITS)).sum(-1))
 
 
 def test_softmax_cross_entropy_with_integer_labels():
     out = optax.softmax_cross_entropy_with_integer_labels(jnp.asarray(LOGITS),
                                                           jnp.asarray(INT_LABELS))
     assert out.shape == (5,)
-    close(out, -np_log_softmax(LOGITS)[np.arange(5), INT_LABELS])
+    assert_close(out, -np_log_softmax(LOGITS)[np.arange(5), INT_LABELS])
     one_hot = np.eye(7, dtype=np.float32)[INT_LABELS]
-    close(out, np.asarray(optax.softmax_cross_entropy(jnp.asarray(LOGITS), jnp.asarray(one_hot))))
+    assert_close(out, np.asarray(optax.softmax_cross_entropy(jnp.asarray(LOGITS), jnp.asarray(one_hot))))
 
 
 def test_softmax_cross_entropy_with_integer_labels_axis0():
     out = optax.softmax_cross_entropy_with_integer_labels(
         jnp.asarray(LOGITS.T), jnp.asarray(INT_LABELS), axis=0)
-    close(out, -np_log_softmax(LOGITS)[np.arange(5), INT_LABELS])
+    assert_close(out, -np_log_softmax(LOGITS)[np.arange(5), INT_LABELS])
 
 
 def test_sigmoid_binary_cross_entropy():
@@ -57,35 +57,35 @@ def test_sigmoid_binary_cross_entropy():
     out = optax.sigmoid_binary_cross_entropy(jnp.asarray(PRED), jnp.asarray(labels))
     x = PRED.astype(np.float64)
     p = 1 / (1 + np.exp(-x))
-    close(out, -labels * np.log(p) - (1 - labels) * np.log(1 - p))
+    assert_close(out, -labels * np.log(p) - (1 - labels) * np.log(1 - p))
     # Extreme logits stay finite thanks to log_sigmoid.
     extreme = optax.sigmoid_binary_cross_entropy(jnp.asarray([100.0, -100.0]),
                                                  jnp.asarray([0.0, 1.0]))
-    close(extreme, [100.0, 100.0])
+    assert_close(extreme, [100.0, 100.0])
 
 
 def test_regression_losses():
     diff = (PRED - TARGET).astype(np.float64)
-    close(optax.l2_loss(jnp.asarray(PRED), jnp.asarray(TARGET)), 0.5 * diff ** 2)
-    close(optax.l2_loss(jnp.asarray(PRED)), 0.5 * PRED.astype(np.float64) ** 2)
-    close(optax.squared_error(jnp.asarray(PRED), jnp.asarray(TARGET)), diff ** 2)
+    assert_close(optax.l2_loss(jnp.asarray(PRED), jnp.asarray(TARGET)), 0.5 * diff ** 2)
+    assert_close(optax.l2_loss(jnp.asarray(PRED)), 0.5 * PRED.astype(np.float64) ** 2)
+    assert_close(optax.squared_error(jnp.asarray(PRED), jnp.asarray(TARGET)), diff ** 2)
     for delta in (1.0, 0.5, 2.5):
         a = np.abs(diff)
         expected = np.where(a <= delta, 0.5 * a ** 2, 0.5 * delta ** 2 + delta * (a - delta))
-        close(optax.huber_loss(jnp.asarray(PRED), jnp.asarray(TARGET), delta=delta), expected)
-    close(optax.log_cosh(jnp.asarray(PRED), jnp.asarray(TARGET)), np.log(np.cosh(diff)))
+        assert_close(optax.huber_loss(jnp.asarray(PRED), jnp.asarray(TARGET), delta=delta), expected)
+    assert_close(optax.log_cosh(jnp.asarray(PRED), jnp.asarray(TARGET)), np.log(np.cosh(diff)))
 
 
 def test_smooth_labels():
     one_hot = np.eye(4, dtype=np.float32)[[0, 3, 1]]
-    close(optax.smooth_labels(jnp.asarray(one_hot), 0.1), 0.9 * one_hot + 0.1 / 4)
+    assert_close(optax.smooth_labels(jnp.asarray(one_hot), 0.1), 0.9 * one_hot + 0.1 / 4)
 
 
 def test_losses_are_differentiable():
     grad = fluxion.grad(lambda x: optax.softmax_cross_entropy_with_integer_labels(
         x, jnp.asarray(INT_LABELS)).sum())(jnp.asarray(LOGITS))
     probs = np.exp(np_log_softmax(LOGITS))
-    close(grad, probs - np.eye(7)[INT_LABELS])
+    assert_close(grad, probs - np.eye(7)[INT_LABELS])
 
 
 def test_loss_argument_errors():
