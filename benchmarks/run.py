@@ -179,7 +179,8 @@ def markdown_table(results: dict, header: str, roof_line: str) -> str:
     """The README table: one row per workload, medians per framework, and each peer's ratio to fluxion."""
     cols = ["fluxion", "jax", "torch", "torch_compile", "numpy"]
     lines = [header.lstrip("# "), "", roof_line.lstrip("# "), "",
-             "| workload | unit | fluxion | JAX | PyTorch | torch.compile | NumPy | best peer / fluxion |",
+             "| workload | unit | fluxion | JAX (jit; eager rows: eager) | PyTorch (eager) | torch.compile | NumPy "
+             "| best peer / fluxion |",
              "|---|---|---|---|---|---|---|---|"]
     for w in WORKLOADS:
         res = results.get(w.key)

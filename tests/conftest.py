@@ -14,6 +14,10 @@ from __future__ import annotations
 import os
 import zlib
 
+# jit compiles fused kernels on a background thread and switches to them when ready; tests compile them before
+# the first call instead, so a jitted function gives the same bits on every call of a test run.
+os.environ.setdefault("FLUXION_JIT_SYNC_KERNELS", "1")
+
 import numpy as np
 import pytest
 

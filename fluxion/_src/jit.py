@@ -31,6 +31,8 @@ from .backends import numpy as backend
 from .config import config
 from .core import Array, ShapedArray, Tracer
 from .interpreters import partial_eval as pe
+from .tree_util import _kind_of as _tu_kind_of
+from .tree_util import _registry as _tu_registry
 from .tree_util import tree_flatten, tree_structure, tree_unflatten
 
 logger = logging.getLogger("fluxion.jit")
@@ -44,7 +46,7 @@ class CompiledFunction:
     """A traced and compiled signature: the closed jaxpr, the executable, and how to rebuild outputs."""
 
     __slots__ = ("closed", "executable", "out_tree", "out_weak", "signature", "_single", "donated", "_run",
-                 "_weak0", "__weakref__")
+                 "_weak0", "_build", "__weakref__")
 
     def __init__(self, closed: core.ClosedJaxpr, out_tree, signature, name: str = "jitted",
                  donated: Sequence[int] = ()):
@@ -69,14 +71,82 @@ class CompiledFunction:
                     me._run = fn
             add_listener(on_upgrade)
 
+        self._build = _output_builder(out_tree, self.out_weak)
+
     def __call__(self, raw_args: list) -> Any:
         outs = self._run(*raw_args)
         if self._single:
             return Array(outs[0], self._weak0)
-        return tree_unflatten(self.out_tree, [Array(o, w) for o, w in zip(outs, self.out_weak)])
+        return self._build(outs)
 
 
 _LEAF_TREE = tree_structure(0)
+
+
+def _output_builder(out_tree, out_weak: list) -> Callable:
+    """A function rebuilding the output pytree (of Arrays) from raw outputs, generated for this structure.
+
+    It is a single expression (`TrainState(step=..., params={...})`-like calls with the node types and aux data
+    bound), so the per-call cost has no recursion over the treedef; falls back to `tree_unflatten` for structures
+    it does not know how to spell.
+    """
+    from . import tree_util as tu
+    ns: dict = {"_A": Array}
+    counter = iter(range(1 << 30))
+
+    def name(obj) -> str:
+        k = f"_g{next(counter)}"
+        ns[k] = obj
+        return k
+
+    leaf = iter(range(len(out_weak)))
+
+    def expr(td) -> str:
+        if td.node_type is None:
+            i = next(leaf)
+            return f"_A(L[{i}], {bool(out_weak[i])})"
+        kids = ", ".join(expr(c) for c in td.children)
+        t = td.node_type
+        if t is tuple:
+            return f"({kids}{',' if len(td.children) == 1 else ''})"
+        if t is list:
+            return f"[{kids}]"
+        kind = tu._registry.get(t)
+        if kind is None:  # namedtuple
+            return f"{name(t)}({kids})"
+        return f"{name(kind.from_iter)}({name(td.aux)}, [{kids}])"
+
+    try:
+        src = "lambda L: " + expr(out_tree)
+        return eval(src, ns)  # noqa: S307 -- generated from the treedef only
+    except Exception:  # noqa: BLE001
+        return lambda outs: tree_unflatten(out_tree, [Array(o, w) for o, w in zip(outs, out_weak)])
+
+
+def _structure_key(x: Any, leaves: list) -> Any:
+    """Appends `x`'s leaves to `leaves` (in `tree_flatten` order) and returns a hashable nested-tuple key of its
+    structure -- cheaper to build, hash and compare than a `PyTreeDef`, for the dispatch cache."""
+    t = type(x)
+    if t is Array:
+        leaves.append(x)
+        return None
+    # The common containers inline, exactly as tree_util flattens them (dict keys sorted when sortable).
+    if t is tuple or t is list:
+        return (t, None, tuple([_structure_key(c, leaves) for c in x]))
+    if t is dict:
+        try:
+            keys = sorted(x)
+        except TypeError:
+            keys = list(x)
+        return (t, tuple(keys), tuple([_structure_key(x[k], leaves) for k in keys]))
+    kind = _tu_registry.get(t)
+    if kind is None:
+        kind = _tu_kind_of(x)
+        if kind is None:
+            leaves.append(x)
+            return None
+    children, aux = kind.to_iter(x)
+    return (t, aux, tuple([_structure_key(c, leaves) for c in children]))
 
 
 def _leaf_aval_and_raw(x: Any) -> tuple[tuple, Any]:
@@ -126,6 +196,8 @@ class JitWrapped:
         self._compiles = 0
         # Signature -> compiled function, for calls whose arguments are all positional Arrays (no statics).
         self._fast: dict = {}
+        # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
+        self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
 
     # -- argument processing --------------------------------------------------------------------------------------
@@ -171,6 +243,13 @@ class JitWrapped:
                 compiled = self._fast.get(tuple(sig))
                 if compiled is not None:
                     return compiled(raws)
+        tkey = None
+        if self._fast_ok and not kwargs:
+            hit = self._tree_lookup(args)
+            if hit is not None:
+                compiled, leaves, raws, tkey = hit
+                if compiled is not None:
+                    return self._run_compiled(compiled, leaves, raws)
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         sig = []
@@ -183,13 +262,41 @@ class JitWrapped:
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._compile(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
+        if self._fast_ok and not kwargs:
+            if len(leaves) == len(args) and all(type(a) is Array for a in args):
+                self._fast[tuple(sig)] = compiled
+            elif tkey is not None and len(self._tree_fast) < 256:
+                self._tree_fast[tkey] = compiled
+        return self._run_compiled(compiled, leaves, raws)
+
+    def _tree_lookup(self, args: tuple):
+        """(compiled or None, leaves, raws, cache key) for positional pytree arguments, or None if their structure
+        cannot serve as a key (unhashable or array-valued node data)."""
+        leaves: list = []
+        try:
+            skey = _structure_key(args, leaves)
+            raws, sig = [], []
+            for x in leaves:
+                if type(x) is Array:
+                    v = x._value
+                    raws.append(v)
+                    sig.append((v.shape, v.dtype, x.weak_type))
+                else:
+                    a, r = _leaf_aval_and_raw(x)
+                    sig.append(a)
+                    raws.append(r)
+            key = (skey, tuple(sig))
+            return self._tree_fast.get(key), leaves, raws, key
+        except (TypeError, ValueError):
+            return None
+
+    @staticmethod
+    def _run_compiled(compiled: "CompiledFunction", leaves: list, raws: list):
         if compiled.donated:
             # Only buffers of fluxion Arrays are given away; a NumPy array passed in stays the caller's.
             for i in compiled.donated:
                 if type(leaves[i]) is not Array:
                     raws[i] = np.array(raws[i], copy=True)
-        if self._fast_ok and not kwargs and len(leaves) == len(args) and all(type(a) is Array for a in args):
-            self._fast[tuple(sig)] = compiled
         return compiled(raws)
 
     def _donated_leaves(self, args: tuple, kwargs: dict, statics, dyn_args, dyn_kwargs) -> list[int]:
@@ -290,6 +397,7 @@ class JitWrapped:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._fast.clear()
+        self._tree_fast.clear()
 
     def __get__(self, obj, objtype=None):
         if obj is None:

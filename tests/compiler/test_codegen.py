@@ -20,6 +20,8 @@ from fluxion._src.compiler import lowering
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
 
+needs_compiler = pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)")
+
 
 def compiled_outputs(fun, *args, optimize=True):
     closed = closed_of(fun, *args)
@@ -127,6 +129,7 @@ def test_large_float_select_uses_bit_masks_and_is_exact(rng):
     np.testing.assert_array_equal(np.asarray(got[0]).view(np.int32), np.asarray(want[0]).view(np.int32))
 
 
+@needs_compiler
 def test_generated_code_is_inspectable_and_has_no_dispatch():
     f = fluxion.jit(lambda a, b, c: a * b + c)
     args = [jnp.ones(3)] * 3
@@ -164,3 +167,53 @@ def test_errors_in_generated_code_point_at_generated_lines():
     with pytest.raises(Exception) as info:
         exe("not an array")
     assert "fluxion-jit" in "".join(str(tb.path) for tb in info.traceback)
+
+
+def test_pad_lowering_matches_jax_for_random_configs(rng):
+    jax = pytest.importorskip("jax")
+    from fluxion._src.compiler.windowed import pad
+    checked = 0
+    for shape in [(5,), (3, 4), (1,), (4, 1, 3)]:
+        for _ in range(100):
+            cfg = tuple((int(rng.integers(-4, 4)), int(rng.integers(-4, 4)), int(rng.integers(0, 3))) for _ in shape)
+            x = rng.standard_normal(shape).astype(np.float32)
+            out_shape = tuple(lo + hi + n + max(n - 1, 0) * i for n, (lo, hi, i) in zip(shape, cfg))
+            if min(out_shape) <= 0:
+                continue
+            want = np.asarray(jax.lax.pad(x, np.float32(7), cfg))
+            got = pad(x, np.float32(7), padding_config=cfg, out_shape=out_shape)
+            np.testing.assert_array_equal(got, want)
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_reduce_window_lowering_matches_the_interpreter(rng, kind):
+    x = rng.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    fn = {"sum": lax.add, "max": lax.max, "min": lax.min}[kind]
+    init = {"sum": 0.0, "max": -np.inf, "min": np.inf}[kind]
+
+    def f(x):
+        return (lax.reduce_window(x, init, fn, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+                lax.reduce_window(x, init, fn, (1, 3, 3, 1), (1, 1, 2, 1), "SAME"))
+
+    got, want, exe = compiled_outputs(f, x)
+    assert "reduce_window_taps" in exe.source
+    assert_same_values(got, want, exact=kind != "sum")
+    if kind == "sum":
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_convolution_lowering_matches_the_interpreter_with_gradients(rng):
+    x = rng.standard_normal((3, 9, 8, 2)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (2, 1), ((1, 1), (0, 2)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.sum(jnp.tanh(y) ** 2)
+
+    got, want, exe = compiled_outputs(fluxion.value_and_grad(loss, argnums=(0, 1)), x, w)
+    assert "conv_patches" in exe.source
+    for g, v in zip(got, want):
+        np.testing.assert_allclose(g, v, rtol=2e-5, atol=2e-5)

@@ -20,6 +20,8 @@ from fluxion._src.compiler.fusion import groups, kernel
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
 
+needs_compiler = pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)")
+
 BIG = fusion.FUSE_MIN_ELEMENTS * 4
 
 
@@ -95,7 +97,8 @@ needs_numba = pytest.mark.skipif(not fusion.available(), reason="Numba is not in
 def _fused(fun, *args):
     closed = closed_of(fun, *args)
     exe = compiler.compile_closed(closed, fuse=True, sync=True)
-    assert exe.tier == 1 and all(k.status == "compiled" for k in exe.kernels), [k.status for k in exe.kernels]
+    assert exe.tier == 1 and exe.kernels and all(k.status == "compiled" for k in exe.kernels), \
+        [k.status for k in exe.kernels]
     return list(exe(*[np.asarray(a) for a in args])), reference(closed, *args), exe
 
 
@@ -156,6 +159,7 @@ def test_fused_group_writes_values_needed_outside_and_reuses_dead_buffers(rng):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
 
 
+@needs_compiler
 @needs_numba
 def test_background_compilation_upgrades_the_jitted_function(rng):
     x = jnp.asarray(rng.standard_normal(BIG).astype(np.float32))
@@ -167,6 +171,7 @@ def test_background_compilation_upgrades_the_jitted_function(rng):
     assert float(f(x)) == pytest.approx(first, rel=1e-5)
 
 
+@needs_compiler
 def test_fusion_can_be_disabled(monkeypatch, rng):
     monkeypatch.setenv("FLUXION_JIT_FUSION", "0")
     x = jnp.asarray(rng.standard_normal(BIG).astype(np.float32))
@@ -174,3 +179,74 @@ def test_fusion_can_be_disabled(monkeypatch, rng):
     f(x)
     (cf,) = f._cache.values()
     assert cf.executable.tier == 0 and not cf.executable.kernels
+
+
+# -- loop kernels (a whole scan in one Numba function) ----------------------------------------------------------
+
+def test_scan_eligibility():
+    from fluxion._src.compiler.fusion import loops
+    small = closed_of(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x), c * 2.0), jnp.zeros(4), xs),
+                      np.ones((5, 4), np.float32))
+    assert loops.scan_eligible(small.jaxpr.eqns[-1])
+    cum = closed_of(lambda xs: lax.scan(lambda c, x: (jnp.cumsum(c + x), c), jnp.zeros(4), xs),
+                    np.ones((5, 4), np.float32))
+    assert not loops.scan_eligible(cum.jaxpr.eqns[-1])  # cumsum has no loop form: stays a Python loop
+
+
+@needs_numba
+def test_loop_kernel_rnn_value_and_gradient(rng):
+    w = (rng.standard_normal((16, 16)) * 0.2).astype(np.float32)
+    u = rng.standard_normal((16, 4)).astype(np.float32)
+    xs = rng.standard_normal((50, 4)).astype(np.float32)
+
+    def loss(w, u, xs):
+        def cell(h, x):
+            h = jnp.tanh(w @ h + u @ x)
+            return h, jnp.sum(h * h)
+        _, ls = lax.scan(cell, jnp.zeros(16), xs)
+        return jnp.sum(ls)
+
+    got, want, exe = _fused(fluxion.value_and_grad(loss, argnums=(0, 1)), w, u, xs)
+    assert "loop kernel of a scan" in exe.source
+    for g, v in zip(got, want):
+        np.testing.assert_allclose(g, v, rtol=2e-5, atol=1e-5)
+
+
+@needs_numba
+def test_loop_kernel_carries_swaps_scalars_literals_and_reverse(rng):
+    xs = rng.standard_normal((7, 2, 3)).astype(np.float32)
+
+    def body(carry, x):
+        a, b, s, k = carry
+        flat = x.reshape(6)                                  # reshape of a per-step slice
+        new_a = b                                            # carries swap: needs staging
+        new_b = a + flat.sum() * jnp.ones(6)
+        return (new_a, new_b, s * 0.5 + jnp.max(x), k + 1), (a, s, x.T)
+
+    def f(xs):
+        return lax.scan(body, (jnp.zeros(6), jnp.ones(6), 1.0, jnp.int32(0)), xs, reverse=True)
+
+    got, want, exe = _fused(f, xs)
+    assert "loop kernel of a scan" in exe.source
+    for g, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(v), rtol=1e-6)
+        assert np.asarray(g).dtype == np.asarray(v).dtype and np.shape(g) == np.shape(v)
+
+
+@needs_numba
+def test_small_fused_groups_are_bit_identical_to_eager(rng):
+    x = rng.standard_normal((7, 5)).astype(np.float32) * 10
+    x[0, :4] = [np.inf, -np.inf, np.nan, -0.0]
+
+    def f(x):  # a long chain of exact operations on a small array: fused, and must round as NumPy does
+        y = jnp.sign(x) * jnp.sqrt(jnp.abs(x)) / 3.0 - jnp.maximum(x, 0.5) * 2.0
+        return jnp.where(y > 1.0, y * y, jnp.clip(y, -4.0, 4.0)) + jnp.floor(x) - x / 7.0
+
+    got, want, exe = _fused(f, x)
+    assert exe.kernels
+    np.testing.assert_array_equal(np.asarray(got[0]).view(np.int32), np.asarray(want[0]).view(np.int32))
+
+
+def test_small_groups_leave_transcendental_functions_to_numpy():
+    j, gs = _groups(lambda x: jnp.tanh(x * 2.0 + 1.0) * 3.0 - 1.0 + x * x, np.ones(37, np.float32))
+    assert all("tanh" not in _names(j, g) for g in gs)

@@ -21,6 +21,8 @@ from fluxion._src.core import ShapedArray, Var
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
 
+needs_compiler = pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)")
+
 N = 1 << 20  # 4 MiB of float32
 
 
@@ -103,6 +105,7 @@ def test_updates_of_arguments_copy_first():
     assert x[3] == 3.0 and np.asarray(out)[3] == 0.0
 
 
+@needs_compiler
 def test_donated_argument_buffer_is_reused_for_the_output():
     @partial(fluxion.jit, donate_argnums=(0,))
     def step(w, g):
@@ -150,6 +153,7 @@ def _peak_bytes(fn, *args) -> int:
     return peak
 
 
+@needs_compiler
 @pytest.mark.parametrize("n", [1 << 22])
 def test_in_place_update_chain_peaks_at_the_arrays_it_needs(n):
     """The issue's memory workload: build n float32, derive two updated copies, use only the last one."""

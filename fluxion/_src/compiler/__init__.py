@@ -16,11 +16,12 @@ Set `FLUXION_JIT_COMPILER=0` to make `jit` interpret jaxprs equation by equation
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any, Callable, Sequence
 
 from ..core import ClosedJaxpr
-from . import codegen, passes
+from . import codegen, disk_cache, passes
 
 
 def enabled() -> bool:
@@ -83,14 +84,17 @@ class Executable:
         return text
 
 
-def _fused_tier(exe: Executable) -> None:
+def _fused_tier(exe: Executable, cache_key: str | None = None) -> None:
     """Generates the fused version of `exe` (compiling or loading its kernels, blocking) and switches to it."""
     from . import fusion
     kernels: list = []
+    planner = fusion.Planner(kernels, load=True)
     fn, module = codegen.generate(exe.optimized, name=exe.name, donated=exe.donated,
-                                  plan_nodes=fusion.Planner(kernels, load=True).plan_nodes)
+                                  plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
     if any(k.status == "compiled" for k in kernels):
         exe.upgrade(fn, module, kernels)
+        if cache_key is not None:
+            disk_cache.store(cache_key, exe)
     else:
         exe.kernels = kernels
 
@@ -119,12 +123,15 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
     if fuse:
         from . import fusion
         if fusion.available() and fusion.needs_kernels(opt):
+            key = disk_cache.key(opt, donated)
             if sync is None:
-                sync = fusion.runtime.sync_kernels()
+                # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
+                # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
+                sync = fusion.runtime.sync_kernels() or (disk_cache.warm(key) and "numba" in sys.modules)
             if sync:
-                _fused_tier(exe)
+                _fused_tier(exe, key)
             else:
-                fusion.runtime.submit(lambda: _fused_tier(exe))
+                fusion.runtime.submit(lambda: _fused_tier(exe, key))
     return exe
 
 

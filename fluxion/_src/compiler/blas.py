@@ -19,6 +19,9 @@ import numpy as np
 # Programs whose largest matrix product (or convolution) has fewer floating-point operations than this run their
 # BLAS calls on one thread.
 SINGLE_THREAD_FLOPS = 1 << 31
+# ...and whose operands are all smaller than this (memory-bound products of big operands gain from two threads'
+# bandwidth: `dot` of two 1e7-element vectors took 2.1 ms on two threads, 2.9 ms on one).
+SINGLE_THREAD_MAX_OPERAND = 1 << 22
 
 
 def _find_controls():

@@ -57,8 +57,9 @@ class Module:
 
     _counter = itertools.count()
 
-    def __init__(self, name: str, plan_nodes: Callable | None = None):
+    def __init__(self, name: str, plan_nodes: Callable | None = None, loop_kernel: Callable | None = None):
         self.name = name
+        self.loop_kernel = loop_kernel  # scan equation -> compiled loop kernel or None (see fusion.loops)
         self.namespace: dict = {"__name__": f"fluxion_generated_{name}"}
         self._bound: dict = {}
         self._names: set = set(self.namespace)
@@ -299,20 +300,22 @@ def _blas_flops(closed: ClosedJaxpr) -> list:
     out = []
     for e in closed.jaxpr.eqns:
         if e.primitive.name in blas.BLAS_PRIMITIVES:
-            out.append(blas.flops(e))
+            out.append((blas.flops(e), max(ir.size(v) for v in e.invars)))
         for sub in ir.sub_jaxprs(e.params):
             out.extend(_blas_flops(sub if isinstance(sub, ClosedJaxpr) else ClosedJaxpr(sub, [])))
     return out
 
 
 def _single_thread_blas(closed: ClosedJaxpr) -> bool:
-    """Whether the program calls BLAS, and only for products small enough to run best on one thread."""
+    """Whether the program calls BLAS, and only for products small enough to run best on one thread (and none
+    reading so much memory that a second thread's bandwidth pays, like a dot product of 1e7 elements)."""
     work = _blas_flops(closed)
-    return bool(work) and max(work) < blas.SINGLE_THREAD_FLOPS
+    return bool(work) and max(f for f, _ in work) < blas.SINGLE_THREAD_FLOPS and \
+        max(n for _, n in work) < blas.SINGLE_THREAD_MAX_OPERAND
 
 
 def generate(closed: ClosedJaxpr, name: str = "jitted", donated: Sequence[int] = (),
-             plan_nodes: Callable | None = None) -> tuple[Callable, Module]:
+             plan_nodes: Callable | None = None, loop_kernel: Callable | None = None) -> tuple[Callable, Module]:
     """Generates and compiles the Python function for `closed`.
 
     Args:
@@ -320,10 +323,11 @@ def generate(closed: ClosedJaxpr, name: str = "jitted", donated: Sequence[int] =
       name: a name hint for the function (shown in tracebacks and `as_text()`).
       donated: indices of arguments whose buffers may be overwritten.
       plan_nodes: optional `closed -> list of nodes` (the fusion planner); default: one node per equation.
+      loop_kernel: optional `scan equation -> loop kernel or None`; default: scans are Python loops.
 
     Returns:
       (function taking the raw arguments and returning a tuple of raw outputs, the generated module).
     """
-    module = Module(name, plan_nodes)
+    module = Module(name, plan_nodes, loop_kernel)
     entry = FunctionEmitter(module, closed, f"jit_{name}", donated, top_level=True).emit()
     return module.finalize(entry), module

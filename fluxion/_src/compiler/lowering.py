@@ -11,7 +11,7 @@ Python wrapper; everything else calls the backend implementation (`impl_rules`) 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -360,6 +360,11 @@ def _conv(g, eqn, ins, outs):
     return conv.lower_conv(g, eqn, ins, outs, lower_impl)
 
 
+@register("pad")
+def _pad(g, eqn, ins, outs):
+    return windowed.lower_pad(g, eqn, ins, outs, lower_impl)
+
+
 @register("reduce_window_sum", "reduce_window_max", "reduce_window_min")
 def _reduce_window(g, eqn, ins, outs):
     return windowed.lower_reduce_window(g, eqn, ins, outs, lower_impl)
@@ -432,8 +437,40 @@ def _scatter(g, eqn, ins, outs):
 # Control flow: Python loops over compiled bodies
 # --------------------------------------------------------------------------------------------------------------
 
+def _scan_kernel_call(g, eqn, ins, outs, kernel) -> list:
+    """Calls a loop kernel (see `fusion.loops`): the whole scan runs inside it."""
+    p = eqn.params
+    body = p["jaxpr"]
+    nk = p["num_carry"]
+    contig = g.bind(np.ascontiguousarray, "ascontiguousarray")
+    empty = g.bind(np.empty, "empty")
+    args = []
+    operands = [g.bind(getattr(c, "_value", c), "const") for c in body.consts] + list(ins)
+    avals = [v.aval for v in body.jaxpr.constvars] + [v.aval for v in eqn.invars]
+    for e, a in zip(operands, avals):
+        args.append(f"{contig}({e}).reshape((1,))" if a.ndim == 0 else f"{contig}({e})")
+    ys_avals = body.out_avals[nk:]
+    carry_avals = body.out_avals[:nk]
+    ys = [g.fresh_name("ys") for _ in ys_avals]
+    couts = [g.fresh_name("c") for _ in carry_avals]
+    for name, a in zip(ys, ys_avals):
+        g.line(f"{name} = {empty}({(p['length'],) + a.shape!r}, {g.bind(a.dtype, a.dtype.name)})")
+    for name, a in zip(couts, carry_avals):
+        g.line(f"{name} = {empty}({a.shape or (1,)!r}, {g.bind(a.dtype, a.dtype.name)})")
+    g.line(f"{g.bind(kernel, 'scan_kernel')}({', '.join(args + ys + couts)})")
+    for o, c, a in zip(outs[:nk], couts, carry_avals):
+        g.line(f"{o} = {c}" if a.ndim else f"{o} = {c}.reshape(())")
+    for o, y in zip(outs[nk:], ys):
+        g.line(f"{o} = {y}")
+    return [FRESH if a.ndim else UNKNOWN for a in carry_avals] + [FRESH] * len(ys)
+
+
 @register("scan")
 def _scan(g, eqn, ins, outs):
+    loop_kernel = getattr(g.module, "loop_kernel", None)
+    kernel = loop_kernel(eqn) if loop_kernel is not None else None
+    if kernel is not None:
+        return _scan_kernel_call(g, eqn, ins, outs, kernel)
     p = eqn.params
     nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
     body = g.compile_sub(p["jaxpr"], "scan_body")

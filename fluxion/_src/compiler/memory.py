@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Literal, Var
+from ..core import Var
 from . import ir
 
 # Values smaller than this are not worth planning (allocation is cheap; `out=` only adds code).
@@ -190,6 +190,3 @@ class Planner:
                 delete.append(v)
         return delete
 
-
-def literal_or_var(v: Any) -> Any:
-    return v if type(v) in (Var, Literal) else None

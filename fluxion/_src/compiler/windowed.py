@@ -1,4 +1,4 @@
-"""A faster lowering of `reduce_window_sum/max/min` for small windows (a compiler lowering hint).
+"""Faster lowerings of `reduce_window_sum/max/min` for small windows, and of `pad` (compiler lowering hints).
 
 The result is the elementwise sum (max, min) over window taps of strided slices of the (identity-padded) operand:
 
@@ -76,4 +76,32 @@ def lower_reduce_window(g, eqn, ins, outs, fallback):
            f"identity={g.bind(ident, 'identity')}, window_dimensions={tuple(p['window_dimensions'])!r}, "
            f"window_strides={tuple(p['window_strides'])!r}, padding={tuple(tuple(q) for q in p['padding'])!r}, "
            f"window_dilation={tuple(p['window_dilation'])!r}, out_shape={eqn.outvars[0].aval.shape!r})")
+    return [FRESH]
+
+
+def pad(x, padding_value, *, padding_config, out_shape):
+    """`lax.pad` in one allocation: the output is filled with the padding value and the operand is written into it
+    through one strided slice per dimension (interior padding is the slice's step; negative low/high padding crops)."""
+    x = np.asarray(x)
+    out = np.full(out_shape, padding_value, dtype=x.dtype)
+    src, dst = [], []
+    for n, (lo, _, interior), m in zip(x.shape, padding_config, out_shape):
+        step = interior + 1
+        p0 = -(lo // step) if lo < 0 else 0          # first operand element landing at index >= 0
+        p1 = min(n, (m - 1 - lo) // step + 1) if m - 1 - lo >= 0 else 0  # one past the last landing < m
+        if p1 <= p0:
+            return out
+        src.append(slice(p0, p1))
+        dst.append(slice(lo + p0 * step, lo + (p1 - 1) * step + 1, step))
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def lower_pad(g, eqn, ins, outs, fallback):
+    x = eqn.invars[0]
+    if ir.size(x) == 0 or ir.size(eqn.outvars[0]) == 0 or x.aval.ndim == 0:
+        return fallback(g, eqn, ins, outs)
+    cfg = tuple(tuple(int(v) for v in c) for c in eqn.params["padding_config"])
+    g.line(f"{outs[0]} = {g.bind(pad, 'pad_strided')}({ins[0]}, {ins[1]}, padding_config={cfg!r}, "
+           f"out_shape={eqn.outvars[0].aval.shape!r})")
     return [FRESH]

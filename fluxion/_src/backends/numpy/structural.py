@@ -49,12 +49,13 @@ def pad(x, padding_value, *, padding_config):
         y = np.full(shape, padding_value, dtype=x.dtype)
         y[tuple(slice(None, None, i + 1) for _, _, i in padding_config)] = x
         x = y
-    # Negative padding crops.
-    crop = tuple(slice(max(-lo, 0), x.shape[k] - max(-hi, 0)) for k, (lo, hi, _) in enumerate(padding_config))
-    x = x[crop]
+    # Positive padding first, then negative padding crops; a crop may eat into the added padding on the
+    # other side (XLA semantics), so it is applied to the padded array.
     for lo, hi, _ in padding_config:
         lo_hi.append((max(lo, 0), max(hi, 0)))
-    return np.pad(x, lo_hi, mode="constant", constant_values=padding_value)
+    x = np.pad(x, lo_hi, mode="constant", constant_values=padding_value)
+    crop = tuple(slice(max(-lo, 0), x.shape[k] - max(-hi, 0)) for k, (lo, hi, _) in enumerate(padding_config))
+    return x[crop]
 
 
 def slice_(x, *, start_indices, limit_indices, strides=None):

@@ -8,15 +8,20 @@ Fusion only pays above a size: a kernel call costs about a microsecond, as does 
 array, and every kernel costs compile time (about a second, once per machine thanks to the disk cache). Measured on
 the benchmark machine with `benchmarks/fusion_threshold.py`: a fused `x * 2 + 1` beats NumPy from about 2K
 elements (0.6 vs 0.8 us), a fused `where(x > 0, x, exp(x) - 1)` from 1K (1.8 vs 6.3 us), and at 4K elements fused
-chains are 1.5-6x faster; the threshold is 4K elements, which keeps tiny programs free of kernels. Threads are used only from 2M elements: on a 2-core machine shared with other processes a parallel region
-waits for a descheduled thread (measured for selu on 1e6 elements under load: serial 0.28 ms median, OpenMP 0.17 ms
-median but 24 ms at the 90th percentile; with passive waiting 0.32 ms). Without Numba everything runs on NumPy.
+chains are 1.5-6x faster; the threshold is 4K elements (or 8 operations on smaller arrays).
+
+Threads (`prange`, OpenMP with idle threads sleeping rather than spinning) are used for elementwise kernels from
+512K elements and for reductions from 4M. Measured for selu on 1e6 float32: 0.28 ms on one thread, 0.20 ms on two
+when the machine is idle, and about 10% slower than one thread when the other core is busy -- while spinning
+OpenMP threads, 0.15 ms idle, took 8 ms under load (a parallel region waits for a descheduled thread). A linear
+regression step (two reductions over 1e6 elements, 0.12 ms on one thread) took 0.37 ms with threads, the wake-up
+dominating, hence the higher threshold for reductions. Without Numba everything runs on NumPy.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,12 +30,14 @@ from .. import memory
 from ..memory import FRESH
 from . import groups as _groups
 from . import kernel as _kernel
+from . import loops as _loops
 from . import runtime
 
 FUSE_MIN_ELEMENTS = int(os.environ.get("FLUXION_FUSE_MIN_ELEMENTS", 1 << 12))
-PARALLEL_MIN_ELEMENTS = int(os.environ.get("FLUXION_PARALLEL_MIN_ELEMENTS", 1 << 21))
+PARALLEL_MIN_ELEMENTS = int(os.environ.get("FLUXION_PARALLEL_MIN_ELEMENTS", 1 << 19))
+PARALLEL_REDUCE_MIN_ELEMENTS = int(os.environ.get("FLUXION_PARALLEL_REDUCE_MIN_ELEMENTS", 1 << 22))
 # Version of the helpers in `mathlib` (written into every kernel's source, so it is part of the disk-cache key).
-MATHLIB_VERSION = 1
+MATHLIB_VERSION = 3
 
 
 def available() -> bool:
@@ -60,9 +67,10 @@ class KernelNode:
         args = []
         for v, shape, mshape in self.spec.inputs:
             e = g.expr(v)
-            if g.planner.layout.get(v) not in (memory.FRESH, memory.VIEW):
-                e = f"{contig}({e})"
-            args.append(f"{e}.reshape({tuple(mshape)!r})" if tuple(mshape) != tuple(shape) else e)
+            scalar_in = tuple(shape) == () and tuple(mshape) == (1,)
+            if scalar_in or g.planner.layout.get(v) not in (memory.FRESH, memory.VIEW):
+                e = f"{contig}({e})"  # also turns a scalar into the (1,) array the kernel takes
+            args.append(f"{e}.reshape({tuple(mshape)!r})" if tuple(mshape) != tuple(shape) and not scalar_in else e)
         kinds = []
         exclude = set(self._partial)
         st = g.planner.storages
@@ -118,10 +126,30 @@ class Planner:
                     if v in outset or readers.get(v, set()) - {id(g)}:
                         needed.add(v)
             size = int(np.prod(g.domain, dtype=np.int64))
+            threshold = PARALLEL_MIN_ELEMENTS if g.red_axes is None else PARALLEL_REDUCE_MIN_ELEMENTS
             spec = _kernel.build(j.eqns, g.members, needed, g.domain, g.red_axes,
-                                 parallel=size >= PARALLEL_MIN_ELEMENTS, version=MATHLIB_VERSION)
+                                 parallel=size >= threshold, version=MATHLIB_VERSION)
             pairs.append((g, spec))
         return pairs, order
+
+    def scan_kernel(self, eqn) -> Any:
+        """The compiled loop kernel for a scan equation, or None (not eligible, or failed to compile)."""
+        if not _loops.scan_eligible(eqn):
+            return None
+        try:
+            spec = _loops.build_scan(eqn, version=MATHLIB_VERSION)
+        except _loops.Unsupported:
+            return None
+        self.kernels.append(spec)
+        if not self.load:
+            return None
+        try:
+            fn = runtime.load_kernel(spec.digest, spec.source)
+        except RuntimeError as err:
+            spec.status = f"failed: {err}"
+            return None
+        spec.status = "compiled"
+        return fn
 
     def plan_nodes(self, closed: ClosedJaxpr) -> list:
         from ..codegen import EqnNode
@@ -156,6 +184,8 @@ def needs_kernels(closed: ClosedJaxpr) -> bool:
     if _groups.Grouping(j.eqns, j.outvars, FUSE_MIN_ELEMENTS).run():
         return True
     for e in j.eqns:
+        if _loops.scan_eligible(e):
+            return True
         for sub in ir.sub_jaxprs(e.params):
             if needs_kernels(sub if isinstance(sub, ClosedJaxpr) else ClosedJaxpr(sub, [])):
                 return True

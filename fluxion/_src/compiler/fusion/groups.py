@@ -15,17 +15,21 @@ domain is smaller than the size threshold, or that would replace a single cheap 
 from __future__ import annotations
 
 import heapq
+import os
 from typing import Any, Sequence
 
 import numpy as np
 
-from ...core import Literal, Var
+from ...core import Var
 from .. import ir
 from . import scalar
 
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})
-# Members that cost a NumPy call of their own (cheap views and constants do not count towards "worth fusing").
-_FREE = frozenset({"broadcast_in_dim", "iota", "convert_element_type"})
+# Members that cost no NumPy pass of their own (views and index arithmetic do not count towards "worth fusing").
+_FREE = frozenset({"broadcast_in_dim", "iota"})
+# Below the size threshold a group is still fused when it has at least this many operations: a kernel call (about
+# 2 us with its argument checks) then replaces that many NumPy calls (about 0.7 us each on small arrays).
+SMALL_GROUP_MIN_OPS = int(os.environ.get("FLUXION_SMALL_GROUP_MIN_OPS", 8))
 # A single one of these is already worth a kernel: NumPy computes them slowly (branchy `where`) or in several passes.
 _EXPENSIVE = frozenset({"select_n", "clamp", "logistic", "integer_pow", "sign"})
 
@@ -53,6 +57,22 @@ def _ew_kind(eqn) -> bool:
     if name == "iota":
         return scalar.dtype_ok(eqn.outvars[0].aval.dtype) and np.dtype(eqn.params["dtype"]).kind in "iu"
     return scalar.fusible(eqn)
+
+
+# Operations whose kernel form rounds exactly as NumPy does (IEEE arithmetic, correctly rounded sqrt, selections,
+# comparisons, conversions). Transcendental functions use other approximations in kernels (`mathlib`) and `x**3` is
+# two roundings instead of `pow`'s one, so below the size threshold -- where tests and small programs live and
+# fusion gains little -- only these are fused, and jit stays bit-identical to eager execution there.
+EXACT = frozenset({"add", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "sqrt", "floor", "ceil", "square",
+                   "select_n", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "is_finite",
+                   "convert_element_type", "broadcast_in_dim", "iota"})
+
+
+def exact(eqn) -> bool:
+    name = eqn.primitive.name
+    if name == "integer_pow":
+        return eqn.params["y"] in (1, 2)
+    return name in EXACT
 
 
 def reduction_pattern(domain: Sequence[int], axes: Sequence[int]) -> str | None:
@@ -157,8 +177,8 @@ class Grouping:
             if eqn.primitive.multiple_results or not _ew_kind(eqn):
                 continue
             domain = eqn.outvars[0].aval.shape
-            if int(np.prod(domain, dtype=np.int64)) < self.min_elements:
-                continue
+            if int(np.prod(domain, dtype=np.int64)) < self.min_elements and not exact(eqn):
+                continue  # small arrays: only bit-exact operations are fused (see `exact`)
             cands = []
             for v in eqn.invars:
                 g = self.group_of.get(self.producer.get(v, -1)) if type(v) is Var else None
@@ -183,6 +203,12 @@ class Grouping:
         g = self.group_of.get(self.producer.get(v, -1))
         axes = tuple(sorted(eqn.params["axes"]))
         if g is None or not g.alive or g.domain != v.aval.shape:
+            # A column-wise reduction of an array computed elsewhere: NumPy's is several times slower than one
+            # pass with a row of accumulators (measured: sum over axis 0 of 10000x100 float32, 154 vs 76 us).
+            if (reduction_pattern(v.aval.shape, axes) == "RK" and ir.size(v) >= self.min_elements
+                    and eqn.primitive.name == "reduce_sum"):
+                self._new_group(idx, v.aval.shape)
+                self.group_of[idx].red_axes = axes
             return
         if g.red_axes is not None and g.red_axes != axes:
             return
@@ -195,7 +221,10 @@ class Grouping:
                 continue
             names = [self.eqns[i].primitive.name for i in g.members]
             work = [n for n in names if n not in _FREE]
-            worth = len(work) >= 2 or any(n in _EXPENSIVE for n in work)
+            if int(np.prod(g.domain, dtype=np.int64)) >= self.min_elements:
+                worth = len(work) >= 2 or any(n in _EXPENSIVE for n in work) or names == ["reduce_sum"]
+            else:  # small arrays: only long chains, where one kernel call replaces many NumPy calls
+                worth = len(work) >= SMALL_GROUP_MIN_OPS
             if not worth or not any(n not in ("broadcast_in_dim", "iota") for n in names):
                 for i in g.members:
                     self.group_of.pop(i, None)

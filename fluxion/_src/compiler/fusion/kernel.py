@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core import Literal, Var
+from ...core import Literal
 from .. import ir
 from . import scalar
 
@@ -352,7 +352,7 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
         "import numba",
         "import numpy as np",
         "from numba import types",
-        "from fluxion._src.compiler.fusion.mathlib import _expf, _fmax, _fmin, _fsign, _logistic, _logisticf",
+        "from fluxion._src.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
         "",
         f"SIGNATURE = types.void({', '.join(sig_args)})",
         "",

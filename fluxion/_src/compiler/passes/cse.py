@@ -42,11 +42,17 @@ def _atom_key(v: Any) -> Any:
     return v
 
 
+# Operand order does not matter for these: `mul a b` and `mul b a` are one computation.
+COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"})
+
+
 def _eqn_key(eqn) -> Any:
     params = eqn.params
     pkey = tuple(sorted((k, _freeze(v)) for k, v in params.items())) if params else ()
-    return (eqn.primitive, tuple(_atom_key(v) for v in eqn.invars), pkey,
-            tuple((v.aval.shape, v.aval.dtype) for v in eqn.outvars))
+    ins = tuple(_atom_key(v) for v in eqn.invars)
+    if eqn.primitive.name in COMMUTATIVE:
+        ins = tuple(sorted(ins, key=lambda a: (1, a) if isinstance(a, tuple) else (0, id(a))))
+    return (eqn.primitive, ins, pkey, tuple((v.aval.shape, v.aval.dtype) for v in eqn.outvars))
 
 
 def _cse_sub(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -1,0 +1,62 @@
+"""The on-disk cache of compiled executables, keyed by the optimized IR and the argument signature.
+
+An entry `<cache dir>/executables/<key>.json` records, for one program, the generated (fused) source and the
+digests of the kernels it uses; the kernels themselves (`kernels/k_<digest>.py` and Numba's compiled code next to
+them) are what make a second process start warm: loading them takes milliseconds, compiling them seconds. Python
+code generation is re-run in every process (it takes milliseconds and binds live objects such as constants), and
+its output is compared with nothing -- the entry's source is for inspection (`ls ~/.cache/fluxion/executables`).
+
+Entries are JSON written atomically (temp file + rename); nothing here is unpickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from typing import Sequence
+
+from ..core import ClosedJaxpr
+from .fusion import runtime
+
+# Part of every key: bump when generated code changes meaning for the same IR.
+COMPILER_VERSION = 1
+
+
+def key(closed: ClosedJaxpr, donated: Sequence[int] = ()) -> str:
+    """The cache key of a program: its printed IR (shapes and dtypes included, so the argument signature too), the
+    shapes of its constants, the donated arguments and the compiler version."""
+    consts = [tuple(getattr(getattr(c, "_value", c), "shape", ())) for c in closed.consts]
+    text = f"{COMPILER_VERSION}\n{closed.jaxpr}\n{consts}\n{tuple(donated)}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _path(k: str) -> str:
+    return os.path.join(runtime.cache_dir(), "executables", f"{k}.json")
+
+
+def warm(k: str) -> bool:
+    """Whether an entry exists and all its kernels are on disk."""
+    try:
+        with open(_path(k)) as f:
+            entry = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return all(os.path.exists(runtime.kernel_path(d)) for d in entry.get("kernels", []))
+
+
+def store(k: str, exe) -> None:
+    """Records `exe`'s generated source and kernel digests (best effort: a read-only cache is not an error)."""
+    entry = {"compiler_version": COMPILER_VERSION, "function": exe.name,
+             "kernels": [kern.digest for kern in exe.kernels if kern.status == "compiled"],
+             "source": exe.module.source()}
+    path = _path(k)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f, indent=1)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -1,0 +1,544 @@
+"""Loop kernels: a whole `scan` over a body of small arrays compiled into one Numba function.
+
+A Python loop calling a body of NumPy operations costs about a microsecond per operation per step, which dominates
+recurrent cells (an RNN step is about 30 operations on 32-element vectors). When every equation of the body is
+supported, the scan becomes one kernel: each body value gets a buffer allocated once before the loop (scalars are
+locals), each equation becomes a small loop nest computing its elements (`scalar` gives the element formulas;
+`dot_general` and reductions get explicit accumulation loops in the output dtype, as BLAS and XLA accumulate, with
+reassociation allowed so they vectorize), and the time loop runs inside the kernel -- no allocation and no Python
+per step.
+
+Only programs whose per-step work is small use loop kernels (`MAX_STEP_WORK` element operations): larger bodies
+are dominated by their NumPy/BLAS calls, which the Python loop runs at full speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import numpy as np
+
+from ...core import ClosedJaxpr, Literal, Var
+from .. import ir
+from . import scalar
+
+# Per-step element operations (output elements times contracted/reduced extents) above which a scan stays a
+# Python loop over NumPy calls.
+MAX_STEP_WORK = 1 << 18
+_STRUCTURAL = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "dot_general",
+                         "reduce_sum", "reduce_max", "reduce_min", "iota", "slice", "copy", "stop_gradient"})
+
+
+class Unsupported(Exception):
+    pass
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _dtype_ok(dt) -> bool:
+    return scalar.dtype_ok(dt)
+
+
+def eqn_supported(eqn) -> bool:
+    name = eqn.primitive.name
+    if eqn.primitive.multiple_results or ir.has_sub_jaxprs(eqn):
+        return False
+    if not all(_dtype_ok(v.aval.dtype) for v in list(eqn.invars) + list(eqn.outvars)):
+        return False
+    if name in _STRUCTURAL:
+        if name == "reshape" and eqn.params.get("dimensions") is not None:
+            return False
+        if name == "dot_general":
+            pref = eqn.params.get("preferred_element_type")
+            dt = eqn.outvars[0].aval.dtype
+            return dt.kind == "f" and (pref is None or np.dtype(pref) == dt) and \
+                eqn.invars[0].aval.dtype == eqn.invars[1].aval.dtype == dt
+        if name == "iota":
+            return np.dtype(eqn.params["dtype"]).kind in "iuf"
+        if name in ("reduce_sum",) and eqn.invars[0].aval.dtype == np.bool_:
+            return False
+        return True
+    return scalar.fusible(eqn)
+
+
+def step_work(jaxpr) -> int:
+    work = 0
+    for e in jaxpr.eqns:
+        out = _size(e.outvars[0].aval.shape) if e.outvars else 0
+        if e.primitive.name == "dot_general":
+            (lc, _), _ = e.params["dimension_numbers"]
+            out *= _size([e.invars[0].aval.shape[d] for d in lc])
+        elif e.primitive.name.startswith("reduce_"):
+            out = _size(e.invars[0].aval.shape)
+        work += out
+    return work
+
+
+def scan_eligible(eqn) -> bool:
+    """Whether a `scan` equation can (and should) become a loop kernel."""
+    if eqn.primitive.name != "scan":
+        return False
+    body: ClosedJaxpr = eqn.params["jaxpr"]
+    j = body.jaxpr
+    if eqn.params["length"] < 2 or not j.eqns:
+        return False
+    if not all(eqn_supported(e) for e in j.eqns):
+        return False
+    if not all(_dtype_ok(v.aval.dtype) for v in list(j.invars) + list(j.constvars)):
+        return False
+    if any(type(v) is Var and _size(v.aval.shape) == 0 for v in list(j.invars) + [o for e in j.eqns for o in e.outvars]):
+        return False
+    return step_work(j) <= MAX_STEP_WORK
+
+
+class _Body:
+    """Generates the prologue (buffers) and per-step statements of a body jaxpr."""
+
+    def __init__(self):
+        self.prologue: list[str] = []
+        self.step: list[str] = []
+        self.names: dict = {}       # var -> source name (array) or scalar local
+        self.persistent: set = set()  # vars whose array buffer lives across steps (temps, carries, consts)
+        self.views_of: dict = {}    # var -> input var whose buffer it views (reshape of an input)
+        self.inline: dict = {}      # var -> eqn computing it, expanded at its (single, elementwise) use
+        self.inplace: dict = {}     # var -> carry buffer it is computed into (see build_scan)
+        self._n = 0
+
+    def fresh(self, hint: str) -> str:
+        self._n += 1
+        return f"{hint}{self._n}"
+
+    def elem(self, v, idx: Sequence[str]) -> str:
+        if type(v) is Literal:
+            return scalar.literal_source(ir.literal_value(v))
+        e = self.inline.get(v)
+        if e is not None:
+            return self._element_expr(e, list(idx))
+        name = self.names[v]
+        if v.aval.ndim == 0:
+            return name
+        return f"{name}[{', '.join(idx)}]"
+
+    def loops(self, shape: Sequence[int], inner: list[str], prefix: str = "j") -> tuple[list[str], list[str]]:
+        idx = [f"{prefix}{d}" for d in range(len(shape))]
+        code = []
+        for d, n in enumerate(shape):
+            code.append("    " * d + f"for {idx[d]} in range({n}):")
+        pad = "    " * len(shape)
+        return idx, code + [pad + ln for ln in inner]
+
+    def _element_expr(self, e, idx: list) -> str:
+        """The source of element `idx` of an inlined equation's result (elementwise or broadcast)."""
+        name = e.primitive.name
+        if name == "broadcast_in_dim":
+            x = e.invars[0]
+            shape = e.outvars[0].aval.shape
+            src = [idx[d] if x.aval.shape[k] == shape[d] else "0" for k, d in enumerate(e.params["broadcast_dimensions"])]
+            return self.elem(x, src) if (type(x) is Var and x.aval.ndim) else self.elem(x, [])
+        if name == "transpose":
+            src = [None] * len(idx)
+            for d, p in enumerate(e.params["permutation"]):
+                src[p] = idx[d]
+            return self.elem(e.invars[0], src)
+        if name == "dot_general":  # only with a single contracted element: an outer-product-like map
+            li, ri, _ = _dot_indices(e, idx, ["0"] * len(e.params["dimension_numbers"][0][0]))
+            return f"({self.elem(e.invars[0], li)} * {self.elem(e.invars[1], ri)})"
+        args = [self.elem(v, idx if (type(v) is Var and v.aval.ndim) else []) for v in e.invars]
+        expr = scalar.scalar_expr(e, args)
+        if expr is None:
+            raise Unsupported(e.primitive.name)
+        return expr
+
+    def emit_eqn(self, e) -> None:
+        name = e.primitive.name
+        out = e.outvars[0]
+        shape = out.aval.shape
+        dt = out.aval.dtype
+        if out in self.inline:
+            return  # expanded where it is used
+        if out in self.inplace:
+            target = self.inplace[out]
+            self.names[out] = target
+            getattr(self, "_" + name, self._elementwise)(e, target, shape, dt)
+            return
+        if out.aval.ndim == 0:
+            target = self.fresh("s")
+            self.names[out] = target
+        else:
+            target = self.fresh("t")
+            self.names[out] = target
+            if name not in ("reshape", "squeeze", "expand_dims"):
+                self.prologue.append(f"{target} = np.empty({shape!r}, {_np(dt)})")
+                self.persistent.add(out)
+        getattr(self, "_" + name, self._elementwise)(e, target, shape, dt)
+
+    # -- element formulas ----------------------------------------------------------------------------------------
+    def _assign(self, target: str, shape, idx: list[str], expr: str) -> str:
+        return f"{target} = {expr}" if not shape else f"{target}[{', '.join(idx)}] = {expr}"
+
+    def _elementwise(self, e, target, shape, dt):
+        idx = [f"j{d}" for d in range(len(shape))]
+        _, code = self.loops(shape, [self._assign(target, shape, idx, self._element_expr(e, idx))])
+        self.step += code
+
+    def _copy(self, e, target, shape, dt):
+        idx = [f"j{d}" for d in range(len(shape))]
+        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], idx))])
+        self.step += code
+
+    _stop_gradient = _copy
+
+    def _broadcast_in_dim(self, e, target, shape, dt):
+        x = e.invars[0]
+        idx = [f"j{d}" for d in range(len(shape))]
+        src = [idx[d] if x.aval.shape[k] == shape[d] else "0" for k, d in enumerate(e.params["broadcast_dimensions"])]
+        val = self.elem(x, src) if (type(x) is Var and x.aval.ndim) else self.elem(x, [])
+        _, code = self.loops(shape, [self._assign(target, shape, idx, val)])
+        self.step += code
+
+    def _reshape(self, e, target, shape, dt):
+        x = e.invars[0]
+        if type(x) is Literal or x.aval.ndim == 0:
+            self.prologue.append(f"{target} = np.empty({shape!r}, {_np(dt)})")
+            self.persistent.add(e.outvars[0])
+            self.step.append(f"{target}.reshape({_size(shape)})[0] = {self.elem(x, [])}")
+            return
+        if not shape:  # size-1 array -> scalar
+            self.step.append(f"{target} = {self.names[x]}.reshape(1)[0]")
+            return
+        src = self.names[x]
+        base = self.views_of.get(x, x)
+        if x in self.persistent:  # a buffer that lives across steps: one view, made before the loop
+            self.prologue.append(f"{target} = {src}.reshape({shape!r})")
+            self.persistent.add(e.outvars[0])
+        else:  # a per-step value (a slice of xs): a view per step
+            self.step.append(f"{target} = {src}.reshape({shape!r})")
+        self.views_of[e.outvars[0]] = base
+
+    _squeeze = _reshape
+    _expand_dims = _reshape
+
+    def _transpose(self, e, target, shape, dt):
+        perm = e.params["permutation"]
+        idx = [f"j{d}" for d in range(len(shape))]
+        src = [None] * len(perm)
+        for d, p in enumerate(perm):
+            src[p] = idx[d]
+        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], src))])
+        self.step += code
+
+    def _slice(self, e, target, shape, dt):
+        p = e.params
+        strides = p.get("strides") or (1,) * len(shape)
+        idx = [f"j{d}" for d in range(len(shape))]
+        src = [f"{s} + {st} * {j}" for s, st, j in zip(p["start_indices"], strides, idx)]
+        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], src))])
+        self.step += code
+
+    def _iota(self, e, target, shape, dt):
+        idx = [f"j{d}" for d in range(len(shape))]
+        _, code = self.loops(shape, [self._assign(target, shape, idx, scalar.cast(dt, idx[e.params["dimension"]]))])
+        self.step += code
+
+    def _dot_general(self, e, target, shape, dt):
+        lhs, rhs = e.invars
+        idx = [f"j{d}" for d in range(len(shape))]
+        kidx = [f"k{d}" for d in range(len(e.params["dimension_numbers"][0][0]))]
+        li, ri, lc = _dot_indices(e, idx, kidx)
+        kl = [lhs.aval.shape[a] for a in lc]
+        lname, rname = self.elem(lhs, li), self.elem(rhs, ri)
+        # dot order: accumulate over the contracted indices (in the output dtype, as BLAS and XLA do).
+        inner = [f"acc = {_np(dt)}(0)"]
+        for k, n in enumerate(kl):
+            inner.append("    " * k + f"for {kidx[k]} in range({n}):")
+        inner.append("    " * len(kl) + f"acc += {lname} * {rname}")
+        inner.append(self._assign(target, shape, idx, "acc"))
+        _, code = self.loops(shape, inner)
+        self.step += code
+
+    def _reduce(self, e, target, shape, dt, kind):
+        x = e.invars[0]
+        axes = sorted(e.params["axes"])
+        kept = [d for d in range(x.aval.ndim) if d not in axes]
+        idx = [f"j{d}" for d in range(len(shape))]
+        ridx = [f"r{d}" for d in range(len(axes))]
+        src = [None] * x.aval.ndim
+        for d, j in zip(kept, idx):
+            src[d] = j
+        for d, r in zip(axes, ridx):
+            src[d] = r
+        if kind == "sum":
+            acc_dt = np.dtype(np.float64) if dt.kind == "f" else (np.dtype(np.int64) if dt.kind == "i" else dt)
+            init = f"{_np(acc_dt)}(0)"
+            upd = f"acc = acc + {_np(acc_dt)}({self.elem(x, src)})"
+        else:
+            from .kernel import _combine, _init_value
+            acc_dt = dt
+            init = _init_value(f"reduce_{kind}", dt)
+            upd = f"acc = {_combine(f'reduce_{kind}', dt, 'acc', self.elem(x, src))}"
+        inner = [f"acc = {init}"]
+        for k, d in enumerate(axes):
+            inner.append("    " * k + f"for {ridx[k]} in range({x.aval.shape[d]}):")
+        inner.append("    " * len(axes) + upd)
+        inner.append(self._assign(target, shape, idx, f"{_np(dt)}(acc)"))
+        _, code = self.loops(shape, inner)
+        self.step += code
+
+    def _reduce_sum(self, e, target, shape, dt):
+        self._reduce(e, target, shape, dt, "sum")
+
+    def _reduce_max(self, e, target, shape, dt):
+        self._reduce(e, target, shape, dt, "max")
+
+    def _reduce_min(self, e, target, shape, dt):
+        self._reduce(e, target, shape, dt, "min")
+
+
+def _dot_indices(e, idx: list, kidx: list):
+    """Operand index expressions of `dot_general` element `idx`, with `kidx` for the contracted dimensions."""
+    lhs, rhs = e.invars
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    lc, rc, lb, rb = list(lc), list(rc), list(lb), list(rb)
+    lfree = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+    rfree = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+    li, ri = [None] * lhs.aval.ndim, [None] * rhs.aval.ndim
+    pos = 0
+    for a, b in zip(lb, rb):
+        li[a] = ri[b] = idx[pos]
+        pos += 1
+    for a in lfree:
+        li[a] = idx[pos]
+        pos += 1
+    for b in rfree:
+        ri[b] = idx[pos]
+        pos += 1
+    for k, (a, b) in enumerate(zip(lc, rc)):
+        li[a] = ri[b] = kidx[k]
+    return li, ri, lc
+
+
+# Pure index maps: expanding them where they are read costs nothing, whatever reads them.
+_INDEX_MAPS = frozenset({"broadcast_in_dim", "transpose"})
+
+
+def _outer_product(e) -> bool:
+    """A `dot_general` contracting a single element: each output element is one product."""
+    if e.primitive.name != "dot_general":
+        return False
+    (lc, _), _ = e.params["dimension_numbers"]
+    return _size([e.invars[0].aval.shape[d] for d in lc]) == 1
+
+
+def _index_aligned(e) -> bool:
+    """Whether `e` computes element `idx` of its result from elements `idx` of its (same-shape) operands."""
+    return e.primitive.name not in _STRUCTURAL and scalar.fusible(e)
+
+
+def _plan_inlining(b: _Body, j, carry_in: list) -> None:
+    """Chooses values never stored (elementwise results read once, by an elementwise equation, at the same index)
+    and carries updated in place (an elementwise result that is the new carry, when the old carry's only reader is
+    that equation)."""
+    uses: dict = {}
+    readers: dict = {}
+    for e in j.eqns:
+        for v in e.invars:
+            if type(v) is Var:
+                uses[v] = uses.get(v, 0) + 1
+                readers.setdefault(v, []).append(e)
+    outputs = {v for v in j.outvars if type(v) is Var}
+    for e in j.eqns:
+        out = e.outvars[0] if e.outvars else None
+        if out is None or out.aval.ndim == 0 or out in outputs or uses.get(out) != 1:
+            continue
+        (reader,) = readers[out]
+        if e.primitive.name in _INDEX_MAPS and not reader.primitive.name.startswith("reshape"):
+            b.inline[out] = e
+        elif ((_index_aligned(e) or _outer_product(e)) and _index_aligned(reader)
+              and reader.outvars[0].aval.shape == out.aval.shape):
+            b.inline[out] = e
+    for k, cv in enumerate(carry_in):
+        new = j.outvars[k]
+        if type(new) is not Var or cv.aval.ndim == 0 or list(j.outvars).count(new) != 1 or new in b.inline:
+            continue
+        producer = next((e for e in j.eqns if new in e.outvars), None)
+        if producer is None or not _index_aligned(producer) or new.aval.shape != cv.aval.shape:
+            continue
+        if any(type(v) is Var and v in b.inline and _reads(b, v, cv) for v in producer.invars):
+            continue
+        if uses.get(cv, 0) == 1 and cv in producer.invars and cv not in outputs:
+            b.inplace[new] = b.names[cv]
+
+
+def _reads(b: _Body, v, target) -> bool:
+    """Whether inlined value `v` (transitively) reads `target`."""
+    e = b.inline.get(v)
+    if e is None:
+        return v is target
+    return any(type(x) is Var and _reads(b, x, target) for x in e.invars)
+
+
+def _np(dt) -> str:
+    name = np.dtype(dt).name
+    return "np.bool_" if name == "bool" else f"np.{name}"
+
+
+def _nb(dt) -> str:
+    name = np.dtype(dt).name
+    return "types.boolean" if name == "bool" else f"types.{name}"
+
+
+class ScanKernelSpec:
+    """The kernel of one scan: source, digest, and the argument layout the caller must follow.
+
+    Kernel arguments, in order: body constants, the scan's constant operands, initial carries, xs, then the
+    outputs the caller allocates: ys (length, *shape) and final carries. Scalars travel as arrays of shape (1,).
+    """
+
+    def __init__(self):
+        self.source = ""
+        self.digest = ""
+        self.status = "pending"
+        self.name = "scan_kernel"
+
+
+def build_scan(eqn, version: int) -> ScanKernelSpec:
+    """Generates the loop kernel of a scan equation (see `scan_eligible`).
+
+    Raises:
+      Unsupported: an equation of the body has no loop form.
+    """
+    p = eqn.params
+    body: ClosedJaxpr = p["jaxpr"]
+    j = body.jaxpr
+    nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
+    b = _Body()
+    args, sig = [], []
+
+    def arg(v, hint: str, readonly: bool, per_step: bool = False) -> str:
+        name = b.fresh(hint)
+        args.append(name)
+        aval = v.aval
+        nd = aval.ndim + (1 if per_step else 0)
+        sig.append(f"types.Array({_nb(aval.dtype)}, {max(nd, 1)}, 'C'{', readonly=True' if readonly else ''})")
+        return name
+
+    # Body constants and scan constants: read-only, persistent.
+    for v in list(j.constvars) + list(j.invars[:nc]):
+        a = arg(v, "k", True)
+        if v.aval.ndim == 0:
+            s = b.fresh("ks")
+            b.prologue.append(f"{s} = {a}[0]")
+            b.names[v] = s
+        else:
+            b.names[v] = a
+            b.persistent.add(v)
+    # Carries: writable buffers copied from the initial values.
+    carry_in = []
+    for v in j.invars[nc:nc + nk]:
+        a = arg(v, "cin", True)
+        if v.aval.ndim == 0:
+            s = b.fresh("c")
+            b.prologue.append(f"{s} = {a}[0]")
+            b.names[v] = s
+        else:
+            c = b.fresh("c")
+            b.prologue.append(f"{c} = {a}.copy()")
+            b.names[v] = c
+            b.persistent.add(v)
+        carry_in.append(v)
+    xs_names = []
+    for v in j.invars[nc + nk:]:
+        xs_names.append((v, arg(v, "xs", True, per_step=True)))
+    ys_names = []
+    for v in j.outvars[nk:]:
+        ys_names.append(arg(v, "ys", False, per_step=True))
+    cout_names = []
+    for v in j.invars[nc:nc + nk]:
+        cout_names.append(arg(v, "cout", False))
+
+    for v, a in xs_names:
+        x = b.fresh("x")
+        b.step.append(f"{x} = {a}[i]")
+        b.names[v] = x
+    _plan_inlining(b, j, carry_in)
+    for e in j.eqns:
+        if not eqn_supported(e):
+            raise Unsupported(e.primitive.name)
+        b.emit_eqn(e)
+
+    def src(v) -> str:
+        return scalar.literal_source(ir.literal_value(v)) if type(v) is Literal else b.names[v]
+
+    def copy_into(dst: str, shape, val: str, lead: str = "") -> list[str]:
+        """Element loops copying array `val` (of `shape`) into `dst[lead, ...]` (Numba's generic slice assignment
+        costs far more than the copy for these small arrays)."""
+        if not shape:
+            return [f"{dst}[{lead.rstrip(', ')}] = {val}"] if lead else [f"{dst} = {val}"]
+        idx = [f"q{d}" for d in range(len(shape))]
+        code = ["    " * d + f"for {idx[d]} in range({n}):" for d, n in enumerate(shape)]
+        code.append("    " * len(shape) + f"{dst}[{lead}{', '.join(idx)}] = {val}[{', '.join(idx)}]")
+        return code
+
+    # Outputs of the step: ys first (they may read carries), then carries (staged when they alias an input).
+    for out, name in zip(j.outvars[nk:], ys_names):
+        if type(out) is Literal or out.aval.ndim == 0:
+            b.step.append(f"{name}[i] = {src(out)}")
+        else:
+            b.step += copy_into(name, out.aval.shape, src(out), "i, ")
+    staged = []
+    carry_set = set(carry_in)
+    for k, (out, cv) in enumerate(zip(j.outvars[:nk], carry_in)):
+        if cv.aval.ndim == 0:
+            val = src(out)
+            tmp = b.fresh("sc")
+            b.step.append(f"{tmp} = {val}")
+            staged.append((cv, tmp))
+            continue
+        base = b.views_of.get(out, out) if type(out) is Var else out
+        if type(out) is Var and b.inplace.get(out) == b.names[cv]:
+            continue  # computed directly into the carry's buffer
+        if type(out) is Literal:
+            st = b.fresh("st")
+            b.prologue.append(f"{st} = np.full({cv.aval.shape!r}, {src(out)}, {_np(cv.aval.dtype)})")
+            staged.append((cv, st))
+        elif base in carry_set or out in carry_set:
+            st = b.fresh("st")
+            b.prologue.append(f"{st} = np.empty({cv.aval.shape!r}, {_np(cv.aval.dtype)})")
+            b.step += copy_into(st, cv.aval.shape, src(out))
+            staged.append((cv, st))
+        else:
+            staged.append((cv, src(out)))
+    for cv, val in staged:
+        if cv.aval.ndim == 0:
+            b.step.append(f"{b.names[cv]} = {val}")
+        else:
+            b.step += copy_into(b.names[cv], cv.aval.shape, val)
+
+    order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
+    lines = list(b.prologue)
+    lines.append(f"for i in {order}:")
+    lines += ["    " + ln for ln in b.step]
+    for cv, name in zip(carry_in, cout_names):
+        lines.append(f"{name}[0] = {b.names[cv]}" if cv.aval.ndim == 0 else f"{name}[...] = {b.names[cv]}")
+    header = [
+        "# Generated by fluxion's compiler (loop kernel of a scan). The file name is the hash of this text.",
+        f"# helpers version {version}",
+        "import math",
+        "import numba",
+        "import numpy as np",
+        "from numba import types",
+        "from fluxion._src.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
+        "",
+        f"SIGNATURE = types.void({', '.join(sig)})",
+        "",
+        "",
+        "@numba.njit(SIGNATURE, cache=True, error_model='numpy', nogil=True, fastmath={'reassoc', 'contract'})",
+        f"def kernel({', '.join(args)}):",
+    ]
+    spec = ScanKernelSpec()
+    spec.source = "\n".join(header + ["    " + ln for ln in lines]) + "\n"
+    spec.digest = hashlib.sha256(spec.source.encode()).hexdigest()[:24]
+    return spec
