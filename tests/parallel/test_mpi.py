@@ -12,6 +12,7 @@ documented failure behaviour (a missing rank is named within the timeout).
 from __future__ import annotations
 
 import json
+import re
 import os
 import shlex
 import shutil
@@ -25,6 +26,19 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_worker.py")
 
+
+
+def _parse_results(text: str) -> list:
+    """Every `RESULT <json>` record in the merged output of all ranks.
+
+    mpirun merges the ranks' stdout, so two records can end up on one line; decode each record where it starts.
+    """
+    decoder = json.JSONDecoder()
+    out = []
+    for m in re.finditer(r"RESULT ", text):
+        obj, _ = decoder.raw_decode(text, m.end())
+        out.append(obj)
+    return out
 
 def _launcher() -> tuple[list[str], str]:
     pytest.importorskip("mpi4py")
@@ -59,7 +73,7 @@ def _run(args: list[str], env_extra: dict | None = None, timeout: float = 120):
     t0 = time.time()
     proc = subprocess.run(cmd + [sys.executable] + args, capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=REPO)
-    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    results = _parse_results(proc.stdout)
     return proc, results, time.time() - t0
 
 
