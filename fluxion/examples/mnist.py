@@ -96,6 +96,25 @@ def accuracy(predict, params, images: np.ndarray, labels: np.ndarray, batch: int
     return correct / n
 
 
+def load_data(args: argparse.Namespace):
+    """((x_train, y_train), (x_test, y_test)) as uint8 NumPy arrays, cut to --train-limit / --test-limit."""
+    (x_train, y_train), (x_test, y_test) = mnist.load_all(args.data_dir)
+    if args.train_limit:
+        x_train, y_train = x_train[:args.train_limit], y_train[:args.train_limit]
+    if args.test_limit:
+        x_test, y_test = x_test[:args.test_limit], y_test[:args.test_limit]
+    return (x_train, y_train), (x_test, y_test)
+
+
+def make_learning_rate(args: argparse.Namespace, steps_per_epoch: int):
+    """The Adam learning rate: constant for the tutorial's MLP, cosine-decayed for the CNN (unless --schedule)."""
+    schedule = args.schedule or ("cosine" if args.model == "cnn" else "constant")
+    if schedule == "cosine":
+        # Decays to zero over the whole run (Loshchilov & Hutter 2017, without restarts).
+        return optax.cosine_decay_schedule(args.learning_rate, max(args.epochs * steps_per_epoch, 1))
+    return args.learning_rate
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -124,23 +143,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return data_parallel_main(argv)
     args = parse_args(argv)
     t_start = time.perf_counter()
-    (x_train, y_train), (x_test, y_test) = mnist.load_all(args.data_dir)
-    if args.train_limit:
-        x_train, y_train = x_train[:args.train_limit], y_train[:args.train_limit]
-    if args.test_limit:
-        x_test, y_test = x_test[:args.test_limit], y_test[:args.test_limit]
+    (x_train, y_train), (x_test, y_test) = load_data(args)
     n = len(x_train)
     steps_per_epoch = n // args.batch_size
     eye = np.eye(10, dtype=np.float32)
 
     model = MODELS[args.model]()
     key, init_key = random.split(random.PRNGKey(args.seed))
-    schedule = args.schedule or ("cosine" if args.model == "cnn" else "constant")
-    if schedule == "cosine":
-        # Decays to zero over the whole run (Loshchilov & Hutter 2017, without restarts).
-        learning_rate = optax.cosine_decay_schedule(args.learning_rate, max(args.epochs * steps_per_epoch, 1))
-    else:
-        learning_rate = args.learning_rate
+    learning_rate = make_learning_rate(args, steps_per_epoch)
     state = TrainState.create(apply_fn=model.apply, params=model.init(init_key, x_train[:1]),
                               tx=optax.adam(learning_rate=learning_rate))
     start_epoch = 0

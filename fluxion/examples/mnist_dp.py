@@ -33,7 +33,6 @@ from tqdm import tqdm
 
 import fluxion
 from fluxion import lax, optax, random
-from fluxion.datasets import mnist as mnist_data
 from fluxion.examples import mnist
 from fluxion.flax.training import checkpoints
 from fluxion.flax.training.train_state import TrainState
@@ -152,11 +151,7 @@ def train_data_parallel(args: argparse.Namespace) -> dict:
     process, num_local = fluxion.process_index(), fluxion.local_device_count()
     lead = process == 0
     t_start = time.perf_counter()
-    (x_train, y_train), (x_test, y_test) = mnist_data.load_all(args.data_dir)
-    if args.train_limit:
-        x_train, y_train = x_train[:args.train_limit], y_train[:args.train_limit]
-    if args.test_limit:
-        x_test, y_test = x_test[:args.test_limit], y_test[:args.test_limit]
+    (x_train, y_train), (x_test, y_test) = mnist.load_data(args)
     n = len(x_train)
     steps_per_epoch = n // args.batch_size
     eye = np.eye(10, dtype=np.float32)
@@ -164,7 +159,7 @@ def train_data_parallel(args: argparse.Namespace) -> dict:
     model = mnist.MODELS[args.model]()
     key, init_key = random.split(random.PRNGKey(args.seed))
     state = TrainState.create(apply_fn=model.apply, params=model.init(init_key, x_train[:1]),
-                              tx=optax.adam(learning_rate=args.learning_rate))
+                              tx=optax.adam(learning_rate=mnist.make_learning_rate(args, steps_per_epoch)))
     start_epoch = 0
     if args.checkpoint_dir:
         state = checkpoints.restore_checkpoint(args.checkpoint_dir, state)

@@ -15,25 +15,13 @@ import itertools
 
 import numpy as np
 
+from ..backends.numpy.windowed import identity as _window_identity
 from . import ir
 from .memory import FRESH
 
 MAX_TAPS = 64
 
 _OPS = {"reduce_window_sum": np.add, "reduce_window_max": np.maximum, "reduce_window_min": np.minimum}
-
-
-def _identity(name: str, dtype: np.dtype):
-    dtype = np.dtype(dtype)
-    if name == "reduce_window_sum":
-        return np.zeros((), dtype)
-    is_max = name == "reduce_window_max"
-    if dtype == np.bool_:
-        return np.asarray(not is_max)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return np.asarray(info.min if is_max else info.max, dtype)
-    return np.asarray(-np.inf if is_max else np.inf, dtype)
 
 
 def supported(eqn) -> bool:
@@ -70,7 +58,8 @@ def lower_reduce_window(g, eqn, ins, outs, fallback):
         return fallback(g, eqn, ins, outs)
     p = eqn.params
     name = eqn.primitive.name
-    ident = _identity(name, eqn.invars[0].aval.dtype)
+    # name is 'reduce_window_sum' / '_max' / '_min'; the backend's identity table is keyed by the suffix.
+    ident = _window_identity(name.rsplit("_", 1)[1], eqn.invars[0].aval.dtype)
     fn = g.bind(reduce_window, "reduce_window_taps")
     g.line(f"{outs[0]} = {fn}({ins[0]}, op={g.bind(_OPS[name], _OPS[name].__name__)}, "
            f"identity={g.bind(ident, 'identity')}, window_dimensions={tuple(p['window_dimensions'])!r}, "
