@@ -1,10 +1,12 @@
-"""Measures where fused kernels start to pay: NumPy-path vs fused code for elementwise chains by array size.
+"""Measures where fused kernels start to pay, and where threads start to pay, by array size.
 
     python -m benchmarks.fusion_threshold
 
-Prints, per size, the median time of the generated NumPy code and of the fused (serial) kernel for a 2-operation
-chain (`x * 2 + 1`), a 4-operation chain with a select (`relu`-like), and a chain feeding a sum. The smallest size
-at which the fused code wins for all chains is what `fusion.FUSE_MIN_ELEMENTS` is set to.
+Prints, per size, the median time of the generated NumPy code, of the fused serial kernel, and of the fused parallel
+kernel on all cores, for a 2-operation chain (`x * 2 + 1`), a 4-operation chain with a select (`relu`-like), and a
+chain feeding a sum. The smallest size at which the fused code wins for all chains is what
+`fusion.FUSE_MIN_ELEMENTS` is set to; the work (elements x operations) at which the parallel kernels start to win
+is `fusion.PARALLEL_MIN_WORK`. Run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -13,13 +15,12 @@ import os
 import statistics
 import time
 
-os.environ.setdefault("FLUXION_PARALLEL_MIN_ELEMENTS", str(1 << 40))  # serial kernels only
-
 import numpy as np  # noqa: E402
 
 import fluxion  # noqa: E402
 import fluxion.numpy as jnp  # noqa: E402
 from fluxion._src import compiler  # noqa: E402
+from fluxion._src.compiler import threads  # noqa: E402
 
 CHAINS = {
     "x*2+1": lambda x: x * 2.0 + 1.0,
@@ -39,27 +40,32 @@ def _median_time(fn, *args, number: int) -> float:
     return statistics.median(samples)
 
 
+def _fused(closed, *, parallel: bool):
+    """The fused executable of `closed` with kernels forced on (any size), serial or parallel."""
+    f = compiler.fusion
+    saved = f.FUSE_MIN_ELEMENTS, f.PARALLEL_MIN_WORK
+    f.FUSE_MIN_ELEMENTS = 1
+    f.PARALLEL_MIN_WORK = 0 if parallel else 1 << 62
+    try:
+        return compiler.compile_closed(closed, fuse=True, sync=True)
+    finally:
+        f.FUSE_MIN_ELEMENTS, f.PARALLEL_MIN_WORK = saved
+
+
 def main() -> None:
-    print(f"{'size':>9s} " + " ".join(f"{name + ' numpy':>18s} {name + ' fused':>18s}" for name in CHAINS))
-    for log2 in range(10, 21):
+    threads._monitor.fixed = threads.CORES  # measure the parallel kernels on every core
+    print(f"{'size':>9s} " + " ".join(f"{name:>10s}: numpy / serial / parallel (us)" for name in CHAINS))
+    for log2 in range(10, 24):
         n = 1 << log2
         x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
         row = [f"{n:9d}"]
         number = max(1, (1 << 22) // n)
-        for name, f in CHAINS.items():
+        for f in CHAINS.values():
             closed = fluxion.make_jaxpr(f)(x)
             plain = compiler.compile_closed(closed, fuse=False)
-            fused = compiler.compile_closed(closed, fuse=True, sync=True)
-            if fused.tier == 0:  # below the current threshold: force a kernel by lowering it for the measurement
-                old = compiler.fusion.FUSE_MIN_ELEMENTS
-                compiler.fusion.FUSE_MIN_ELEMENTS = 1
-                try:
-                    fused = compiler.compile_closed(closed, fuse=True, sync=True)
-                finally:
-                    compiler.fusion.FUSE_MIN_ELEMENTS = old
-            t_np = _median_time(plain, x, number=number) * 1e6
-            t_fu = _median_time(fused, x, number=number) * 1e6
-            row.append(f"{t_np:17.1f}us {t_fu:17.1f}us")
+            times = [_median_time(exe, x, number=number) * 1e6
+                     for exe in (plain, _fused(closed, parallel=False), _fused(closed, parallel=True))]
+            row.append(f"{times[0]:>16.1f} {times[1]:8.1f} {times[2]:8.1f}")
         print(" ".join(row), flush=True)
 
 

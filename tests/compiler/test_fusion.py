@@ -135,6 +135,36 @@ def test_fused_reductions_all_patterns(rng, axes):
 
 
 @needs_numba
+@pytest.mark.parametrize("axes", [None, 0, 1])
+def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng, monkeypatch, axes):
+    from fluxion._src.compiler import threads
+    x = rng.standard_normal((BIG // 64, 64)).astype(np.float32)
+
+    def f(x):  # an iota along the chunked dimension, and a value needed outside the reduction group
+        y = x * 2.0 - lax.broadcasted_iota(jnp.float32, x.shape, 0) * 1e-3
+        return y * 3.0, jnp.sum(jnp.exp(y) - y, axis=axes), jnp.max(y * y, axis=axes)
+
+    closed = closed_of(f, x)
+    results = {}
+    for parallel in (False, True):
+        limit = 0 if parallel else 1 << 62
+        monkeypatch.setattr(fusion, "PARALLEL_MIN_WORK", limit)
+        exe = compiler.compile_closed(closed, fuse=True, sync=True)
+        assert exe.kernels and all(k.parallel == parallel for k in exe.kernels)
+        if parallel and axes != 1:  # chunked reductions read through views starting at the chunk
+            assert "= in0[lo:hi]" in exe.source and "range(hi - lo)" in exe.source
+        for n in (1, threads.CORES):
+            monkeypatch.setattr(threads._monitor, "fixed", n)
+            results[(parallel, n)] = [np.asarray(o) for o in exe(x)]
+    first = results[(False, 1)]
+    for outs in results.values():
+        for a, b in zip(outs, first):
+            np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
+    for a, w in zip(first, reference(closed, x)):
+        np.testing.assert_allclose(a, w, rtol=2e-5)
+
+
+@needs_numba
 def test_fused_integers_wrap_and_one_hot_with_iota(rng):
     labels = rng.integers(0, 10, BIG // 10).astype(np.int32)
     big = np.full(BIG, 2 ** 30, np.int32)

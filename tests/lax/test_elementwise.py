@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import fluxion
+import fluxion.numpy
 import fluxion.lax as lax
 from fluxion._src import lax_reference as ref
 from fluxion._src import test_util as tu
@@ -513,3 +514,22 @@ def test_grads_float64_tight(op: Op, shapes, rng, x64):
     assert np.asarray(out).dtype in (np.float64, np.complex128, np.bool_, np.int64), np.asarray(out).dtype
     tu.check_grads(op.fn, args, order=2, modes=("fwd", "rev"), rng=rng, atol=1e-6, rtol=1e-6, eps=1e-5,
                    err_msg=f"{op.name} float64")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eager_large_select_is_bit_exact_against_numpy_where(dtype):
+    from fluxion._src.backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS, _select_n
+    rng = np.random.default_rng(3)
+    n = SELECT_BITS_MIN_ELEMENTS + 5
+    x = rng.standard_normal(n).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    x[:4] = [np.nan, -0.0, np.inf, -np.inf]
+    y[4:6] = [np.nan, -0.0]
+    m = rng.random(n) < 0.5          # unpredictable: the case the bit-mask path exists for
+    it = np.int32 if dtype == np.float32 else np.int64
+    want = np.where(m, x, y).view(it)
+    np.testing.assert_array_equal(_select_n(m, y, x).view(it), want)       # the backend (any float width)
+    np.testing.assert_array_equal(_select_n(np.stack([m, m])[:, ::1][0], y, x).view(it), want)
+    if dtype == np.float32:                                                 # through the public API
+        got = np.asarray(lax.select(fluxion.numpy.asarray(m), fluxion.numpy.asarray(x), fluxion.numpy.asarray(y)))
+        np.testing.assert_array_equal(got.view(it), want)

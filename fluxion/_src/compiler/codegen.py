@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import ClosedJaxpr, Literal, Var
-from . import blas, ir, lowering, memory
+from . import blas, ir, lowering, memory, threads
 from .quiet import quiet_enter, quiet_leave
 
 
@@ -66,6 +66,9 @@ class Module:
         self.sources: list[str] = []
         self.plan_nodes = plan_nodes
         self.filename = f"<fluxion-jit-{next(Module._counter)}-{name}>"
+        # Set when any function of the module calls BLAS or a parallel kernel: the entry point then sets the
+        # thread count for the call (see `threads`).
+        self.multithreaded = False
 
     def unique(self, hint: str) -> str:
         base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in hint) or "g"
@@ -251,6 +254,8 @@ class FunctionEmitter:
                 self.names[v] = n
                 outs.append(n)
             self._adopted = {}
+            if _multithreaded(node):
+                self.module.multithreaded = True
             kinds = node.lower(self, ins, outs)
             for v, kind in zip(node.outvars, kinds):
                 if isinstance(kind, tuple) and kind[0] == "adopt":
@@ -274,8 +279,8 @@ class FunctionEmitter:
         wrappers = []
         if self.needs_quiet:
             wrappers.append(("_tok", quiet_enter, quiet_leave))
-        if self.top_level and blas.available() and _single_thread_blas(closed):
-            wrappers.append(("_blas", blas.single_thread_enter, blas.single_thread_leave))
+        if self.top_level and self.module.multithreaded:
+            wrappers.append(("_threads", threads.enter, threads.leave))
         for var, enter, leave in wrappers:
             en, lv = self.bind(enter, enter.__name__), self.bind(leave, leave.__name__)
             body = ([f"    {var} = {en}()", "    try:"] + ["    " + ln for ln in body]
@@ -296,22 +301,12 @@ class FunctionEmitter:
         self.line(f"    {n} = {n}.copy()")
 
 
-def _blas_flops(closed: ClosedJaxpr) -> list:
-    out = []
-    for e in closed.jaxpr.eqns:
-        if e.primitive.name in blas.BLAS_PRIMITIVES:
-            out.append((blas.flops(e), max(ir.size(v) for v in e.invars)))
-        for sub in ir.sub_jaxprs(e.params):
-            out.extend(_blas_flops(sub if isinstance(sub, ClosedJaxpr) else ClosedJaxpr(sub, [])))
-    return out
-
-
-def _single_thread_blas(closed: ClosedJaxpr) -> bool:
-    """Whether the program calls BLAS, and only for products small enough to run best on one thread (and none
-    reading so much memory that a second thread's bandwidth pays, like a dot product of 1e7 elements)."""
-    work = _blas_flops(closed)
-    return bool(work) and max(f for f, _ in work) < blas.SINGLE_THREAD_FLOPS and \
-        max(n for _, n in work) < blas.SINGLE_THREAD_MAX_OPERAND
+def _multithreaded(node) -> bool:
+    """Whether a node may use several threads: a BLAS call, or a fused kernel compiled with `parallel=True`."""
+    if isinstance(node, EqnNode):
+        return node.eqn.primitive.name in blas.BLAS_PRIMITIVES
+    spec = getattr(node, "spec", None)
+    return bool(getattr(spec, "parallel", False))
 
 
 def generate(closed: ClosedJaxpr, name: str = "jitted", donated: Sequence[int] = (),

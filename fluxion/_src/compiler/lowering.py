@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS, select_bits, select_bits_supported
 from . import conv, ir, memory, windowed
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
@@ -139,23 +140,6 @@ def _clamp(g, eqn, ins, outs):
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
 
-# Above this size a float select is computed with bit masks: NumPy's `where` branches per element and is several
-# times slower than four vectorized passes when the predicate is unpredictable (measured: 3.7 ms vs 0.5 ms at 1e6).
-SELECT_BITS_MIN_ELEMENTS = 1 << 14
-_INT_OF = {4: np.int32, 8: np.int64}
-
-
-def select_bits(pred: np.ndarray, on_false: np.ndarray, on_true: np.ndarray) -> np.ndarray:
-    """`where(pred, on_true, on_false)` for same-shape float arrays, by bitwise selection (exact, branch-free)."""
-    it = _INT_OF[on_true.dtype.itemsize]
-    mask = np.negative(pred.view(np.int8), dtype=np.int8).astype(it)  # 0 or all ones
-    t = np.ascontiguousarray(on_true).view(it)
-    f = np.ascontiguousarray(on_false).view(it)
-    out = np.bitwise_and(t, mask)
-    np.bitwise_or(out, np.bitwise_and(f, np.invert(mask, out=mask), out=mask), out=out)
-    return out.view(on_true.dtype)
-
-
 @register("select_n")
 def _select_n(g, eqn, ins, outs):
     which = eqn.invars[0]
@@ -163,8 +147,8 @@ def _select_n(g, eqn, ins, outs):
     if len(ins) != 3 or which.aval.dtype != np.bool_:
         return lower_impl(g, eqn, ins, outs)
     full = all(v.aval.shape == out.aval.shape for v in eqn.invars)
-    if (full and ir.size(out) >= SELECT_BITS_MIN_ELEMENTS and out.aval.dtype.kind == "f"
-            and out.aval.dtype.itemsize in _INT_OF and not g.is_compact(eqn.invars)):
+    if (full and ir.size(out) >= SELECT_BITS_MIN_ELEMENTS and select_bits_supported(out.aval.dtype)
+            and not g.is_compact(eqn.invars)):
         g.line(f"{outs[0]} = {g.bind(select_bits, 'select_bits')}({ins[0]}, {ins[1]}, {ins[2]})")
         return [FRESH]
     g.line(f"{outs[0]} = {g.bind(np.where, 'where')}({ins[0]}, {ins[2]}, {ins[1]})")

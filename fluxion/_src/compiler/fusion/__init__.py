@@ -10,12 +10,12 @@ the benchmark machine with `benchmarks/fusion_threshold.py`: a fused `x * 2 + 1`
 elements (0.6 vs 0.8 us), a fused `where(x > 0, x, exp(x) - 1)` from 1K (1.8 vs 6.3 us), and at 4K elements fused
 chains are 1.5-6x faster; the threshold is 4K elements (or 8 operations on smaller arrays).
 
-Threads (`prange`, OpenMP with idle threads sleeping rather than spinning) are used for elementwise kernels from
-512K elements and for reductions from 4M. Measured for selu on 1e6 float32: 0.28 ms on one thread, 0.20 ms on two
-when the machine is idle, and about 10% slower than one thread when the other core is busy -- while spinning
-OpenMP threads, 0.15 ms idle, took 8 ms under load (a parallel region waits for a descheduled thread). A linear
-regression step (two reductions over 1e6 elements, 0.12 ms on one thread) took 0.37 ms with threads, the wake-up
-dominating, hence the higher threshold for reductions. Without Numba everything runs on NumPy.
+Threads (`prange`) are used when a group's work -- elements times operations -- is at least `PARALLEL_MIN_WORK`,
+and only while the machine's other cores are idle (`compiler.threads` decides per call; a parallel kernel run on one
+thread costs about what a serial one does). Measured with the same script on the idle 2-core machine, serial vs
+parallel kernel: `x * 2 + 1` 2.9 vs 3.5 us at 64K elements and 8.5 vs 4.7 us at 128K; the 5-operation select
+chain 5.2 vs 4.6 us at 16K; a sum of `x * x - 1` 3.9 vs 3.9 us at 64K and 7.2 vs 5.6 us at 128K; 2^18 element-
+operations is where threads start to win. Without Numba everything runs on NumPy.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...core import ClosedJaxpr, Var
-from .. import memory
+from .. import blas, memory
 from ..memory import FRESH
 from . import groups as _groups
 from . import kernel as _kernel
@@ -34,10 +34,10 @@ from . import loops as _loops
 from . import runtime
 
 FUSE_MIN_ELEMENTS = int(os.environ.get("FLUXION_FUSE_MIN_ELEMENTS", 1 << 12))
-PARALLEL_MIN_ELEMENTS = int(os.environ.get("FLUXION_PARALLEL_MIN_ELEMENTS", 1 << 19))
-PARALLEL_REDUCE_MIN_ELEMENTS = int(os.environ.get("FLUXION_PARALLEL_REDUCE_MIN_ELEMENTS", 1 << 22))
+# Kernels whose elements x operations reach this use threads (see the module docstring).
+PARALLEL_MIN_WORK = int(os.environ.get("FLUXION_PARALLEL_MIN_WORK", 1 << 18))
 # Version of the helpers in `mathlib` (written into every kernel's source, so it is part of the disk-cache key).
-MATHLIB_VERSION = 3
+MATHLIB_VERSION = 4
 
 
 def available() -> bool:
@@ -103,10 +103,15 @@ class Planner:
     def __init__(self, kernels: list | None = None, load: bool = True):
         self.kernels = kernels if kernels is not None else []
         self.load = load
+        self.serial = None  # decided on the first (top-level) program planned: see `specs`
 
     def specs(self, closed: ClosedJaxpr) -> list:
         """The kernels `closed` (not its sub-jaxprs) would use: (group, spec) pairs, and the node schedule."""
         j = closed.jaxpr
+        if self.serial is None:
+            # Programs that call BLAS keep their kernels on one thread: BLAS runs on its own threads, and two
+            # thread pools taking turns in one program wait for each other's threads (see `threads`).
+            self.serial = blas.uses_blas(closed)
         gs = _groups.Grouping(j.eqns, j.outvars, FUSE_MIN_ELEMENTS).run()
         if not gs:
             return [], None
@@ -126,9 +131,9 @@ class Planner:
                     if v in outset or readers.get(v, set()) - {id(g)}:
                         needed.add(v)
             size = int(np.prod(g.domain, dtype=np.int64))
-            threshold = PARALLEL_MIN_ELEMENTS if g.red_axes is None else PARALLEL_REDUCE_MIN_ELEMENTS
             spec = _kernel.build(j.eqns, g.members, needed, g.domain, g.red_axes,
-                                 parallel=size >= threshold, version=MATHLIB_VERSION)
+                                 parallel=not self.serial and size * len(g.members) >= PARALLEL_MIN_WORK,
+                                 version=MATHLIB_VERSION)
             pairs.append((g, spec))
         return pairs, order
 

@@ -230,12 +230,22 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
         out_names.append(f"out{k}")
 
     idx = [f"i{g}" for g in range(len(merged))]
+    nred = len(reductions)
+    pattern = "".join(c for k, c in enumerate(mclass) if k == 0 or mclass[k - 1] != c)
+    # Full and column-wise reductions split their first (reduced) dimension into chunks. Inside a chunk, arrays
+    # spanning that dimension are read through slices starting at the chunk (`w3 = in3[lo:hi]`), indexed from 0:
+    # Numba vectorizes loops over `range(n)` of such views, not loops over `range(lo, hi)` inside a `prange`
+    # (measured, a float32 sum over 1M elements on two threads: 30 us with views, 180 us without).
+    chunked = nred > 0 and pattern in ("R", "RK")   # the chunked dimension is then merged dimension 0
+
+    def via_chunk(dims: tuple) -> bool:
+        return chunked and bool(dims) and dims[0] == 0
 
     def load(k: int) -> str:
         dims = merged_dims(inputs[k][1])
         if not dims:
             return f"s{k}"
-        return f"in{k}[{', '.join(idx[g] for g in dims)}]"
+        return f"{'w' if via_chunk(dims) else 'in'}{k}[{', '.join(idx[g] for g in dims)}]"
 
     # -- body: one statement per member -------------------------------------------------------------------------
     body: list[str] = []
@@ -255,7 +265,10 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
             expr = load(src[1]) if src[0] == "in" else src[1]
         elif name == "iota":
             d = e.params["dimension"]
-            expr = scalar.cast(out.aval.dtype, idx[mdim[d]] if domain[d] != 1 else "0")
+            i = idx[mdim[d]] if domain[d] != 1 else "0"
+            if chunked and domain[d] != 1 and mdim[d] == 0:
+                i = f"(lo + {i})"
+            expr = scalar.cast(out.aval.dtype, i)
         else:
             args = []
             for k in range(len(e.invars)):
@@ -266,7 +279,8 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
         body.append(f"{x} = {expr}")
     for k, v in enumerate(ew_outs):
         dims = merged_dims(out_accesses[k])
-        body.append(f"out{k}[{', '.join(idx[g] for g in dims) if dims else '0'}] = {names[v]}")
+        arr = f"wo{k}" if via_chunk(dims) else f"out{k}"
+        body.append(f"{arr}[{', '.join(idx[g] for g in dims) if dims else '0'}] = {names[v]}")
 
     # -- loops ---------------------------------------------------------------------------------------------------
     lines = []
@@ -274,7 +288,6 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     for k, (v, acc) in enumerate(inputs):
         if not merged_dims(acc):
             lines.append(f"s{k} = in{k}[0]")
-    nred = len(reductions)
     red_kinds = [e.primitive.name for e in reductions]
     red_dts = [e.invars[0].aval.dtype for e in reductions]
     acc_dts = [_acc_dtype(kd, dt) for kd, dt in zip(red_kinds, red_dts)]
@@ -293,7 +306,6 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     if nred == 0:
         lines += emit_loops(list(range(len(merged))), body, 0, True) if merged else body
     else:
-        pattern = "".join(c for k, c in enumerate(mclass) if k == 0 or mclass[k - 1] != c)
         kdims = [g for g in range(len(merged)) if mclass[g] == "K"]
         rdims = [g for g in range(len(merged)) if mclass[g] == "R"]
         acc_update = [f"acc{r} = " + _combine(red_kinds[r], red_dts[r], f"acc{r}", f"{_np_type(acc_dts[r])}({red_vals[r]})")
@@ -325,7 +337,9 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
             else:
                 chunk += [f"acc{r} = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
                 inner = emit_loops(rdims[1:], body + acc_update, 0, False)
-            chunk.append(f"for {idx[g0]} in range(lo, hi):")
+            chunk += [f"w{k} = in{k}[lo:hi]" for k, (_, acc) in enumerate(inputs) if via_chunk(merged_dims(acc))]
+            chunk += [f"wo{k} = out{k}[lo:hi]" for k in range(len(ew_outs)) if via_chunk(merged_dims(out_accesses[k]))]
+            chunk.append(f"for {idx[g0]} in range(hi - lo):" if chunked else f"for {idx[g0]} in range(lo, hi):")
             chunk += ["    " + ln for ln in inner]
             if not kdims:
                 chunk += [f"part{r}[c] = acc{r}" for r in range(nred)]

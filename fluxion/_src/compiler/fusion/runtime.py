@@ -83,9 +83,6 @@ def load_kernel(digest: str, source: str) -> Any:
     Raises:
       RuntimeError: Numba failed to compile the kernel (the error is remembered; the NumPy path is used).
     """
-    # Idle OpenMP threads sleep instead of spinning: spinning threads steal the core a busy machine needs (set
-    # only if the user has not chosen, and only before Numba starts its OpenMP pool).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     with _lock:
         hit = _loaded.get(digest)
         if hit is not None:
