@@ -165,6 +165,26 @@ def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng,
 
 
 @needs_numba
+def test_a_broadcast_shared_by_several_groups_is_read_through_its_operand(rng):
+    x = rng.standard_normal((BIG // 32, 32)).astype(np.float32)
+    g = rng.standard_normal((BIG // 32, 32)).astype(np.float32)
+
+    def f(x, g, s):  # relu-like forward and backward sharing one broadcast, separated (as in a training step)
+        z = lax.broadcast_in_dim(s, x.shape, ())
+        y = jnp.cumsum(jnp.maximum(x * 2.0, z), axis=0)     # cumsum is not fusible: two groups
+        dx = jnp.where(y > z, g * 2.0, z)
+        return jnp.sum(y * y, axis=0), dx
+
+    got, want, exe = _fused(f, x, g, np.float32(0.25))
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-5)
+    # No kernel reads the broadcast as an array: kernels read the scalar it broadcasts.
+    (z,) = [e.outvars[0] for e in exe.optimized.jaxpr.eqns if e.primitive.name == "broadcast_in_dim"]
+    inputs = [v for k in exe.kernels for v, _, _ in k.inputs]
+    assert z not in inputs and exe.optimized.jaxpr.invars[2] in inputs
+
+
+@needs_numba
 def test_fused_integers_wrap_and_one_hot_with_iota(rng):
     labels = rng.integers(0, 10, BIG // 10).astype(np.int32)
     big = np.full(BIG, 2 ** 30, np.int32)
@@ -280,3 +300,30 @@ def test_small_fused_groups_are_bit_identical_to_eager(rng):
 def test_small_groups_leave_transcendental_functions_to_numpy():
     j, gs = _groups(lambda x: jnp.tanh(x * 2.0 + 1.0) * 3.0 - 1.0 + x * x, np.ones(37, np.float32))
     assert all("tanh" not in _names(j, g) for g in gs)
+
+
+# -- rewrites before fusion --------------------------------------------------------------------------------------
+
+def test_only_large_vector_dots_become_reductions():
+    from fluxion._src.compiler.fusion import rewrite
+    n = rewrite.DOT_REDUCE_MIN_ELEMENTS
+    big = closed_of(jnp.dot, np.ones(n, np.float32), np.ones(n, np.float32))
+    names = [e.primitive.name for e in rewrite.vector_dots_as_reductions(big).jaxpr.eqns]
+    assert names == ["mul", "reduce_sum"]
+    for fun, args in [(jnp.dot, (np.ones(16, np.float32),) * 2),                       # small: BLAS
+                      (jnp.dot, (np.ones((4, n // 4), np.float32), np.ones(n // 4, np.float32))),  # matrix-vector
+                      (jnp.dot, (np.ones(n, np.float16),) * 2)]:                        # half precision
+        closed = closed_of(fun, *args)
+        assert rewrite.vector_dots_as_reductions(closed) is closed
+
+
+@needs_numba
+def test_large_vector_dot_runs_as_a_fused_reduction(rng):
+    from fluxion._src.compiler.fusion import rewrite
+    x = rng.standard_normal(rewrite.DOT_REDUCE_MIN_ELEMENTS + 3).astype(np.float32)
+    y = rng.standard_normal(x.size).astype(np.float32)
+    (got,), _, exe = _fused(jnp.dot, x, y)
+    assert "dot" not in exe.module.source() and "reduce_sum" not in exe.module.source()
+    exact = np.dot(x.astype(np.float64), y.astype(np.float64))
+    assert np.asarray(got).dtype == np.float32
+    assert abs(float(got) - exact) <= 1e-6 * np.sum(np.abs(x.astype(np.float64) * y))

@@ -89,7 +89,7 @@ def _fused_tier(exe: Executable, cache_key: str | None = None) -> None:
     from . import fusion
     kernels: list = []
     planner = fusion.Planner(kernels, load=True)
-    fn, module = codegen.generate(exe.optimized, name=exe.name, donated=exe.donated,
+    fn, module = codegen.generate(fusion.prepare(exe.optimized), name=exe.name, donated=exe.donated,
                                   plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
     if any(k.status == "compiled" for k in kernels):
         exe.upgrade(fn, module, kernels)
@@ -122,7 +122,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
         fuse = fusion_enabled()
     if fuse:
         from . import fusion
-        if fusion.available() and fusion.needs_kernels(opt):
+        if fusion.available() and fusion.needs_kernels(fusion.prepare(opt)):
             key = disk_cache.key(opt, donated)
             if sync is None:
                 # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason

@@ -32,12 +32,18 @@ from . import groups as _groups
 from . import kernel as _kernel
 from . import loops as _loops
 from . import runtime
+from .rewrite import vector_dots_as_reductions
 
 FUSE_MIN_ELEMENTS = int(os.environ.get("FLUXION_FUSE_MIN_ELEMENTS", 1 << 12))
 # Kernels whose elements x operations reach this use threads (see the module docstring).
 PARALLEL_MIN_WORK = int(os.environ.get("FLUXION_PARALLEL_MIN_WORK", 1 << 18))
 # Version of the helpers in `mathlib` (written into every kernel's source, so it is part of the disk-cache key).
 MATHLIB_VERSION = 4
+
+
+def prepare(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """The program the fused tier generates code for: `closed` after the rewrites in `rewrite`."""
+    return vector_dots_as_reductions(closed)
 
 
 def available() -> bool:

@@ -148,15 +148,25 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
             inputs.append(key)
         return input_index[key]
 
+    def read_broadcast(b):
+        """How to read the result of broadcast equation `b`: its operand through an index map (or a literal)."""
+        x = b.invars[0]
+        dims = tuple(d if x.aval.shape[k] == domain[d] and domain[d] != 1 else None
+                     for k, d in enumerate(b.params["broadcast_dimensions"]))
+        return ("lit", scalar.literal_source(ir.literal_value(x))) if type(x) is Literal else \
+            ("in", add_input(x, Access(dims)))
+
+    # Broadcasts computed outside the group (shared with other consumers) are read through their operands too,
+    # never as materialized arrays (a relu's broadcast zero would otherwise be copied to full size every call).
+    outside_broadcasts = {e.outvars[0]: e for e in eqns if e.primitive.name == "broadcast_in_dim"
+                          and e.outvars[0] not in produced and tuple(e.outvars[0].aval.shape) == tuple(domain)
+                          and (type(e.invars[0]) is Literal or e.invars[0] not in produced)}
+
     reads: dict = {}           # (member eqn position, operand position) -> ("in", k) / ("var", v) / ("lit", src)
     for pos, e in enumerate(member_eqns):
         name = e.primitive.name
         if name == "broadcast_in_dim":
-            x = e.invars[0]
-            dims = tuple(d if x.aval.shape[k] == domain[d] and domain[d] != 1 else None
-                         for k, d in enumerate(e.params["broadcast_dimensions"]))
-            reads[(pos, 0)] = ("lit", scalar.literal_source(ir.literal_value(x))) if type(x) is Literal else \
-                ("in", add_input(x, Access(dims)))
+            reads[(pos, 0)] = read_broadcast(e)
             continue
         for k, v in enumerate(e.invars):
             if type(v) is Literal:
@@ -165,6 +175,8 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
                 reads[(pos, k)] = ("var", v)
             elif v.aval.shape == ():
                 reads[(pos, k)] = ("in", add_input(v, Access(())))
+            elif v in outside_broadcasts:
+                reads[(pos, k)] = read_broadcast(outside_broadcasts[v])
             else:
                 full = tuple(d if domain[d] != 1 else None for d in range(nd))
                 reads[(pos, k)] = ("in", add_input(v, Access(full)))
