@@ -3,6 +3,9 @@
 Each method is written out and forwards to the public `fluxion.numpy` function of the same meaning, so the
 arithmetic of concrete arrays and of tracers is one code path. The NumPy namespace is bound late (by
 `fluxion._src.numpy` when it is imported) because it is built on top of the core that defines these classes.
+
+`Array` overrides `+ - * /` and the comparisons with an eager shortcut for two Arrays of one dtype
+(`core.fast_binary_operator`, installed by `fluxion._src.numpy.ufuncs`); it falls back to the methods here.
 """
 
 from __future__ import annotations

@@ -95,17 +95,17 @@ class Array(ArrayOps):
     The buffer is never written after construction; `np.asarray(x)` returns a read-only view of it.
     """
 
-    __slots__ = ("_value", "weak_type", "__weakref__")
+    __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value: Any, weak_type: bool = False):
         self._value = value
         self.weak_type = weak_type
+        self._aval = None  # built on first request (see get_aval); Arrays are immutable, so it stays valid
 
     @property
     def aval(self) -> ShapedArray:
-        v = self._value
-        return ShapedArray(v.shape, v.dtype, self.weak_type)
+        return get_aval(self)
 
     @property
     def shape(self) -> tuple:
@@ -244,6 +244,44 @@ def _reconstruct_array(value, weak_type):
     return Array(value, weak_type)
 
 
+def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset) -> Callable:
+    """An `Array` operator method with a shortcut for the commonest eager case, else `slow` (the full path).
+
+    The shortcut applies when no transformation is active and both operands are `Array`s of one dtype in
+    `dtypes_ok`. Then the `fluxion.numpy` function would promote nothing and bind `prim` once, after inserting
+    `broadcast_in_dim`s if the shapes differ; eagerly, that gives the values NumPy's own broadcasting gives, so
+    calling the primitive's backend implementation directly and applying its weak-type rule yields the same
+    value, dtype and weak type, minus about half a microsecond of dispatch. (Shapes are not compared up front:
+    that costs as much as the rest of the checks; shapes that do not broadcast make NumPy raise, and the full path
+    then raises its own error.) `dtypes_ok` leaves out what the full path treats specially (bool `+`/`*` become
+    logical or/and; integer `/` computes in floats; bool `-` is an error it words itself).
+    """
+    impl = prim.impl
+    if prim.weak_type_rule not in (_all_weak, _never_weak):
+        raise ValueError(f"no fast path for the weak-type rule of {prim.name}")
+    all_weak = prim.weak_type_rule is _all_weak  # else never weak
+    state = _state
+
+    def method(self, other):
+        if type(other) is Array and state.eager:
+            a = self._value
+            b = other._value
+            dt = a.dtype
+            # `is` first: canonical dtypes are singletons, so the usual case costs one identity test.
+            if (dt is b.dtype or dt == b.dtype) and dt in dtypes_ok:
+                try:
+                    out = impl(a, b)
+                except ValueError:  # shapes that do not broadcast: the full path words the error
+                    return slow(self, other)
+                return Array(out, True if all_weak and self.weak_type and other.weak_type else False)
+        return slow(self, other)
+
+    method.__name__ = slow.__name__
+    method.__qualname__ = f"Array.{slow.__name__}"
+    method.__doc__ = slow.__doc__
+    return method
+
+
 def concrete_value(x: Any):
     """The NumPy value behind `x` if it is known now (an Array, or a tracer wrapping one), else None."""
     if type(x) is Array:
@@ -312,14 +350,7 @@ class Primitive:
 
 def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     """Runs `prim` on concrete values with the backend implementation (the eager hot path)."""
-    vals = []
-    for a in args:
-        if type(a) is Array:
-            vals.append(a._value)
-        elif isinstance(a, Tracer):
-            raise escaped_tracer_error(a, prim)
-        else:
-            vals.append(a)
+    vals = [a._value if type(a) is Array else _raw_operand(a, prim) for a in args]
     impl = prim.impl
     if impl is None:
         raise NotImplementedError(f"Primitive '{prim.name}' has no implementation on the NumPy backend")
@@ -330,10 +361,23 @@ def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     return Array(out, weak)
 
 
+def _raw_operand(a: Any, prim: Primitive) -> Any:
+    """An eager operand that is not an Array: NumPy values and Python scalars pass as they are."""
+    if isinstance(a, Tracer):
+        raise escaped_tracer_error(a, prim)
+    return a
+
+
 def bind_with_trace(prim: Primitive, args: Sequence[Any], params: dict):
-    trace = find_top_trace(args)
-    tracers = [full_raise(trace, a) for a in args]
-    return trace.process_primitive(prim, tracers, params)
+    top = _top_main(args)
+    if top.level == 0:
+        # No tracer among the arguments and nothing staging: the primal half of a JVP rule, or a transformation's
+        # work on constants. EvalTrace would lift nothing and call eager_apply; call it directly.
+        return eager_apply(prim, args, params)
+    trace = top.trace
+    # Tracers of the top level itself (the usual case) need no raising; full_raise handles everything else.
+    return trace.process_primitive(
+        prim, [a if isinstance(a, Tracer) and a._trace.main is top else full_raise(trace, a) for a in args], params)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -341,15 +385,20 @@ def bind_with_trace(prim: Primitive, args: Sequence[Any], params: dict):
 # --------------------------------------------------------------------------------------------------------------
 
 class MainTrace:
-    """One level of the trace stack: a transformation in progress, with its per-transformation payload."""
+    """One level of the trace stack: a transformation in progress, with its per-transformation payload.
 
-    __slots__ = ("level", "trace_type", "payload", "active")
+    `trace` is the level's interpreter. Traces hold nothing but their main, so one instance per level serves every
+    primitive bound at that level (creating one per bind was a measurable share of eager `grad`).
+    """
+
+    __slots__ = ("level", "trace_type", "payload", "active", "trace")
 
     def __init__(self, level: int, trace_type: type, payload: Any = None):
         self.level = level
         self.trace_type = trace_type
         self.payload = payload
         self.active = True
+        self.trace = trace_type(self)
 
     def __repr__(self) -> str:
         return f"MainTrace({self.level}, {self.trace_type.__name__})"
@@ -419,22 +468,36 @@ def cur_level() -> int:
     return _state.stack[-1].level
 
 
-@contextmanager
-def new_main(trace_type: type, dynamic: bool = False, payload: Any = None):
-    """Pushes a new level for `trace_type`; if `dynamic`, it also captures operations on plain values."""
-    stack = _state.stack
-    main = MainTrace(len(stack), trace_type, payload)
-    stack.append(main)
-    prev_dynamic = _state.dynamic
-    if dynamic:
-        _state.dynamic = main
-    _state.refresh()
-    try:
-        yield main
-    finally:
+class new_main:
+    """Pushes a new level for `trace_type`; if `dynamic`, it also captures operations on plain values.
+
+    Use as `with new_main(...) as main:`. (A class rather than a generator context manager: every `grad` enters
+    two, and the generator machinery cost microseconds per use.)
+    """
+
+    __slots__ = ("trace_type", "dynamic", "payload", "main", "prev_dynamic")
+
+    def __init__(self, trace_type: type, dynamic: bool = False, payload: Any = None):
+        self.trace_type = trace_type
+        self.dynamic = dynamic
+        self.payload = payload
+
+    def __enter__(self) -> MainTrace:
+        stack = _state.stack
+        main = self.main = MainTrace(len(stack), self.trace_type, self.payload)
+        stack.append(main)
+        self.prev_dynamic = _state.dynamic
+        if self.dynamic:
+            _state.dynamic = main
+        _state.refresh()
+        return main
+
+    def __exit__(self, *exc) -> None:
+        main = self.main
         main.active = False
-        stack.pop()
-        _state.dynamic = prev_dynamic
+        main.trace = None  # break the main <-> trace cycle so the level's payload is freed by refcounting
+        _state.stack.pop()
+        _state.dynamic = self.prev_dynamic
         _state.refresh()
 
 
@@ -451,7 +514,8 @@ def new_base_main():
         _state.refresh()
 
 
-def find_top_trace(xs: Sequence[Any]) -> Trace:
+def _top_main(xs: Sequence[Any]) -> MainTrace:
+    """The highest level among the tracers in `xs` and the dynamic trace."""
     top = _state.dynamic
     for x in xs:
         if isinstance(x, Tracer):
@@ -460,7 +524,11 @@ def find_top_trace(xs: Sequence[Any]) -> Trace:
                 raise escaped_tracer_error(x, None)
             if m.level > top.level:
                 top = m
-    return top.trace_type(top)
+    return top
+
+
+def find_top_trace(xs: Sequence[Any]) -> Trace:
+    return _top_main(xs).trace
 
 
 def full_raise(trace: Trace, val: Any):
@@ -603,6 +671,14 @@ class Tracer(ArrayOps):
 
 def get_aval(x: Any) -> ShapedArray:
     """The abstract value of an Array, tracer, NumPy value or Python scalar."""
+    if type(x) is Array:  # the commonest case, without the property and getattr's default handling
+        aval = x._aval
+        if aval is None:  # transformations ask for the aval of one Array several times: build it once
+            v = x._value
+            aval = x._aval = ShapedArray(v.shape, v.dtype, x.weak_type)
+        return aval
+    if isinstance(x, Tracer):
+        return x.aval
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval

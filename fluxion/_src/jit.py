@@ -38,6 +38,19 @@ from .tree_util import tree_flatten, tree_structure, tree_unflatten
 logger = logging.getLogger("fluxion.jit")
 
 _RECOMPILE_WARN_THRESHOLD = 20
+
+# `config.jax_disable_jit` is read through Config.__getattr__ (~0.4 us, a fifth of a cached call), so the dispatch
+# path reads this mirror, which a config hook keeps current.
+_jit_disabled = bool(config.jax_disable_jit)
+
+
+def _set_jit_disabled(value: Any) -> None:
+    global _jit_disabled
+    _jit_disabled = bool(value)
+
+
+config.add_hook("jax_disable_jit", _set_jit_disabled)
+_trace_state = core._state
 _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 _strong_caches: dict = {}
 
@@ -194,7 +207,8 @@ class JitWrapped:
         self._options = (self._static_argnums, self._static_argnames, self._donate_argnums)
         self._last_signature = None
         self._compiles = 0
-        # Signature -> compiled function, for calls whose arguments are all positional Arrays (no statics).
+        # Signature -> compiled function, for calls whose arguments are all positional Arrays (no statics). The
+        # signature is flat (shape, dtype, weak_type, shape, ...): cheaper to build and hash than nested tuples.
         self._fast: dict = {}
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
@@ -228,19 +242,21 @@ class JitWrapped:
         return tuple(statics), dyn_args, dyn_kwargs
 
     def __call__(self, *args, **kwargs):
-        if not core._state.eager or config.jax_disable_jit:
+        if not _trace_state.eager or _jit_disabled:
             return self._fun(*args, **kwargs)
         if self._fast_ok and not kwargs:
-            sig = []
+            key = []
             raws = []
             for a in args:
                 if type(a) is not Array:
                     break
                 v = a._value
                 raws.append(v)
-                sig.append((v.shape, v.dtype, a.weak_type))
+                key.append(v.shape)
+                key.append(v.dtype)
+                key.append(a.weak_type)
             else:
-                compiled = self._fast.get(tuple(sig))
+                compiled = self._fast.get(tuple(key))
                 if compiled is not None:
                     return compiled(raws)
         tkey = None
@@ -264,7 +280,7 @@ class JitWrapped:
             compiled = self._compile(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
         if self._fast_ok and not kwargs:
             if len(leaves) == len(args) and all(type(a) is Array for a in args):
-                self._fast[tuple(sig)] = compiled
+                self._fast[tuple([x for a in sig for x in a])] = compiled
             elif tkey is not None and len(self._tree_fast) < 256:
                 self._tree_fast[tkey] = compiled
         return self._run_compiled(compiled, leaves, raws)

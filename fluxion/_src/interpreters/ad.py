@@ -82,16 +82,22 @@ def is_differentiable_dtype(dtype: np.dtype) -> bool:
 # --------------------------------------------------------------------------------------------------------------
 
 class JVPTracer(Tracer):
-    __slots__ = ("primal", "tangent")
+    __slots__ = ("primal", "tangent", "_aval")
 
     def __init__(self, trace: "JVPTrace", primal: Any, tangent: Any):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
+        self._aval = None
 
     @property
     def aval(self) -> ShapedArray:
-        return core.get_aval(self.primal)
+        # Computed once: nested AD asks a tracer for its aval many times, and each answer otherwise recurses
+        # through every level of primals below it. (Primals are immutable, so the cache cannot go stale.)
+        aval = self._aval
+        if aval is None:
+            aval = self._aval = core.get_aval(self.primal)
+        return aval
 
     def _concrete_value(self):
         return core.concrete_value(self.primal)
@@ -110,7 +116,10 @@ class JVPTrace(core.Trace):
     def process_primitive(self, primitive, tracers, params):
         primals = [t.primal for t in tracers]
         tangents = [t.tangent for t in tracers]
-        if all(type(t) is Zero for t in tangents):
+        for t in tangents:
+            if type(t) is not Zero:
+                break
+        else:  # every tangent is a symbolic zero: only the primal is computed
             out = primitive.bind(*primals, **params)
             if primitive.multiple_results:
                 return [JVPTracer(self, o, Zero(core.get_aval(o))) for o in out]
@@ -152,7 +161,7 @@ class JVPTrace(core.Trace):
 def jvp_flat(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
     """Forward mode on flat lists: returns (primal outputs, tangent outputs; tangents may be `Zero`)."""
     with core.new_main(JVPTrace) as main:
-        trace = JVPTrace(main)
+        trace = main.trace
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
         outs = fun(*tracers)
         out_tracers = [core.full_raise(trace, o) for o in outs]
@@ -189,7 +198,7 @@ def linearize_flat(fun: Callable, primals: Sequence[Any]) -> tuple[list, LinearF
     """
     builder = pe.JaxprBuilder()
     with core.new_main(pe.JaxprTrace, dynamic=False, payload=builder) as lin_main:
-        lin_trace = pe.JaxprTrace(lin_main)
+        lin_trace = lin_main.trace
         in_avals = [tangent_aval(core.get_aval(p)) for p in primals]
         tangent_in = [lin_trace.new_arg(a) for a in in_avals]
         primals_out, tangents_out = jvp_flat(fun, primals, tangent_in)
@@ -210,9 +219,12 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence
     linear_vars = set(jaxpr.invars)
     linear_eqns = []
     for eqn in jaxpr.eqns:
-        if any(type(v) is not Literal and v in linear_vars for v in eqn.invars):
-            linear_vars.update(eqn.outvars)
-            linear_eqns.append(eqn)
+        # (Literals are never in linear_vars, and they hash like any object, so no Literal test is needed.)
+        for v in eqn.invars:
+            if v in linear_vars:
+                linear_vars.update(eqn.outvars)
+                linear_eqns.append(eqn)
+                break
         else:
             ins = [v.val if type(v) is Literal else primal_env[v] for v in eqn.invars]
             outs = eqn.primitive.bind(*ins, **eqn.params)
@@ -220,15 +232,8 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence
             primal_env.update(zip(eqn.outvars, outs))
     ct_env: dict = {}
 
-    def read_primal(v):
-        if type(v) is Literal:
-            return v.val
-        if v in linear_vars:
-            return UndefinedPrimal(v.aval)
-        return primal_env[v]
-
     def write_ct(v, ct):
-        if type(v) is Literal or v not in linear_vars or ct is None or type(ct) is Zero:
+        if ct is None or type(ct) is Zero or v not in linear_vars:
             return
         prev = ct_env.get(v)
         ct_env[v] = ct if prev is None else add_tangents(prev, ct)
@@ -236,24 +241,32 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence
     for v, ct in zip(jaxpr.outvars, cotangents):
         write_ct(v, ct)
 
+    transposes = primitive_transposes
     for eqn in reversed(linear_eqns):
-        cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(c is None for c in cts_out):
-            continue
-        invals = [read_primal(v) for v in eqn.invars]
-        rule = primitive_transposes.get(eqn.primitive)
+        prim = eqn.primitive
+        if prim.multiple_results:
+            cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
+            if all(c is None for c in cts_out):
+                continue
+        else:
+            ct = ct_env.pop(eqn.outvars[0], None)
+            if ct is None:
+                continue
+        invals = [UndefinedPrimal(v.aval) if v in linear_vars else v.val if type(v) is Literal else primal_env[v]
+                  for v in eqn.invars]
+        rule = transposes.get(prim)
         if rule is None:
-            exc = ValueError if eqn.primitive.name == "while" else NotImplementedError
-            raise exc(transpose_missing_message(eqn.primitive))
-        if eqn.primitive.multiple_results:
+            exc = ValueError if prim.name == "while" else NotImplementedError
+            raise exc(transpose_missing_message(prim))
+        if prim.multiple_results:
             cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts_out)]
             cts_in = rule(cts, *invals, **eqn.params)
         else:
-            cts_in = rule(cts_out[0], *invals, **eqn.params)
-        for v, x, ct in zip(eqn.invars, invals, cts_in):
-            if is_undefined_primal(x):
-                write_ct(v, ct)
-    return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+            cts_in = rule(ct, *invals, **eqn.params)
+        for v, x, ct_in in zip(eqn.invars, invals, cts_in):
+            if type(x) is UndefinedPrimal:
+                write_ct(v, ct_in)
+    return [ct_env[v] if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
 
 
 def transpose_missing_message(prim: core.Primitive) -> str:
@@ -278,11 +291,12 @@ def defjvp(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
 
     def jvp(primals, tangents, **params):
         primal_out = primitive.bind(*primals, **params)
-        total = Zero(core.get_aval(primal_out))
+        total = None  # the sum so far; a symbolic Zero only if no operand contributes
         for rule, t in zip(jvp_rules, tangents):
             if rule is not None and type(t) is not Zero:
-                total = add_tangents(total, rule(t, *primals, **params))
-        return primal_out, total
+                term = rule(t, *primals, **params)
+                total = term if total is None else add_tangents(total, term)
+        return primal_out, Zero(core.get_aval(primal_out)) if total is None else total
 
     primitive_jvps[primitive] = jvp
 
@@ -292,11 +306,12 @@ def defjvp2(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
 
     def jvp(primals, tangents, **params):
         ans = primitive.bind(*primals, **params)
-        total = Zero(core.get_aval(ans))
+        total = None  # as in defjvp
         for rule, t in zip(jvp_rules, tangents):
             if rule is not None and type(t) is not Zero:
-                total = add_tangents(total, rule(t, ans, *primals, **params))
-        return ans, total
+                term = rule(t, ans, *primals, **params)
+                total = term if total is None else add_tangents(total, term)
+        return ans, Zero(core.get_aval(ans)) if total is None else total
 
     primitive_jvps[primitive] = jvp
 

@@ -31,31 +31,20 @@ class DebugInfo:
 
 
 class JaxprBuilder:
-    """Accumulates the equations, constants and inputs of the jaxpr being traced."""
+    """Accumulates the equations, constants and inputs of the jaxpr being traced.
+
+    Each `JaxprTracer` carries its own jaxpr variable (`_var`), so recording an equation involves no lookups.
+    """
 
     def __init__(self, debug_info: DebugInfo | None = None):
         self.eqns: list[JaxprEqn] = []
-        self.tracer_to_var: dict[int, Any] = {}
-        self.tracers: list[Tracer] = []  # keeps tracers alive so their ids stay unique
-        self.constvar_for_id: dict[int, Var] = {}
+        self.constvar_for_id: dict[int, Var] = {}  # ids stay unique: `consts` keeps every constant alive
         self.consts: list[tuple[Var, Any]] = []
         self.invars: list[Var] = []
-        self.var_producer: dict[Var, JaxprEqn] = {}
         self.debug_info = debug_info
 
-    def new_tracer(self, trace: "JaxprTrace", aval: ShapedArray) -> "JaxprTracer":
-        t = JaxprTracer(trace, aval)
-        self.tracers.append(t)
-        return t
-
-    def getvar(self, tracer: "JaxprTracer"):
-        return self.tracer_to_var[id(tracer)]
-
-    def add_var(self, tracer: "JaxprTracer", var) -> None:
-        self.tracer_to_var[id(tracer)] = var
-
     def to_jaxpr(self, out_tracers: Sequence["JaxprTracer"]) -> tuple[Jaxpr, list]:
-        outvars = [self.getvar(t) for t in out_tracers]
+        outvars = [t._var for t in out_tracers]
         constvars = [v for v, _ in self.consts]
         consts = [c for _, c in self.consts]
         jaxpr = Jaxpr(constvars, self.invars, outvars, self.eqns)
@@ -63,10 +52,11 @@ class JaxprBuilder:
 
     def input_dependencies(self, tracer: "JaxprTracer") -> list[int]:
         """Indices of the jaxpr inputs that `tracer`'s value depends on (for error messages)."""
-        var = self.tracer_to_var.get(id(tracer))
-        if var is None or type(var) is Literal:
+        var = tracer._var
+        if type(var) is Literal:
             return []
         inputs = {v: i for i, v in enumerate(self.invars)}
+        producer = {v: eqn for eqn in self.eqns for v in eqn.outvars}  # built here: only errors need it
         seen, stack, found = set(), [var], set()
         while stack:
             v = stack.pop()
@@ -75,18 +65,19 @@ class JaxprBuilder:
             seen.add(v)
             if v in inputs:
                 found.add(inputs[v])
-            eqn = self.var_producer.get(v)
+            eqn = producer.get(v)
             if eqn is not None:
                 stack.extend(eqn.invars)
         return sorted(found)
 
 
 class JaxprTracer(Tracer):
-    __slots__ = ("_aval",)
+    __slots__ = ("_aval", "_var")
 
-    def __init__(self, trace: "JaxprTrace", aval: ShapedArray):
+    def __init__(self, trace: "JaxprTrace", aval: ShapedArray, var: Any):
         self._trace = trace
         self._aval = aval
+        self._var = var  # the jaxpr Var (or Literal) standing for this value in the builder's jaxpr
 
     @property
     def aval(self) -> ShapedArray:
@@ -117,7 +108,9 @@ class JaxprTracer(Tracer):
 
 def _is_literalable(val: Any) -> bool:
     raw = getattr(val, "_value", val)
-    return np.ndim(raw) == 0 and isinstance(raw, (np.generic, np.ndarray, bool, int, float, complex))
+    if isinstance(raw, (np.generic, np.ndarray)):
+        return raw.ndim == 0
+    return isinstance(raw, (bool, int, float, complex))
 
 
 class JaxprTrace(core.Trace):
@@ -128,38 +121,29 @@ class JaxprTrace(core.Trace):
         return self.main.payload
 
     def new_arg(self, aval: ShapedArray) -> JaxprTracer:
-        b = self.builder
-        t = b.new_tracer(self, aval)
         var = Var(aval)
-        b.invars.append(var)
-        b.add_var(t, var)
-        return t
+        self.main.payload.invars.append(var)
+        return JaxprTracer(self, aval, var)
 
     def pure(self, val: Any) -> JaxprTracer:
-        b = self.builder
+        b = self.main.payload
         if not isinstance(val, (core.Array, Tracer)):
             val = core.to_array(val)
+        aval = core.get_aval(val)
         key = id(val)
         var = b.constvar_for_id.get(key)
-        aval = core.get_aval(val)
-        t = b.new_tracer(self, aval)
         if var is not None:
-            b.add_var(t, var)
-            return t
-        if isinstance(val, core.Array) and _is_literalable(val):
-            b.add_var(t, Literal(val, aval))
-            return t
+            return JaxprTracer(self, aval, var)
+        if type(val) is core.Array and _is_literalable(val):
+            return JaxprTracer(self, aval, Literal(val, aval))
         var = Var(aval)
         b.constvar_for_id[key] = var
         b.consts.append((var, val))
-        b.tracers.append(val)  # keep the constant alive so its id is not reused
-        b.add_var(t, var)
-        return t
+        return JaxprTracer(self, aval, var)
 
     lift = pure
 
     def process_primitive(self, primitive, tracers, params):
-        b = self.builder
         avals = [t._aval for t in tracers]
         rule = abstract_eval_rules.get(primitive)
         if rule is None:
@@ -167,22 +151,21 @@ class JaxprTrace(core.Trace):
                                       "be staged out by jit/make_jaxpr")
         out = rule(*avals, **params)
         weak = primitive.weak_type_rule(avals, params)
-        out_avals = out if primitive.multiple_results else [out]
-        out_avals = [a.update(weak_type=weak) if a.weak_type != weak else a for a in out_avals]
-        invars = [b.getvar(t) for t in tracers]
+        invars = [t._var for t in tracers]
+        if not primitive.multiple_results:  # the common case, without the lists
+            a = out.update(weak_type=weak) if out.weak_type != weak else out
+            v = Var(a)
+            self.main.payload.eqns.append(JaxprEqn(primitive, invars, [v], dict(params)))
+            return JaxprTracer(self, a, v)
         out_tracers = []
         outvars = []
-        for a in out_avals:
-            t = b.new_tracer(self, a)
+        for a in out:
+            a = a.update(weak_type=weak) if a.weak_type != weak else a
             v = Var(a)
-            b.add_var(t, v)
-            out_tracers.append(t)
+            out_tracers.append(JaxprTracer(self, a, v))
             outvars.append(v)
-        eqn = JaxprEqn(primitive, invars, outvars, dict(params))
-        b.eqns.append(eqn)
-        for v in outvars:
-            b.var_producer[v] = eqn
-        return out_tracers if primitive.multiple_results else out_tracers[0]
+        self.main.payload.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params)))
+        return out_tracers
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):
         from ..custom_derivatives import stage_custom_jvp

@@ -517,3 +517,27 @@ def clip(arr, min=None, max=None, /, *, a_min=None, a_max=None):  # noqa: A002
     if hi is not None:
         arr = minimum(arr, hi)
     return arr
+
+
+# -- the eager fast path of Array's operators ------------------------------------------------------------------------
+# `x + y` on two Arrays of one dtype is the commonest eager operation; core.fast_binary_operator gives Array a
+# shortcut for exactly the case where the functions above would promote nothing and bind the primitive once,
+# falling back to them (through ArrayOps) otherwise. Per operator, the dtypes for which that holds (see above:
+# bool `+`/`*` are logical, integer `/` promotes to float, bool `-` is an error).
+
+def _install_fast_operators():
+    from ..array_methods import ArrayOps
+    every = dtypes.supported_dtypes
+    numeric = every - {dtypes.bool_}
+    inexact = frozenset(d for d in every if dtypes.is_inexact(d))
+    table = {
+        "__add__": (ew.add_p, numeric), "__sub__": (ew.sub_p, numeric), "__mul__": (ew.mul_p, numeric),
+        "__truediv__": (ew.div_p, inexact),
+        "__eq__": (ew.eq_p, every), "__ne__": (ew.ne_p, every), "__lt__": (ew.lt_p, every),
+        "__le__": (ew.le_p, every), "__gt__": (ew.gt_p, every), "__ge__": (ew.ge_p, every),
+    }
+    for name, (prim, ok) in table.items():
+        setattr(Array, name, core.fast_binary_operator(prim, getattr(ArrayOps, name), ok))
+
+
+_install_fast_operators()

@@ -60,7 +60,14 @@ def broadcast_to_shape(x: Any, shape: tuple) -> Any:
 def promote_dtypes(*args: Any) -> list:
     """Casts arrays to their common dtype under JAX's promotion lattice (weak types adopt the strong dtype)."""
     pairs = [dtypes.dtype_and_weak(a) for a in args]
-    dt, weak = dtypes.result_type_of_pairs(pairs)
+    first = pairs[0] if pairs else None
+    if first is not None and all(p == first for p in pairs):
+        # One (dtype, weak type) throughout: nothing to promote. JAX keeps it even where the lattice would not
+        # (two weak float16 operands give weak float16, not the default float), and so do `x + y`'s fast path
+        # and the same-shape shortcuts in ufuncs; this makes broadcasting operands agree with them.
+        dt, weak = first
+    else:
+        dt, weak = dtypes.result_type_of_pairs(pairs)
     out = []
     for a, (adt, aweak) in zip(args, pairs):
         if isinstance(a, (Array, Tracer)):
