@@ -327,3 +327,22 @@ def test_large_vector_dot_runs_as_a_fused_reduction(rng):
     exact = np.dot(x.astype(np.float64), y.astype(np.float64))
     assert np.asarray(got).dtype == np.float32
     assert abs(float(got) - exact) <= 1e-6 * np.sum(np.abs(x.astype(np.float64) * y))
+
+
+@needs_numba
+def test_one_hot_comparisons_become_a_scatter_kernel_with_the_same_values(rng):
+    labels = rng.integers(-3, 13, BIG // 10).astype(np.int32)          # out-of-range labels give zero rows
+    cases = {
+        "float": lambda l: fluxion.vmap(lambda x: (jnp.arange(10) == x).astype(jnp.float32))(l),
+        "operands swapped": lambda l: (l[:, None] == jnp.arange(10)[None, :]).astype(jnp.int32),
+        "nn.one_hot": lambda l: fluxion.nn.one_hot(l, 10),
+    }
+    for name, f in cases.items():
+        got, want, exe = _fused(f, labels)
+        assert "one-hot scatter" in exe.source, name
+        assert_same_values(got, want)
+        np.testing.assert_array_equal(np.asarray(got[0]), labels[:, None] == np.arange(10))
+    # A constant other than arange(K) is compared element by element (the generic kernel).
+    got, want, exe = _fused(lambda l: (jnp.arange(10) * 2 == l[:, None]).astype(jnp.float32), labels)
+    assert "one-hot scatter" not in exe.source
+    assert_same_values(got, want)

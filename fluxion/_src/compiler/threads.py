@@ -24,6 +24,7 @@ import threading
 import time
 
 from . import blas
+from .fusion import runtime
 
 # Seconds between two readings of the machine's load.
 INTERVAL = 0.25
@@ -132,8 +133,7 @@ def current() -> int:
 def _set_numba_threads(n: int) -> None:
     if getattr(_local, "numba", None) == n:
         return
-    import sys
-    numba = sys.modules.get("numba")
+    numba = runtime.loaded_numba()
     if numba is None:  # no kernel has been loaded, so none runs in parallel
         return
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))

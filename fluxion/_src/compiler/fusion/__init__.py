@@ -31,6 +31,7 @@ from ..memory import FRESH
 from . import groups as _groups
 from . import kernel as _kernel
 from . import loops as _loops
+from . import onehot as _onehot
 from . import runtime
 from .rewrite import vector_dots_as_reductions
 
@@ -137,9 +138,12 @@ class Planner:
                     if v in outset or readers.get(v, set()) - {id(g)}:
                         needed.add(v)
             size = int(np.prod(g.domain, dtype=np.int64))
-            spec = _kernel.build(j.eqns, g.members, needed, g.domain, g.red_axes,
-                                 parallel=not self.serial and size * len(g.members) >= PARALLEL_MIN_WORK,
-                                 version=MATHLIB_VERSION)
+            parallel = not self.serial and size * len(g.members) >= PARALLEL_MIN_WORK
+            spec = None if g.red_axes is not None else \
+                _onehot.match(closed, g.members, needed, g.domain, parallel, MATHLIB_VERSION)
+            if spec is None:
+                spec = _kernel.build(j.eqns, g.members, needed, g.domain, g.red_axes, parallel=parallel,
+                                     version=MATHLIB_VERSION)
             pairs.append((g, spec))
         return pairs, order
 

@@ -119,6 +119,12 @@ def is_loaded(digest: str) -> bool:
     return digest in _loaded
 
 
+def loaded_numba() -> Any:
+    """The `numba` module once a kernel has been loaded (so Numba is fully imported), else None. While the
+    background thread is still importing Numba, `sys.modules` holds a half-initialized module."""
+    return sys.modules.get("numba") if _loaded else None
+
+
 class _Worker:
     """One daemon thread running compile jobs in submission order."""
 
