@@ -84,12 +84,13 @@ class Executable:
         return text
 
 
-def _fused_tier(exe: Executable, cache_key: str | None = None) -> None:
-    """Generates the fused version of `exe` (compiling or loading its kernels, blocking) and switches to it."""
+def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None) -> None:
+    """Generates the fused version of `exe` from `program` (`exe.optimized` after `fusion.prepare`), compiling or
+    loading its kernels (blocking), and switches to it."""
     from . import fusion
     kernels: list = []
     planner = fusion.Planner(kernels, load=True)
-    fn, module = codegen.generate(fusion.prepare(exe.optimized), name=exe.name, donated=exe.donated,
+    fn, module = codegen.generate(program, name=exe.name, donated=exe.donated,
                                   plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
     if any(k.status == "compiled" for k in kernels):
         exe.upgrade(fn, module, kernels)
@@ -122,16 +123,17 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
         fuse = fusion_enabled()
     if fuse:
         from . import fusion
-        if fusion.available() and fusion.needs_kernels(fusion.prepare(opt)):
+        program = fusion.prepare(opt) if fusion.available() else None
+        if program is not None and fusion.needs_kernels(program):
             key = disk_cache.key(opt, donated)
             if sync is None:
                 # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
                 # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
                 sync = fusion.runtime.sync_kernels() or (disk_cache.warm(key) and "numba" in sys.modules)
             if sync:
-                _fused_tier(exe, key)
+                _fused_tier(exe, program, key)
             else:
-                fusion.runtime.submit(lambda: _fused_tier(exe, key))
+                fusion.runtime.submit(lambda: _fused_tier(exe, program, key))
     return exe
 
 

@@ -56,10 +56,4 @@ BLAS_PRIMITIVES = frozenset({"dot_general", "conv_general_dilated", "cholesky", 
 
 def uses_blas(closed: ClosedJaxpr) -> bool:
     """Whether the program (or any sub-program: loop bodies, branches) has an equation that calls BLAS."""
-    for e in closed.jaxpr.eqns:
-        if e.primitive.name in BLAS_PRIMITIVES:
-            return True
-        for sub in ir.sub_jaxprs(e.params):
-            if uses_blas(sub if isinstance(sub, ClosedJaxpr) else ClosedJaxpr(sub, [])):
-                return True
-    return False
+    return any(e.primitive.name in BLAS_PRIMITIVES for e in ir.all_eqns(closed.jaxpr))

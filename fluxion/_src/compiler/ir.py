@@ -173,11 +173,14 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
                 check_jaxpr(sub)
 
 
+def all_eqns(jaxpr: Jaxpr) -> Iterator[JaxprEqn]:
+    """Every equation of `jaxpr` and, depth first, of its sub-jaxprs (loop bodies, branches, custom rules)."""
+    for e in jaxpr.eqns:
+        yield e
+        for sub in sub_jaxprs(e.params):
+            yield from all_eqns(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub)
+
+
 def count_eqns(jaxpr: Jaxpr) -> int:
     """Number of equations, counting those of sub-jaxprs."""
-    n = 0
-    for e in jaxpr.eqns:
-        n += 1
-        for sub in sub_jaxprs(e.params):
-            n += count_eqns(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub)
-    return n
+    return sum(1 for _ in all_eqns(jaxpr))

@@ -15,10 +15,16 @@ import hashlib
 import numpy as np
 
 from ...core import ClosedJaxpr, Literal
+from .. import ir
 from .kernel import KernelSpec, _nb_type, _np_type
 
 # Rows per chunk (the unit of the zero fill and of the parallel loop).
 CHUNKS = 16
+
+
+# Equations whose results `_static_value` computes at compile time (with the backend's own implementations, as
+# constant folding does): what an `arange` becomes on its way to a comparison.
+_STATIC = frozenset({"iota", "reshape", "broadcast_in_dim"})
 
 
 def _static_value(x, producers: dict, consts: dict):
@@ -28,24 +34,12 @@ def _static_value(x, producers: dict, consts: dict):
     if x in consts:
         return np.asarray(consts[x])
     e = producers.get(x)
-    if e is None:
+    if e is None or e.primitive.name not in _STATIC or e.primitive.impl is None:
         return None
-    name = e.primitive.name
-    shape = tuple(x.aval.shape)
-    if name == "iota":
-        d = e.params["dimension"]
-        ar = np.arange(shape[d], dtype=x.aval.dtype).reshape([-1 if k == d else 1 for k in range(len(shape))])
-        return np.broadcast_to(ar, shape)
-    if name in ("reshape", "broadcast_in_dim"):
-        src = _static_value(e.invars[0], producers, consts)
-        if src is None:
-            return None
-        if name == "reshape":
-            return src.reshape(shape)
-        dims = e.params["broadcast_dimensions"]
-        expanded = src.reshape([src.shape[dims.index(k)] if k in dims else 1 for k in range(len(shape))])
-        return np.broadcast_to(expanded, shape)
-    return None
+    vals = [_static_value(v, producers, consts) for v in e.invars]
+    if any(v is None for v in vals):
+        return None
+    return np.asarray(e.primitive.impl(*vals, **e.params))
 
 
 def _label_source(x, producers: dict, n: int):
@@ -84,7 +78,7 @@ def match(closed: ClosedJaxpr, members: list, needed: set, domain: tuple, parall
         return None
     if set(needed) != {last.outvars[0]}:
         return None
-    producers = {v: e for e in eqns for v in e.outvars}
+    producers = ir.producers(closed.jaxpr)
     consts = {v: getattr(c, "_value", c) for v, c in zip(closed.jaxpr.constvars, closed.consts)}
     n, k = domain
     for a, b in (eq.invars, eq.invars[::-1]):
