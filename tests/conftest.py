@@ -64,6 +64,19 @@ def rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@pytest.fixture
+def without_fusion_check(monkeypatch):
+    """Turns the fused tier's check mode (`FLUXION_CHECK_FUSION=1`) off for one test: for tests of the default
+    thresholds and of the exact code each tier generates, which check mode changes on purpose."""
+    from fluxion import config
+
+    monkeypatch.delenv("FLUXION_CHECK_FUSION", raising=False)
+    saved = config.fluxion_check_fusion
+    config.update("fluxion_check_fusion", False)
+    yield
+    config.update("fluxion_check_fusion", saved)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

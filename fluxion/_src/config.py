@@ -44,6 +44,9 @@ class Config:
         self._define("jax_persistent_cache_min_compile_time_secs", 1.0)
         self._define("jax_num_cpu_devices", int(os.environ.get("FLUXION_NUM_CPU_DEVICES", "1")))
         self._define("fluxion_debug_typecheck", _env_bool("fluxion_debug_typecheck", False))
+        # Test mode of the fused tier: always fuse, with low thresholds, and check every kernel call against NumPy
+        # (`fluxion._src.compiler.fusion.check`).
+        self._define("fluxion_check_fusion", _env_bool("fluxion_check_fusion", False))
 
     def _define(self, name: str, default: Any) -> None:
         self._values[name] = default

@@ -132,6 +132,7 @@ def test_large_float_select_uses_bit_masks_and_is_exact(rng):
 
 
 @needs_compiler
+@pytest.mark.usefixtures("without_fusion_check")
 def test_generated_code_is_inspectable_and_has_no_dispatch():
     f = fluxion.jit(lambda a, b, c: a * b + c)
     args = [jnp.ones(3)] * 3

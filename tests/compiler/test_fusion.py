@@ -136,6 +136,7 @@ def test_fused_reductions_all_patterns(rng, axes):
 
 @needs_numba
 @pytest.mark.parametrize("axes", [None, 0, 1])
+@pytest.mark.usefixtures("without_fusion_check")
 def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng, monkeypatch, axes):
     from fluxion._src.compiler import threads
     x = rng.standard_normal((BIG // 64, 64)).astype(np.float32)
@@ -222,6 +223,7 @@ def test_background_compilation_upgrades_the_jitted_function(rng):
 
 
 @needs_compiler
+@pytest.mark.usefixtures("without_fusion_check")
 def test_fusion_can_be_disabled(monkeypatch, rng):
     monkeypatch.setenv("FLUXION_JIT_FUSION", "0")
     x = jnp.asarray(rng.standard_normal(BIG).astype(np.float32))

@@ -93,6 +93,7 @@ def test_donated_pytree_arguments_are_mapped_to_leaves():
 
 @needs_compiler
 @pytest.mark.skipif(not fusion.available(), reason="Numba is not installed")
+@pytest.mark.usefixtures("without_fusion_check")
 def test_second_process_loads_kernels_from_the_disk_cache(tmp_path):
     script = textwrap.dedent("""
         import os, sys, numpy as np

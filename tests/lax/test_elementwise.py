@@ -533,3 +533,13 @@ def test_eager_large_select_is_bit_exact_against_numpy_where(dtype):
     if dtype == np.float32:                                                 # through the public API
         got = np.asarray(lax.select(fluxion.numpy.asarray(m), fluxion.numpy.asarray(x), fluxion.numpy.asarray(y)))
         np.testing.assert_array_equal(got.view(it), want)
+
+
+def test_sign_returns_signed_zeros_and_nans_as_jax_does():
+    jax = pytest.importorskip("jax")
+    x = np.array([-0.0, 0.0, np.nan, -np.nan, -3.0, 2.5, -np.inf], np.float32)
+    want = np.asarray(jax.lax.sign(x))
+    for got in (lax.sign(x), fluxion.jit(lax.sign)(x)):
+        got = np.asarray(got)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

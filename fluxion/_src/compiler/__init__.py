@@ -30,6 +30,10 @@ def enabled() -> bool:
 
 
 def fusion_enabled() -> bool:
+    """Whether `jit` builds the fused tier (`FLUXION_JIT_FUSION`, default on; always in fusion check mode)."""
+    from .fusion import check
+    if check.enabled():
+        return True
     return os.environ.get("FLUXION_JIT_FUSION", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -94,7 +98,7 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
                                   plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
     if any(k.status == "compiled" for k in kernels):
         exe.upgrade(fn, module, kernels)
-        if cache_key is not None:
+        if cache_key is not None and not fusion.check.enabled():
             disk_cache.store(cache_key, exe)
     else:
         exe.kernels = kernels
@@ -126,6 +130,8 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
         program = fusion.prepare(opt) if fusion.available() else None
         if program is not None and fusion.needs_kernels(program):
             key = disk_cache.key(opt, donated)
+            if fusion.check.enabled():
+                sync = True  # checked kernels run from the first call
             if sync is None:
                 # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
                 # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..config import config
 from ..core import ClosedJaxpr, Literal, Var
 from . import blas, ir, lowering, memory, threads
 from .quiet import quiet_enter, quiet_leave
@@ -136,6 +137,8 @@ class FunctionEmitter:
         self._adopted: dict = {}
         self.node_index = -1
         self.node = None
+        # In fusion check mode every planned layout is asserted at run time (see `memory.check_layout`).
+        self.check_layouts = bool(config.fluxion_check_fusion)
 
     # -- API for lowerings --------------------------------------------------------------------------------------
     @property
@@ -267,6 +270,8 @@ class FunctionEmitter:
                     self.planner.define_inplace(v, node.invars[kind[1]])
                 else:
                     self.planner.define(v, kind, node.invars)
+            if self.check_layouts:
+                self._emit_layout_checks(node)
             # Only values computed here are deleted: arguments are held by the caller anyway, constants are globals.
             dead = [v for v in self.planner.release_after(i, node.invars) if v in self._computed]
             self._computed.update(node.outvars)
@@ -288,6 +293,14 @@ class FunctionEmitter:
         header = f"def {self.name}({', '.join(arg_names)}):"
         self.module.sources.append("\n".join([header] + (body or ["    pass"])))
         return self.name
+
+    def _emit_layout_checks(self, node) -> None:
+        """Asserts at run time that the outputs planned as FRESH or VIEW are C-contiguous (check mode only)."""
+        fn = self.bind(memory.check_layout, "check_layout")
+        for v in node.outvars:
+            if self.planner.layout.get(v) in (memory.FRESH, memory.VIEW) and v.aval.ndim > 0:
+                what = f"the result of {node.eqn.primitive.name}" if isinstance(node, EqnNode) else "a kernel output"
+                self.line(f"{fn}({self.names[v]}, {what!r})")
 
     def _emit_donation_check(self, v: Var, invars: list) -> None:
         """Donated buffers are reused only if they are plain, writable, contiguous arrays owning their memory and

@@ -21,7 +21,7 @@ from ..core import ClosedJaxpr
 from .fusion import runtime
 
 # Part of every key: bump when generated code changes meaning for the same IR.
-COMPILER_VERSION = 2
+COMPILER_VERSION = 3
 
 
 def key(closed: ClosedJaxpr, donated: Sequence[int] = ()) -> str:

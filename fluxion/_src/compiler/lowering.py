@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS, select_bits, select_bits_supported
+from ..core import Var
 from . import conv, ir, memory, windowed
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
@@ -80,13 +81,39 @@ def ufunc_for(eqn) -> str | None:
     """The NumPy ufunc computing `eqn` exactly as the backend implementation does, or None."""
     name = eqn.primitive.name
     if name in UFUNCS:
-        if name == "sign" and eqn.outvars[0].aval.dtype.kind == "c":
-            return None
+        if name == "sign" and eqn.outvars[0].aval.dtype.kind in "cf":
+            return None  # the backend keeps XLA's sign of zeros (NumPy's ufunc does not)
         return UFUNCS[name]
     if name in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
             {v.aval.dtype for v in eqn.invars}) == 1:
         return FLOAT_UFUNCS[name]
     return None
+
+
+def c_order_needed(g, eqn) -> bool:
+    """Whether a NumPy call computing `eqn` with its default memory order ('K': the result follows its operands'
+    layout) could return an array that is not C-contiguous.
+
+    A lowering that reports a FRESH result promises a C-contiguous buffer (fused kernels are compiled for C arrays
+    and reshape their operands as views), so it asks NumPy for C order -- or copies -- exactly when this is True:
+    the result has two or more dimensions and an operand of two or more dimensions is not known to be C-contiguous
+    (an argument, a transpose, a broadcast, a slice). With only C-contiguous operands, broadcasting included,
+    NumPy's 'K' order is C order. 1-D results are always contiguous.
+    """
+    if eqn.outvars[0].aval.ndim < 2:
+        return False
+    layout = g.planner.layout
+    return any(type(v) is Var and v.aval.ndim >= 2 and layout.get(v) not in (FRESH, VIEW) for v in eqn.invars)
+
+
+def _order(g, eqn) -> str:
+    """The keyword argument giving a ufunc call C order when `c_order_needed` (else nothing)."""
+    return ", order='C'" if c_order_needed(g, eqn) else ""
+
+
+def _contiguous(g, eqn, expr: str) -> str:
+    """`expr` wrapped in `ascontiguousarray` when `c_order_needed` (for NumPy calls without an `order` argument)."""
+    return f"{g.bind(np.ascontiguousarray, 'ascontiguousarray')}({expr})" if c_order_needed(g, eqn) else expr
 
 
 def _lower_ufunc(g, eqn, ins, outs, ufunc: str) -> list:
@@ -98,7 +125,7 @@ def _lower_ufunc(g, eqn, ins, outs, ufunc: str) -> list:
     if buf is not None:
         g.line(f"{outs[0]} = {fn}({', '.join(ins)}, out={buf})")
         return [("adopt", buf)]
-    g.line(f"{outs[0]} = {fn}({', '.join(ins)})")
+    g.line(f"{outs[0]} = {fn}({', '.join(ins)}{_order(g, eqn)})")
     return [FRESH if out.aval.ndim else UNKNOWN]
 
 
@@ -125,7 +152,7 @@ def _integer_pow(g, eqn, ins, outs):
     g.needs_quiet = True
     out = eqn.outvars[0]
     buf = g.out_buffer(out) if out.aval.ndim else None
-    extra = f", out={buf}" if buf is not None else ""
+    extra = f", out={buf}" if buf is not None else _order(g, eqn)
     g.line(f"{outs[0]} = {g.bind(np.power, 'power')}({ins[0]}, {int(y)}{extra})")
     if buf is not None:
         return [("adopt", buf)]
@@ -136,7 +163,7 @@ def _integer_pow(g, eqn, ins, outs):
 def _clamp(g, eqn, ins, outs):
     lo, x, hi = ins
     mx, mn = g.bind(np.maximum, "maximum"), g.bind(np.minimum, "minimum")
-    g.line(f"{outs[0]} = {mn}({mx}({x}, {lo}), {hi})")
+    g.line(f"{outs[0]} = {mn}({mx}({x}, {lo}), {hi}{_order(g, eqn)})")
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
 
@@ -151,7 +178,8 @@ def _select_n(g, eqn, ins, outs):
             and not g.is_compact(eqn.invars)):
         g.line(f"{outs[0]} = {g.bind(select_bits, 'select_bits')}({ins[0]}, {ins[1]}, {ins[2]})")
         return [FRESH]
-    g.line(f"{outs[0]} = {g.bind(np.where, 'where')}({ins[0]}, {ins[2]}, {ins[1]})")
+    where = f"{g.bind(np.where, 'where')}({ins[0]}, {ins[2]}, {ins[1]})"
+    g.line(f"{outs[0]} = {_contiguous(g, eqn, where)}")
     return [FRESH if out.aval.ndim else UNKNOWN]
 
 
@@ -161,12 +189,12 @@ def _convert(g, eqn, ins, outs):
     dst = np.dtype(eqn.params["new_dtype"])
     direct = (src.kind in "biuf" and dst.kind in "iuf" and not (src.kind == "f" and dst.kind in "iu"))
     if dst == np.bool_ and src.kind in "biuf":
-        g.line(f"{outs[0]} = {g.bind(np.not_equal, 'not_equal')}({ins[0]}, 0)")
+        g.line(f"{outs[0]} = {g.bind(np.not_equal, 'not_equal')}({ins[0]}, 0{_order(g, eqn)})")
         return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
     if not direct:
         return lower_impl(g, eqn, ins, outs)
     g.needs_quiet = True
-    g.line(f"{outs[0]} = {g.bind(np.asarray, 'asarray')}({ins[0]}).astype({g.bind(dst, dst.name)})")
+    g.line(f"{outs[0]} = {g.bind(np.asarray, 'asarray')}({ins[0]}).astype({g.bind(dst, dst.name)}{_order(g, eqn)})")
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
 
@@ -258,8 +286,8 @@ def _iota(g, eqn, ins, outs):
 
 @register("concatenate")
 def _concatenate(g, eqn, ins, outs):
-    cat = g.bind(np.concatenate, "concatenate")
-    g.line(f"{outs[0]} = {cat}(({', '.join(ins)},), axis={int(eqn.params['dimension'])})")
+    cat = f"{g.bind(np.concatenate, 'concatenate')}(({', '.join(ins)},), axis={int(eqn.params['dimension'])})"
+    g.line(f"{outs[0]} = {_contiguous(g, eqn, cat)}")
     return [FRESH]
 
 
@@ -275,7 +303,7 @@ def _reduce(ufunc: str, with_dtype: bool, needs_nonempty: bool):
         fn = g.bind(getattr(np, ufunc).reduce, f"{ufunc}_reduce")
         axes = tuple(eqn.params["axes"])
         dt = f", dtype={g.bind(x.aval.dtype, x.aval.dtype.name)}" if with_dtype else ""
-        g.line(f"{outs[0]} = {fn}({ins[0]}, axis={axes!r}{dt})")
+        g.line(f"{outs[0]} = {_contiguous(g, eqn, f'{fn}({ins[0]}, axis={axes!r}{dt})')}")
         return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
     return lower
 

@@ -35,6 +35,19 @@ STRIDED = "strided"  # shares the operands' storages with another layout (transp
 UNKNOWN = "unknown"  # may alias any operand; treated as neither owned nor writable
 
 
+class LayoutError(AssertionError):
+    """A lowering reported a C-contiguous result (FRESH or VIEW) that is not (found in fusion check mode)."""
+
+
+def check_layout(x: Any, what: str) -> None:
+    """Raises `LayoutError` unless `x` is a C-contiguous NumPy array (generated code calls it in check mode after
+    every result a lowering reported as FRESH or VIEW: fused kernels rely on those layouts)."""
+    if not (isinstance(x, np.ndarray) and x.flags.c_contiguous):
+        strides = getattr(x, "strides", None)
+        raise LayoutError(f"{what} was planned as a C-contiguous buffer but is {type(x).__name__} with strides "
+                          f"{strides}: its lowering must return C order")
+
+
 class Planner:
     """Tracks storages, owners and last uses for one function being generated.
 
@@ -63,6 +76,10 @@ class Planner:
         self.root: dict = {}            # storage id -> the var that is the whole buffer
         self.free: dict = {}            # (shape, dtype) -> list of root vars whose storage is dead
         self.future: dict = {}          # (shape, dtype) -> last node index producing a value of that type
+        # Storages handed out by `take_buffer` for the node being generated: a node with several outputs (a fused
+        # kernel) must get a different buffer for each, or one output would overwrite another.
+        self._claimed_node = -1
+        self._claimed: set = set()
         for v in donated:
             self.define_fresh(v)
 
@@ -141,22 +158,27 @@ class Planner:
         """A dead owned buffer of `shape`/`dtype` to write node `i`'s output into, or None.
 
         Operands of node `i` that die there are preferred (elementwise kernels may read and write the same
-        element); otherwise a buffer from the free pool, whose contents nobody will read again.
+        element); otherwise a buffer from the free pool, whose contents nobody will read again. A buffer is handed
+        out at most once per node, so each output of a multi-output node gets its own.
         """
         if int(np.prod(shape, dtype=np.int64)) < MIN_PLANNED_ELEMENTS:
             return None
+        if self._claimed_node != i:
+            self._claimed_node, self._claimed = i, set()
         for o in operands:
             if (type(o) is Var and o.aval.shape == shape and o.aval.dtype == dtype and self.layout.get(o) == FRESH
                     and self.inplace_ok(o, i)):
                 (sid,) = self.storages[o]
-                if self.root.get(sid) is o:
+                if self.root.get(sid) is o and sid not in self._claimed:
                     self._forget_free(o)
+                    self._claimed.add(sid)
                     return o
         pool = self.free.get((tuple(shape), np.dtype(dtype)))
         while pool:
             cand = pool.pop()
             (sid,) = self.storages[cand]
-            if self.storage_dead_after(sid, i - 1):
+            if self.storage_dead_after(sid, i - 1) and sid not in self._claimed:
+                self._claimed.add(sid)
                 return cand
         return None
 

@@ -47,7 +47,7 @@ def reduce_window(x, *, op, identity, window_dimensions, window_strides, padding
         sl = tuple(slice(t * d, t * d + (m - 1) * st + 1, st)
                    for t, d, st, m in zip(tap, window_dilation, window_strides, out_shape))
         if out is None:
-            out = np.array(x[sl], copy=True)
+            out = np.array(x[sl], copy=True, order="C")  # the lowering promises a C-contiguous result
         else:
             op(out, x[sl], out=out)
     return out

@@ -63,7 +63,10 @@ def _round(x, rounding_method=0):
 
 
 def _sign(x):
-    return np.sign(x)
+    # XLA's sign returns the operand itself for -0.0, +0.0 and NaN (NumPy's gives +0.0 for -0.0): copying the
+    # operand's sign bit onto NumPy's result gives exactly that.
+    out = np.sign(x)
+    return np.copysign(out, x) if out.dtype.kind == "f" else out
 
 
 def _is_finite(x):

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from ...core import ClosedJaxpr, Var
-from .. import blas, memory
+from .. import blas, ir, memory
 from ..memory import FRESH
+from . import check
 from . import groups as _groups
 from . import kernel as _kernel
 from . import loops as _loops
@@ -38,8 +39,21 @@ from .rewrite import vector_dots_as_reductions
 FUSE_MIN_ELEMENTS = int(os.environ.get("FLUXION_FUSE_MIN_ELEMENTS", 1 << 12))
 # Kernels whose elements x operations reach this use threads (see the module docstring).
 PARALLEL_MIN_WORK = int(os.environ.get("FLUXION_PARALLEL_MIN_WORK", 1 << 18))
+# In check mode (`check`), groups of any size are fused, and kernels use threads from this much work on, so that
+# small test programs exercise serial and parallel kernels alike.
+CHECK_PARALLEL_MIN_WORK = 1 << 10
 # Version of the helpers in `mathlib` (written into every kernel's source, so it is part of the disk-cache key).
-MATHLIB_VERSION = 4
+MATHLIB_VERSION = 5
+
+
+def min_elements() -> int:
+    """Groups over smaller domains are not fused (1 in check mode)."""
+    return 1 if check.enabled() else FUSE_MIN_ELEMENTS
+
+
+def parallel_min_work() -> int:
+    """Kernels with at least this much work (elements x operations) use threads."""
+    return CHECK_PARALLEL_MIN_WORK if check.enabled() else PARALLEL_MIN_WORK
 
 
 def prepare(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -119,7 +133,7 @@ class Planner:
             # Programs that call BLAS keep their kernels on one thread: BLAS runs on its own threads, and two
             # thread pools taking turns in one program wait for each other's threads (see `threads`).
             self.serial = blas.uses_blas(closed)
-        gs = _groups.Grouping(j.eqns, j.outvars, FUSE_MIN_ELEMENTS).run()
+        gs = _groups.Grouping(j.eqns, j.outvars, min_elements()).run()
         if not gs:
             return [], None
         order = _groups.schedule(j.eqns, gs)
@@ -138,7 +152,7 @@ class Planner:
                     if v in outset or readers.get(v, set()) - {id(g)}:
                         needed.add(v)
             size = int(np.prod(g.domain, dtype=np.int64))
-            parallel = not self.serial and size * len(g.members) >= PARALLEL_MIN_WORK
+            parallel = not self.serial and size * len(g.members) >= parallel_min_work()
             spec = None if g.red_axes is not None else \
                 _onehot.match(closed, g.members, needed, g.domain, parallel, MATHLIB_VERSION)
             if spec is None:
@@ -164,7 +178,7 @@ class Planner:
             spec.status = f"failed: {err}"
             return None
         spec.status = "compiled"
-        return fn
+        return check.CheckedScanKernel(fn, eqn) if check.enabled() else fn
 
     def plan_nodes(self, closed: ClosedJaxpr) -> list:
         from ..codegen import EqnNode
@@ -173,12 +187,19 @@ class Planner:
         if not pairs:
             return [EqnNode(e) for e in j.eqns]
         node_for: dict = {}
+        checking = check.enabled()
+        if checking:
+            producers = ir.producers(j)
+            consts = {v: getattr(c, "_value", c) for v, c in zip(j.constvars, closed.consts)}
         for g, spec in pairs:
             self.kernels.append(spec)
             if not self.load:
                 continue
             try:
-                node_for[id(g)] = KernelNode(spec, runtime.load_kernel(spec.digest, spec.source))
+                fn = runtime.load_kernel(spec.digest, spec.source)
+                if checking:
+                    fn = check.CheckedKernel(fn, spec, [j.eqns[m] for m in g.members], producers, consts)
+                node_for[id(g)] = KernelNode(spec, fn)
                 spec.status = "compiled"
             except RuntimeError as err:
                 spec.status = f"failed: {err}"
@@ -194,9 +215,8 @@ class Planner:
 
 def needs_kernels(closed: ClosedJaxpr) -> bool:
     """Whether any function of the program (including loop bodies) has a group worth a kernel."""
-    from .. import ir
     j = closed.jaxpr
-    if _groups.Grouping(j.eqns, j.outvars, FUSE_MIN_ELEMENTS).run():
+    if _groups.Grouping(j.eqns, j.outvars, min_elements()).run():
         return True
     for e in j.eqns:
         if _loops.scan_eligible(e):

@@ -103,12 +103,23 @@ def _logistic(x):
     return 1.0 / d if x >= 0.0 else e / d
 
 
+# Maximum and minimum as XLA (and IEEE 754-2019 `maximum`/`minimum`) define them: NaN if either operand is NaN,
+# and +0 > -0. Equal zeros of different signs are the one case where returning either operand is wrong: the sum
+# (for the maximum) and the negated difference (for the minimum) have the right sign in all four combinations.
 @njit(inline="always")
 def _fmax(a, b):
-    return a if (a >= b or a != a) else b
+    if a > b or a != a:
+        return a
+    if b > a or b != b:
+        return b
+    return a + b if a == 0 else a
 
 
 @njit(inline="always")
 def _fmin(a, b):
-    return a if (a <= b or a != a) else b
+    if a < b or a != a:
+        return a
+    if b < a or b != b:
+        return b
+    return -(-a - b) if a == 0 else a
 

@@ -15,12 +15,15 @@ from ...core import ClosedJaxpr, JaxprEqn, ShapedArray, Var
 from ...lax.elementwise import mul_p
 from ...lax.reductions import reduce_sum_p
 from .. import ir
+from . import check
 
 # Vector dot products with at least this many elements become fused reductions.
 DOT_REDUCE_MIN_ELEMENTS = 1 << 20
+# In check mode (`check`) from this size, so small test programs exercise the rewrite.
+CHECK_DOT_REDUCE_MIN_ELEMENTS = 64
 
 
-def _vector_dot(e) -> bool:
+def _vector_dot(e, min_elements: int) -> bool:
     if e.primitive.name != "dot_general":
         return False
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
@@ -28,17 +31,18 @@ def _vector_dot(e) -> bool:
     out = e.outvars[0].aval
     return (x.aval.ndim == 1 and y.aval.ndim == 1 and tuple(lc) == (0,) and tuple(rc) == (0,) and not lb and not rb
             and x.aval.dtype == y.aval.dtype == out.dtype and out.dtype in (np.float32, np.float64)
-            and ir.size(x) >= DOT_REDUCE_MIN_ELEMENTS)
+            and ir.size(x) >= min_elements)
 
 
 def vector_dots_as_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
     """`closed` with large vector dot products written as a product and a sum (top level only)."""
     eqns = closed.jaxpr.eqns
-    if not any(_vector_dot(e) for e in eqns):
+    min_elements = CHECK_DOT_REDUCE_MIN_ELEMENTS if check.enabled() else DOT_REDUCE_MIN_ELEMENTS
+    if not any(_vector_dot(e, min_elements) for e in eqns):
         return closed
     out = []
     for e in eqns:
-        if not _vector_dot(e):
+        if not _vector_dot(e, min_elements):
             out.append(e)
             continue
         x, y = e.invars
