@@ -5,33 +5,21 @@ make_jaxpr, eval_shape. Pytrees are flattened here, once, so the interpreters on
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import core, dtypes
-from .core import Array, ShapedArray, Tracer
+from .core import Array, ShapedArray
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
+from .api_util import arg_names, as_value, fun_name, fun_src
 from .tree_util import (tree_broadcast_prefix, tree_flatten, tree_map, tree_structure, tree_unflatten)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Argument helpers
 # --------------------------------------------------------------------------------------------------------------
-
-def _as_value(x: Any) -> Any:
-    """Converts a leaf to something primitives accept: Arrays and tracers pass, NumPy values/scalars become Arrays."""
-    if isinstance(x, (Array, Tracer)):
-        return x
-    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
-        return core.to_array(x)
-    if hasattr(x, "__jax_array__"):
-        return _as_value(x.__jax_array__())
-    raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX type (arrays, NumPy values and "
-                    "Python scalars are; mark other arguments static or wrap them in a pytree)")
-
 
 def _argnums_tuple(argnums: int | Sequence[int], nargs: int, fname: str) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
@@ -53,7 +41,7 @@ def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str
     if check_inexact:
         for i, a in zip(nums, dyn):
             for leaf in tree_flatten(a)[0]:
-                _check_differentiable_input(_as_value(leaf), fname, i)
+                _check_differentiable_input(as_value(leaf), fname, i)
 
     def f_partial(*vals):
         full = list(args)
@@ -62,36 +50,6 @@ def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str
         return fun(*full, **kwargs)
 
     return nums, dyn, f_partial
-
-
-def _fun_name(fun: Callable) -> str:
-    return getattr(fun, "__name__", type(fun).__name__)
-
-
-def _fun_src(fun: Callable) -> str:
-    try:
-        code = inspect.unwrap(fun).__code__
-        return f"{code.co_filename}:{code.co_firstlineno}"
-    except (AttributeError, ValueError):
-        return ""
-
-
-def _arg_names(fun: Callable, args: Sequence[Any], kwargs: dict | None = None) -> list[str]:
-    """Names for every flat leaf of (args, kwargs): the parameter name plus the key path inside it."""
-    try:
-        params = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        params = []
-    from .tree_util import keystr, tree_flatten_with_path
-    names = []
-    for i, a in enumerate(args):
-        base = params[i] if i < len(params) else f"args[{i}]"
-        for path, _ in tree_flatten_with_path(a)[0]:
-            names.append(base + keystr(path))
-    for k, v in (kwargs or {}).items():
-        for path, _ in tree_flatten_with_path(v)[0]:
-            names.append(k + keystr(path))
-    return names
 
 
 def _check_scalar_output(out: Any, fname: str) -> None:
@@ -137,8 +95,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     if tree_p != tree_t:
         raise TypeError(f"jvp: primal and tangent arguments must have the same tree structure; got {tree_p} and "
                         f"{tree_t}")
-    flat_p = [_as_value(p) for p in flat_p]
-    flat_t = [_as_value(t) for t in flat_t]
+    flat_p = [as_value(p) for p in flat_p]
+    flat_t = [as_value(t) for t in flat_t]
     for p, t in zip(flat_p, flat_t):
         pa, ta = core.get_aval(p), core.get_aval(t)
         if pa.shape != ta.shape:
@@ -158,7 +116,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the derivative at `primals` (linear map)."""
     flat_p, tree_p = tree_flatten(primals)
-    flat_p = [_as_value(p) for p in flat_p]
+    flat_p = [as_value(p) for p in flat_p]
     flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
     out_p, lin = ad.linearize_flat(flat_fun, flat_p)
     out_tree, n_out, aux_tree = box
@@ -167,7 +125,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
         flat_t, tree_t = tree_flatten(tangents)
         if tree_t != tree_p:
             raise TypeError(f"linearized function expects tangents of structure {tree_p}, got {tree_t}")
-        return tree_unflatten(out_tree, lin(*[_as_value(t) for t in flat_t])[:n_out])
+        return tree_unflatten(out_tree, lin(*[as_value(t) for t in flat_t])[:n_out])
 
     res = (tree_unflatten(out_tree, out_p[:n_out]), f_jvp)
     return res + (tree_unflatten(aux_tree, out_p[n_out:]),) if has_aux else res
@@ -179,7 +137,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
     The VJP is the transpose of the linearized function (`linearize` then transpose the linear jaxpr).
     """
     flat_p, tree_p = tree_flatten(primals)
-    flat_p = [_as_value(p) for p in flat_p]
+    flat_p = [as_value(p) for p in flat_p]
     flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
     out_p, lin = ad.linearize_flat(flat_fun, flat_p)
     out_tree, n_out, aux_tree = box
@@ -193,7 +151,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
             raise TypeError(f"vjp: cotangent structure {tree_ct} does not match the function output {out_tree}")
         cts = []
         for ct, a in zip(flat_ct, out_avals):
-            ct = _as_value(ct)
+            ct = as_value(ct)
             if core.get_aval(ct).shape != a.shape:
                 raise ValueError(f"vjp: cotangent shape {core.get_aval(ct).shape} does not match the output shape "
                                  f"{a.shape}")
@@ -226,7 +184,7 @@ def _flatten_fun_with_aux(fun: Callable, in_tree, has_aux: bool):
             aux_leaves, box[2] = tree_flatten(aux)
         flat_out, box[0] = tree_flatten(out)
         box[1] = len(flat_out)
-        return [_as_value(o) for o in flat_out] + [_as_value(a) for a in aux_leaves]
+        return [as_value(o) for o in flat_out] + [as_value(a) for a in aux_leaves]
 
     return flat_fun, box
 
@@ -304,7 +262,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jac(*args, **kwargs):
         _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacfwd")
         flat, tree = tree_flatten(dyn)
-        avals = [core.get_aval(_as_value(x)) for x in flat]
+        avals = [core.get_aval(as_value(x)) for x in flat]
         basis = _std_basis(avals)
 
         def push(*t_flat):
@@ -425,7 +383,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             in_axes, (list, dict)) else in_axes
         flat_axes = tree_broadcast_prefix(axes_prefix, args, is_leaf=lambda x: x is None)
         # As in JAX, unmapped arguments are passed to the function untouched (a Python int stays an int).
-        flat_args = [_as_value(a) if ax is not None else a for a, ax in zip(flat_args, flat_axes)]
+        flat_args = [as_value(a) if ax is not None else a for a, ax in zip(flat_args, flat_axes)]
         sizes = set()
         norm_axes = []
         for a, ax in zip(flat_args, flat_axes):
@@ -458,7 +416,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             out = fun(*tree_unflatten(in_tree, xs), **kwargs)
             flat_out, out_tree = tree_flatten(out)
             out_tree_box.append((out_tree, out))
-            return [_as_value(o) for o in flat_out]
+            return [as_value(o) for o in flat_out]
 
         def out_dims_fn(n):
             out_tree, out = out_tree_box[0]
@@ -479,7 +437,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 def _abstractify(x: Any) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), getattr(x, "weak_type", False))
-    return core.get_aval(_as_value(x))
+    return core.get_aval(as_value(x))
 
 
 class ShapeDtypeStruct:
@@ -534,9 +492,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
             out = fun(*full, **dkw)
             fo, out_tree = tree_flatten(out)
             box.append((out_tree, out))
-            return [_as_value(o) for o in fo]
+            return [as_value(o) for o in fo]
 
-        info = pe.DebugInfo("make_jaxpr", _fun_name(fun), _fun_src(fun), _arg_names(fun, dyn_args, kwargs))
+        info = pe.DebugInfo("make_jaxpr", fun_name(fun), fun_src(fun), arg_names(fun, dyn_args, kwargs))
         closed, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals, info)
         if return_shape:
             shapes = tree_unflatten(box[0][0], [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in out_avals])
@@ -557,7 +515,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         out = fun(*a, **k)
         fo, out_tree = tree_flatten(out)
         box.append(out_tree)
-        return [_as_value(o) for o in fo]
+        return [as_value(o) for o in fo]
 
     _, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals)
     return tree_unflatten(box[0], [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in out_avals])
@@ -575,5 +533,5 @@ def device_get(x: Any) -> Any:
 
 def device_put(x: Any, device=None, *, donate: bool = False, may_alias=None) -> Any:
     """Converts every array-like leaf of `x` to an Array (copying NumPy buffers)."""
-    return tree_map(lambda v: _as_value(v) if isinstance(v, (np.ndarray, np.generic, Array, bool, int, float,
+    return tree_map(lambda v: as_value(v) if isinstance(v, (np.ndarray, np.generic, Array, bool, int, float,
                                                               complex)) else v, x)

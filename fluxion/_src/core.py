@@ -328,7 +328,8 @@ class Primitive:
     Attributes:
       name: the name printed in jaxprs.
       multiple_results: True if `bind` returns a list of outputs.
-      weak_type_rule: function (args, params) -> bool giving the output's weak type (eager path and tracing).
+      weak_type_rule: function (args, params) -> bool giving the output's weak type (eager path and tracing); a
+        primitive with multiple results may return one bool per output instead.
     """
 
     __slots__ = ("name", "multiple_results", "weak_type_rule", "impl")
@@ -357,7 +358,9 @@ def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     out = impl(*vals, **params)
     weak = prim.weak_type_rule(args, params)
     if prim.multiple_results:
-        return [Array(o, weak) for o in out]
+        if type(weak) is bool:
+            return [Array(o, weak) for o in out]
+        return [Array(o, w) for o, w in zip(out, weak)]
     return Array(out, weak)
 
 
@@ -768,13 +771,19 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A jaxpr together with the values of its constvars."""
+    """A jaxpr together with the values of its constvars.
 
-    __slots__ = ("jaxpr", "consts")
+    `memo` holds what transformations derive from this program (its JVP split, transposes, batched forms, its
+    compiled executable), so a `jit` call primitive carrying it derives each only once. Jaxprs are never mutated, so
+    the entries cannot go stale; they live exactly as long as the program does.
+    """
+
+    __slots__ = ("jaxpr", "consts", "memo")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self.memo: dict = {}
 
     @property
     def in_avals(self) -> list:
@@ -927,6 +936,11 @@ def _format_param(value: Any, namer: _Namer, indent: int) -> str:
     return str(value)
 
 
+# Primitives whose parameters print in a given order (and only those listed), as JAX prints them; others print
+# every parameter in sorted order.
+param_print_order: dict = {}
+
+
 def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
     ins = " ".join(namer(v) for v in eqn.invars)
     outs = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in eqn.outvars)
@@ -934,7 +948,9 @@ def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
     head = f"{outs} = {eqn.primitive.name}"
     if not params:
         return f"{head} {ins}".rstrip()
-    items = [f"{k}={_format_param(params[k], namer, indent + 2)}" for k in sorted(params)]
+    order = param_print_order.get(eqn.primitive)
+    keys = [k for k in order if k in params] if order is not None else sorted(params)
+    items = [f"{k}={_format_param(params[k], namer, indent + 2)}" for k in keys]
     one_line = f"{head}[{' '.join(items)}] {ins}".rstrip()
     if "\n" not in one_line and len(one_line) + indent <= 100:
         return one_line

@@ -1,17 +1,21 @@
-"""`jit`: trace once per signature, compile the jaxpr with the backend, and dispatch cache hits quickly.
+"""`jit`: dispatch of jitted calls -- trace once per signature (`jit_trace`), compile the program with the backend
+(`stages.CompiledFunction`), and serve cache hits quickly.
 
 Dispatch (the hot path): when every argument is a positional `Array` (the common case), the cache key is just the
 tuple of (shape, dtype, weak_type) of the arguments and a hit calls the generated executable on the raw NumPy
 buffers directly. Otherwise the arguments are flattened and the key is built from the treedef, each leaf's
-(shape, dtype, weak_type) and the static arguments. Caches are keyed by the wrapped function itself, so
-`jit(f)(x)` in a loop (a new wrapper each time) does not retrace.
+(shape, dtype, weak_type) and the static arguments. Caches belong to the wrapped function itself, so `jit(f)(x)`
+in a loop (a new wrapper each time) does not retrace.
 
-Inside another transformation (grad, vmap, an enclosing jit) the function is inlined into the enclosing trace,
-which gives the same values; compiled caching applies to top-level calls.
+Under another transformation (grad, vmap, an enclosing jit, a control-flow body) a jitted function is not inlined:
+it is traced once per signature (the same trace a top-level call compiles) and bound as the `jit` call primitive
+(`lax.call.jit_p`), whose rules differentiate, transpose and batch the traced program. `make_jaxpr` shows it as a
+`jit[name=... jaxpr=...]` equation; the compiler inlines it.
 
 Donation (`donate_argnums`/`donate_argnames`): the buffers of donated arguments may be overwritten by the
 executable (for outputs of the same shape and dtype, or in-place updates). As in JAX, a donated array -- and any
-array sharing its buffer, such as an eager reshape of it -- must not be used after the call.
+array sharing its buffer, such as an eager reshape of it -- must not be used after the call. Donation applies to
+top-level calls only (under a transformation there are no buffers to give away).
 """
 
 from __future__ import annotations
@@ -23,17 +27,16 @@ import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from . import core, dtypes
-from .api import ShapeDtypeStruct, _arg_names, _as_value, _fun_name, _fun_src
-from .backends import numpy as backend
+from .api import ShapeDtypeStruct
+from .api_util import as_value, fun_name, fun_src
 from .config import config
-from .core import Array, ShapedArray, Tracer
-from .interpreters import partial_eval as pe
-from .tree_util import _kind_of as _tu_kind_of
-from .tree_util import _registry as _tu_registry
-from .tree_util import tree_flatten, tree_structure, tree_unflatten
+from .core import Array
+from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
+from .jit_trace import trace as trace_function
+from .lax.call import call_jaxpr
+from .stages import CompiledFunction, Lowered
+from .tree_util import node_kind, registered_kind, tree_flatten, tree_unflatten
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -51,89 +54,39 @@ def _set_jit_disabled(value: Any) -> None:
 
 config.add_hook("jax_disable_jit", _set_jit_disabled)
 _trace_state = core._state
-_caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+
+
+class _FunctionCaches:
+    """What `jit` remembers about one Python function, shared by every `jit` wrapper of it.
+
+    Attributes:
+      traces: (options, in_tree, signature, statics) -> `Traced`.
+      compiled: the same keys -> `CompiledFunction` (top-level calls).
+    """
+
+    __slots__ = ("traces", "compiled", "fun")
+
+    def __init__(self, fun: Callable | None = None):
+        self.traces: dict = {}
+        self.compiled: dict = {}
+        self.fun = fun  # held strongly only for functions that cannot be weakly referenced (see `_caches_for`)
+
+
+_weak_caches: "weakref.WeakKeyDictionary[Callable, _FunctionCaches]" = weakref.WeakKeyDictionary()
 _strong_caches: dict = {}
 
 
-class CompiledFunction:
-    """A traced and compiled signature: the closed jaxpr, the executable, and how to rebuild outputs."""
-
-    __slots__ = ("closed", "executable", "out_tree", "out_weak", "signature", "_single", "donated", "_run",
-                 "_weak0", "_build", "__weakref__")
-
-    def __init__(self, closed: core.ClosedJaxpr, out_tree, signature, name: str = "jitted",
-                 donated: Sequence[int] = ()):
-        self.closed = closed
-        self.out_tree = out_tree
-        self.out_weak = [a.weak_type for a in closed.out_avals]
-        self.donated = tuple(donated)
-        self.executable = backend.compile_jaxpr(closed.jaxpr, closed.consts, name=name, donated=self.donated)
-        self.signature = signature
-        self._single = out_tree == _LEAF_TREE and len(self.out_weak) == 1
-        self._weak0 = self.out_weak[0] if self.out_weak else False
-        # Generated executables expose the bare function: one Python call less on the hot path. When the
-        # executable later switches to fused kernels it tells us, through a weak reference (caches own us).
-        self._run = getattr(self.executable, "fn", self.executable)
-        add_listener = getattr(self.executable, "add_listener", None)
-        if add_listener is not None:
-            ref = weakref.ref(self)
-
-            def on_upgrade(fn, ref=ref):
-                me = ref()
-                if me is not None:
-                    me._run = fn
-            add_listener(on_upgrade)
-
-        self._build = _output_builder(out_tree, self.out_weak)
-
-    def __call__(self, raw_args: list) -> Any:
-        outs = self._run(*raw_args)
-        if self._single:
-            return Array(outs[0], self._weak0)
-        return self._build(outs)
-
-
-_LEAF_TREE = tree_structure(0)
-
-
-def _output_builder(out_tree, out_weak: list) -> Callable:
-    """A function rebuilding the output pytree (of Arrays) from raw outputs, generated for this structure.
-
-    It is a single expression (`TrainState(step=..., params={...})`-like calls with the node types and aux data
-    bound), so the per-call cost has no recursion over the treedef; falls back to `tree_unflatten` for structures
-    it does not know how to spell.
-    """
-    from . import tree_util as tu
-    ns: dict = {"_A": Array}
-    counter = iter(range(1 << 30))
-
-    def name(obj) -> str:
-        k = f"_g{next(counter)}"
-        ns[k] = obj
-        return k
-
-    leaf = iter(range(len(out_weak)))
-
-    def expr(td) -> str:
-        if td.node_type is None:
-            i = next(leaf)
-            return f"_A(L[{i}], {bool(out_weak[i])})"
-        kids = ", ".join(expr(c) for c in td.children)
-        t = td.node_type
-        if t is tuple:
-            return f"({kids}{',' if len(td.children) == 1 else ''})"
-        if t is list:
-            return f"[{kids}]"
-        kind = tu._registry.get(t)
-        if kind is None:  # namedtuple
-            return f"{name(t)}({kids})"
-        return f"{name(kind.from_iter)}({name(td.aux)}, [{kids}])"
-
+def _caches_for(fun: Callable) -> _FunctionCaches:
+    """The caches of `fun`: keyed by a weak reference where possible. A callable that cannot be weakly referenced
+    (a `__slots__` class instance, `operator.itemgetter`, ...) is keyed by identity and kept alive by its entry, so
+    that its id can never be reused by another function while the entry exists."""
     try:
-        src = "lambda L: " + expr(out_tree)
-        return eval(src, ns)  # noqa: S307 -- generated from the treedef only
-    except Exception:  # noqa: BLE001
-        return lambda outs: tree_unflatten(out_tree, [Array(o, w) for o, w in zip(outs, out_weak)])
+        return _weak_caches.setdefault(fun, _FunctionCaches())
+    except TypeError:
+        entry = _strong_caches.get(id(fun))
+        if entry is None or entry.fun is not fun:
+            entry = _strong_caches[id(fun)] = _FunctionCaches(fun)
+        return entry
 
 
 def _structure_key(x: Any, leaves: list) -> Any:
@@ -152,40 +105,15 @@ def _structure_key(x: Any, leaves: list) -> Any:
         except TypeError:
             keys = list(x)
         return (t, tuple(keys), tuple([_structure_key(x[k], leaves) for k in keys]))
-    kind = _tu_registry.get(t)
+    kind = registered_kind(t)
     if kind is None:
-        kind = _tu_kind_of(x)
+        kind = node_kind(x)
         if kind is None:
             leaves.append(x)
             return None
     children, aux = kind.to_iter(x)
     return (t, aux, tuple([_structure_key(c, leaves) for c in children]))
 
-
-def _leaf_aval_and_raw(x: Any) -> tuple[tuple, Any]:
-    t = type(x)
-    if t is Array:
-        v = x._value
-        return (v.shape, v.dtype, x.weak_type), v
-    if t is float or t is int or t is bool or t is complex:
-        dt, weak = dtypes.dtype_and_weak(x)
-        return ((), dt, weak), np.asarray(x, dt)
-    if isinstance(x, (np.ndarray, np.generic)):
-        dt = dtypes.canonicalize_dtype(x.dtype)
-        v = np.asarray(x, dt)
-        return (v.shape, dt, False), v
-    if isinstance(x, Tracer):
-        raise core.escaped_tracer_error(x, None)
-    if isinstance(x, Array):  # an Array subclass
-        v = x._value
-        return (v.shape, v.dtype, x.weak_type), v
-    a = _as_value(x)
-    return _leaf_aval_and_raw(a)
-
-
-def _signature_str(sig: tuple, names: list[str]) -> list[str]:
-    return [f"{n}: {dtypes.short_name(dt)}[{','.join(map(str, shp))}]{'(weak)' if w else ''}"
-            for n, (shp, dt, w) in zip(names, sig)]
 
 
 class JitWrapped:
@@ -199,11 +127,10 @@ class JitWrapped:
         self._static_argnums = tuple(static_argnums)
         self._static_argnames = tuple(static_argnames)
         self._donate_argnums = tuple(donate_argnums)
-        self._name = name or _fun_name(fun)
-        try:
-            self._cache = _caches.setdefault(fun, {})
-        except TypeError:  # not weak-referenceable (e.g. a builtin): keep a strong cache
-            self._cache = _strong_caches.setdefault(id(fun), {})
+        self._name = name or fun_name(fun)
+        caches = _caches_for(fun)
+        self._traces = caches.traces
+        self._cache = caches.compiled
         self._options = (self._static_argnums, self._static_argnames, self._donate_argnums)
         self._last_signature = None
         self._compiles = 0
@@ -214,36 +141,15 @@ class JitWrapped:
         self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
 
-    # -- argument processing --------------------------------------------------------------------------------------
     def _split_args(self, args: tuple, kwargs: dict):
-        nargs = len(args)
-        static_pos = tuple(i % nargs if nargs else i for i in self._static_argnums if -nargs <= i < nargs)
-        statics = []
-        dyn_args = []
-        for i, a in enumerate(args):
-            if i in static_pos:
-                statics.append((i, a))
-            else:
-                dyn_args.append(a)
-        dyn_kwargs = {}
-        for k, v in kwargs.items():
-            if k in self._static_argnames:
-                statics.append((k, v))
-            else:
-                dyn_kwargs[k] = v
-        for key, v in statics:
-            try:
-                hash(v)
-            except TypeError:
-                raise ValueError(f"Non-hashable static arguments are not supported. An error occurred while trying "
-                                 f"to hash an object of type {type(v)}, {v!r:.100}. The argument was passed at "
-                                 f"position/name {key!r} of {self._name}; mark only hashable values (ints, strings, "
-                                 "tuples) static.") from None
-        return tuple(statics), dyn_args, dyn_kwargs
+        return split_static_args(self._static_argnums, self._static_argnames, self._name, args, kwargs)
 
+    # -- dispatch -------------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not _trace_state.eager or _jit_disabled:
+        if _jit_disabled:
             return self._fun(*args, **kwargs)
+        if not _trace_state.eager:
+            return self._call_staged(args, kwargs)
         if self._fast_ok and not kwargs:
             key = []
             raws = []
@@ -271,19 +177,29 @@ class JitWrapped:
         sig = []
         raws = []
         for x in leaves:
-            a, r = _leaf_aval_and_raw(x)
+            a, r = leaf_signature(x)
             sig.append(a)
             raws.append(r)
         key = (self._options, in_tree, tuple(sig), statics)
         compiled = self._cache.get(key)
         if compiled is None:
-            compiled = self._compile(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
+            compiled = self._compile(args, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
         if self._fast_ok and not kwargs:
             if len(leaves) == len(args) and all(type(a) is Array for a in args):
                 self._fast[tuple([x for a in sig for x in a])] = compiled
             elif tkey is not None and len(self._tree_fast) < 256:
                 self._tree_fast[tkey] = compiled
         return self._run_compiled(compiled, leaves, raws)
+
+    def _call_staged(self, args: tuple, kwargs: dict):
+        """A call under another transformation: bind the `jit` call primitive on the traced program."""
+        statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        leaves = [as_value(x) for x in leaves]
+        sig = tuple(aval_signature(x) for x in leaves)
+        traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
+        outs = call_jaxpr(traced.closed, [*traced.const_args, *leaves], self._name)
+        return tree_unflatten(traced.out_tree, outs)
 
     def _tree_lookup(self, args: tuple):
         """(compiled or None, leaves, raws, cache key) for positional pytree arguments, or None if their structure
@@ -298,7 +214,7 @@ class JitWrapped:
                     raws.append(v)
                     sig.append((v.shape, v.dtype, x.weak_type))
                 else:
-                    a, r = _leaf_aval_and_raw(x)
+                    a, r = leaf_signature(x)
                     sig.append(a)
                     raws.append(r)
             key = (skey, tuple(sig))
@@ -307,66 +223,36 @@ class JitWrapped:
             return None
 
     @staticmethod
-    def _run_compiled(compiled: "CompiledFunction", leaves: list, raws: list):
+    def _run_compiled(compiled: CompiledFunction, leaves: list, raws: list):
         if compiled.donated:
             # Only buffers of fluxion Arrays are given away; a NumPy array passed in stays the caller's.
             for i in compiled.donated:
                 if type(leaves[i]) is not Array:
-                    raws[i] = np.array(raws[i], copy=True)
+                    raws[i] = raws[i].copy()
         return compiled(raws)
 
-    def _donated_leaves(self, args: tuple, kwargs: dict, statics, dyn_args, dyn_kwargs) -> list[int]:
-        """Flat leaf indices of the donated arguments (positions in `donate_argnums` of the original call)."""
-        if not self._donate_argnums:
-            return []
-        nargs = len(args)
-        donated_pos = {i % nargs for i in self._donate_argnums if -nargs <= i < nargs}
-        static_pos = {k for k, _ in statics if isinstance(k, int)}
-        out, offset = [], 0
-        for i in range(nargs):
-            if i in static_pos:
-                continue
-            n = len(tree_flatten(args[i])[0])
-            if i in donated_pos:
-                out.extend(range(offset, offset + n))
-            offset += n
-        return out
-
     # -- tracing and compilation ----------------------------------------------------------------------------------
-    def _trace(self, args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig):
-        avals = [ShapedArray(shp, dt, w) for shp, dt, w in sig]
-        box = []
-        static_map = dict(statics)
-        nargs = len(args)
+    def _get_trace(self, args, statics, dyn_args, dyn_kwargs, in_tree, sig) -> Traced:
+        key = (self._options, in_tree, tuple(sig), statics)
+        traced = self._traces.get(key)
+        if traced is None:
+            traced = trace_function(self._fun, self._name, args, statics, dyn_args, dyn_kwargs, in_tree, sig)
+            if config.fluxion_debug_typecheck:
+                core.check_jaxpr(traced.closed.jaxpr)
+            if traced.cacheable:
+                self._traces[key] = traced
+        return traced
 
-        def flat_fun(*xs):
-            dargs, dkw = tree_unflatten(in_tree, xs)
-            it = iter(dargs)
-            full = [static_map[i] if i in static_map else next(it) for i in range(nargs)]
-            kw = dict(dkw)
-            kw.update({k: v for k, v in static_map.items() if isinstance(k, str)})
-            out = self._fun(*full, **kw)
-            flat_out, out_tree = tree_flatten(out)
-            box.append(out_tree)
-            return [_as_value(o) for o in flat_out]
-
-        names = _arg_names(self._fun, dyn_args, dyn_kwargs)
-        info = pe.DebugInfo("jit", self._name, _fun_src(self._fun), names)
-        with core.new_base_main():
-            closed, _ = pe.trace_to_closed_jaxpr(flat_fun, avals, info)
-        if config.fluxion_debug_typecheck:
-            core.check_jaxpr(closed.jaxpr)
-        return closed, box[0], names
-
-    def _compile(self, args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig, key):
-        closed, out_tree, names = self._trace(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig)
-        donated = self._donated_leaves(args, kwargs, statics, dyn_args, dyn_kwargs)
-        compiled = CompiledFunction(closed, out_tree, sig, name=self._name, donated=donated)
+    def _compile(self, args, statics, dyn_args, dyn_kwargs, in_tree, sig, key):
+        traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
+        donated = donated_leaves(self._donate_argnums, args, statics)
+        compiled = CompiledFunction(traced.closed, traced.out_tree, sig, name=self._name, donated=donated)
         self._cache[key] = compiled
         self._compiles += 1
+        names = traced.arg_names
         if config.jax_log_compiles:
-            logger.warning("Compiling %s (%s) for %s%s", self._name, _fun_src(self._fun),
-                           ", ".join(_signature_str(sig, names)) or "no array arguments",
+            logger.warning("Compiling %s (%s) for %s%s", self._name, fun_src(self._fun),
+                           ", ".join(signature_str(sig, names)) or "no array arguments",
                            self._explain_change(sig, statics, names))
         if self._compiles == _RECOMPILE_WARN_THRESHOLD:
             warnings.warn(f"fluxion.jit: {self._name} has been compiled {self._compiles} times for different "
@@ -382,7 +268,7 @@ class JitWrapped:
         changes = []
         for n, a, b in zip(names, old_sig, sig):
             if a != b:
-                changes.append(f"{n}: {_signature_str([a], [''])[0][2:]} -> {_signature_str([b], [''])[0][2:]}")
+                changes.append(f"{n}: {signature_str([a], [''])[0][2:]} -> {signature_str([b], [''])[0][2:]}")
         if len(old_sig) != len(sig):
             changes.append(f"number of array arguments {len(old_sig)} -> {len(sig)}")
         old_s, new_s = dict(old_statics), dict(statics)
@@ -392,13 +278,13 @@ class JitWrapped:
         return " (changed: " + "; ".join(changes) + ")" if changes else ""
 
     # -- ahead-of-time API ----------------------------------------------------------------------------------------
-    def lower(self, *args, **kwargs) -> "Lowered":
+    def lower(self, *args, **kwargs) -> Lowered:
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        sig = tuple(_leaf_aval_and_raw(x)[0] if not isinstance(x, ShapeDtypeStruct) else
+        sig = tuple(leaf_signature(x)[0] if not isinstance(x, ShapeDtypeStruct) else
                     (x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type) for x in leaves)
-        closed, out_tree, _ = self._trace(args, kwargs, statics, dyn_args, dyn_kwargs, in_tree, sig)
-        return Lowered(closed, out_tree, in_tree, self._name)
+        traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
+        return Lowered(traced.closed, traced.out_tree, in_tree, self._name)
 
     trace = lower
 
@@ -412,6 +298,7 @@ class JitWrapped:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._traces.clear()
         self._fast.clear()
         self._tree_fast.clear()
 
@@ -422,37 +309,6 @@ class JitWrapped:
 
     def __repr__(self) -> str:
         return f"<jitted function {self._name}>"
-
-
-class Lowered:
-    """A traced (and optimizable) function: `.as_text()` prints the jaxpr, `.compile()` builds the executable."""
-
-    def __init__(self, closed: core.ClosedJaxpr, out_tree, in_tree, name: str = "jitted"):
-        self.jaxpr = closed
-        self.out_tree = out_tree
-        self.in_tree = in_tree
-        self.name = name
-
-    def as_text(self) -> str:
-        return str(self.jaxpr)
-
-    def compile(self) -> "Compiled":
-        return Compiled(self)
-
-
-class Compiled:
-    """An executable for one signature: `.as_text()` shows the generated code, calling it runs it."""
-
-    def __init__(self, lowered: Lowered):
-        self.lowered = lowered
-        self._fn = CompiledFunction(lowered.jaxpr, lowered.out_tree, None, name=lowered.name)
-
-    def as_text(self) -> str:
-        return backend.executable_text(self._fn.executable, self.lowered.jaxpr.jaxpr)
-
-    def __call__(self, *args, **kwargs):
-        leaves, _ = tree_flatten((list(args), kwargs))
-        return self._fn([_leaf_aval_and_raw(x)[1] for x in leaves])
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,

@@ -34,11 +34,12 @@ import numpy as np
 
 from . import core
 from . import devices as devices_mod
-from .api import _arg_names, _as_value, _fun_name, _fun_src, vmap
+from .api import vmap
+from .api_util import arg_names as _arg_names, as_value as _as_value, fun_name as _fun_name, fun_src as _fun_src
 from .backends import numpy as backend
 from .core import Array, ShapedArray, Tracer
 from .interpreters import partial_eval as pe
-from .jit import _leaf_aval_and_raw
+from .jit_trace import leaf_signature as _leaf_aval_and_raw
 from .tree_util import tree_broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
 DEFAULT_COLLECTIVE_TIMEOUT = 300.0

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import ml_dtypes
 import numpy as np
 
-from . import api, core
+from . import api, api_util, core
 from .jit import jit
 from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
@@ -126,7 +126,7 @@ def assert_allclose(actual: Any, expected: Any, *, atol: float | dict | None = N
 
 
 def _aval_triple(x: Any) -> tuple:
-    a = core.get_aval(api._as_value(x))
+    a = core.get_aval(api_util.as_value(x))
     return tuple(a.shape), np.dtype(a.dtype), bool(a.weak_type)
 
 
@@ -396,7 +396,7 @@ def _take_empty(leaf: Any, ax: int) -> Any:
 
 
 def _example_struct(leaf: Any, ax: int | None) -> Any:
-    a = core.get_aval(api._as_value(leaf))
+    a = core.get_aval(api_util.as_value(leaf))
     if ax is None:
         return api.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
     shape = list(a.shape)

@@ -186,6 +186,19 @@ def _kind_of(x) -> _NodeKind | None:
     return None
 
 
+def node_kind(x) -> _NodeKind | None:
+    """How `x` flattens (its registered or namedtuple node kind: `to_iter`, `from_iter`), or None for a leaf.
+
+    For code that walks pytrees by hand on a hot path (`jit`'s dispatch), which must flatten exactly as
+    `tree_flatten` does."""
+    return _kind_of(x)
+
+
+def registered_kind(t: type) -> _NodeKind | None:
+    """The node kind registered for type `t` (by `register_pytree_node` or built in), or None."""
+    return _registry.get(t)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # PyTreeDef
 # --------------------------------------------------------------------------------------------------------------

@@ -437,3 +437,21 @@ def test_fused_maximum_and_minimum_order_signed_zeros_as_xla():
         w = np.asarray(w)
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+@needs_numba
+@pytest.mark.usefixtures("without_fusion_check")
+def test_a_value_compared_with_its_own_maximum_is_fused_in_two_kernels(rng):
+    # `x == max(x)` needs the maximum before the comparison starts. Grouping merged the comparison into the group of
+    # its own reduction (through the broadcast of the maximum), and kernel generation failed with a KeyError; found
+    # by differentiating `max(x * y)` through `jit` in check mode.
+    x = rng.random(100_000).astype(np.float32)
+
+    def f(x):
+        y = x * 2.0
+        return jnp.sum((y == jnp.max(y)).astype(jnp.float32) * x)
+
+    closed = closed_of(f, x)
+    want, got, fused = run_tiers(closed, x)
+    assert fused.tier == 1 and all(k.status == "compiled" for k in fused.kernels)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)

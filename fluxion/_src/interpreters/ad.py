@@ -269,6 +269,70 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence
     return [ct_env[v] if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Transformations of whole jaxprs (for primitives that carry one: calls, control flow)
+# --------------------------------------------------------------------------------------------------------------
+
+def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros: Sequence[bool], instantiate: bool | Sequence[bool]
+              ) -> tuple[core.ClosedJaxpr, list[bool]]:
+    """The JVP of a closed jaxpr, as a closed jaxpr.
+
+    Args:
+      closed: the program.
+      nonzeros: per input, whether its tangent is nonzero (only those tangents are inputs of the result).
+      instantiate: per output (or one bool for all), emit its tangent even when it is a symbolic zero.
+
+    Returns:
+      (jaxpr taking (primals..., nonzero tangents...) and returning (primals..., emitted tangents...), which output
+      tangents are emitted).
+    """
+    n_in = len(closed.in_avals)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(closed.out_avals)
+    out_nz: list[bool] = []
+
+    def fun(*args):
+        primals = list(args[:n_in])
+        it = iter(args[n_in:])
+        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzeros, closed.in_avals)]
+        p_out, t_out = jvp_flat(lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
+        out_nz.clear()
+        ts = []
+        for t, inst in zip(t_out, instantiate):
+            if type(t) is Zero and not inst:
+                out_nz.append(False)
+            else:
+                out_nz.append(True)
+                ts.append(instantiate_zeros(t))
+        return list(p_out) + ts
+
+    in_avals = list(closed.in_avals) + [tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    jaxpr, consts, _ = pe.trace_to_jaxpr(fun, in_avals)
+    return core.ClosedJaxpr(jaxpr, consts), list(out_nz)
+
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear: Sequence[bool]) -> core.ClosedJaxpr:
+    """The transpose of a closed jaxpr that is linear in the inputs marked `linear`.
+
+    Returns a closed jaxpr taking (non-linear inputs..., output cotangents...) and returning one cotangent per
+    linear input (zeros instantiated).
+    """
+    jaxpr = closed.jaxpr
+    lin_vars = [v for v, lin in zip(jaxpr.invars, linear) if lin]
+    nonlin_vars = [v for v, lin in zip(jaxpr.invars, linear) if not lin]
+    rearranged = core.Jaxpr(jaxpr.constvars + nonlin_vars, lin_vars, jaxpr.outvars, jaxpr.eqns)
+    n_nonlin = len(nonlin_vars)
+
+    def fun(*args):
+        nonlin, cts = args[:n_nonlin], args[n_nonlin:]
+        res = backward_pass(rearranged, list(closed.consts) + list(nonlin), list(cts))
+        return [instantiate_zeros(r) for r in res]
+
+    in_avals = [v.aval for v in nonlin_vars] + [a.strip_weak_type() for a in closed.out_avals]
+    j, consts, _ = pe.trace_to_jaxpr(fun, in_avals)
+    return core.ClosedJaxpr(j, consts)
+
+
 def transpose_missing_message(prim: core.Primitive) -> str:
     if prim.name == "while":
         return ("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "

@@ -159,7 +159,8 @@ class JaxprTrace(core.Trace):
             return JaxprTracer(self, a, v)
         out_tracers = []
         outvars = []
-        for a in out:
+        weaks = [weak] * len(out) if type(weak) is bool else weak
+        for a, weak in zip(out, weaks):
             a = a.update(weak_type=weak) if a.weak_type != weak else a
             v = Var(a)
             out_tracers.append(JaxprTracer(self, a, v))
@@ -282,6 +283,21 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool], instantiate: bool
     unknown_outs = [rn(v) for v, u in zip(jaxpr.outvars, out_unknowns) if u]
     jaxpr_unknown = Jaxpr([], unknown_invars, unknown_outs, new_eqns)
     return jaxpr_known, jaxpr_unknown, out_unknowns, len(residuals)
+
+
+def partial_eval_closed_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool], instantiate: bool | Sequence[bool]
+                              ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+    """`partial_eval_jaxpr` for a closed jaxpr: its constants stay constants of the known part.
+
+    Returns:
+      (known: known inputs -> (known outputs..., residuals...), unknown: (residuals..., unknown inputs...) ->
+      unknown outputs, out_unknowns, num_res).
+    """
+    n_consts = len(closed.jaxpr.constvars)
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(
+        convert_constvars_jaxpr(closed.jaxpr), [False] * n_consts + list(unknowns), instantiate)
+    known = Jaxpr(known.invars[:n_consts], known.invars[n_consts:], known.outvars, known.eqns)
+    return ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, []), out_unknowns, num_res
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:

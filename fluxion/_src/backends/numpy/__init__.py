@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ...core import Jaxpr, Literal, Primitive
+from ...lax.call import jit_p
 
 impl_rules: dict = {}  # prim -> impl(*raw_values, **params) -> raw value (or list for multiple results)
 
@@ -80,6 +81,14 @@ def compile_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any] | None = None, *, name: st
     return compiler.compile_closed(ClosedJaxpr(jaxpr, list(consts)), name=name, donated=donated)
 
 
+def _jit_impl(*args, jaxpr, name: str) -> list:
+    """Runs a `jit` call eagerly: the program is compiled once (memoized on it) and its executable called."""
+    exe = jaxpr.memo.get("executable")
+    if exe is None:
+        exe = jaxpr.memo["executable"] = compile_jaxpr(jaxpr.jaxpr, jaxpr.consts, name=name)
+    return list(exe(*args))
+
+
 class _Interpreted:
     """The reference executable: interprets the jaxpr (used when the compiler is disabled)."""
 
@@ -97,3 +106,6 @@ def executable_text(executable: Callable, jaxpr: Jaxpr) -> str:
     if source is not None:
         return source
     return "# NumPy backend: equations interpreted in order\n" + str(jaxpr)
+
+
+register_impl(jit_p, _jit_impl)

@@ -131,11 +131,19 @@ class Grouping:
         return False
 
     def _acyclic(self, members: set) -> bool:
+        """Whether `members` can run as one kernel: no outside equation between two members, and no member reading
+        a reduction computed in the same kernel (reductions are the kernel's sinks: their results exist only when
+        its loops have finished, e.g. `x == max(x)` needs the maximum before the comparison starts)."""
         lo = min(members)
         produced = {v for i in members for v in self.eqns[i].outvars}
+        reduced = {v for i in members if self.eqns[i].primitive.name in REDUCTIONS for v in self.eqns[i].outvars}
         for i in members:
             for v in self.eqns[i].invars:
-                if type(v) is Var and v not in produced and self._depends_on(v, members, lo):
+                if type(v) is not Var:
+                    continue
+                if v in reduced:
+                    return False
+                if v not in produced and self._depends_on(v, members, lo):
                     return False
         return True
 

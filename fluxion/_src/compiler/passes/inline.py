@@ -1,8 +1,11 @@
-"""Inlining of nested calls: custom-derivative calls, and `cond`s whose branch index is a known constant.
+"""Inlining of nested calls: `jit` calls, custom-derivative calls, and `cond`s whose branch index is a known
+constant.
 
-Once a program is staged for execution its custom JVP/VJP rules are no longer needed (the compiled jaxpr is never
-differentiated again), so a `custom_jvp_call`/`custom_vjp_call` equation is replaced by the equations of the
-function it calls. Inlining exposes those equations to every other pass (fusion, CSE, folding).
+A jitted function called inside another jitted function is a `jit` equation carrying its program; once a program is
+staged for execution its custom JVP/VJP rules are no longer needed either (the compiled jaxpr is never
+differentiated again), so `jit`, `custom_jvp_call` and `custom_vjp_call` equations are replaced by the equations of
+the program they call. Inlining exposes those equations to every other pass (fusion, CSE, folding) and leaves the
+executable flat.
 """
 
 from __future__ import annotations
@@ -10,10 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import ClosedJaxpr, Jaxpr, Literal, Var
+from ...custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from ...lax.call import jit_p
+from ...lax.control_flow import cond_p
 from .. import ir
 
-# Call-like primitives whose parameter `call_jaxpr` is applied to all of the equation's operands.
-CALL_PRIMITIVES = frozenset({"custom_jvp_call", "custom_vjp_call"})
+# Call-like primitives -> the parameter holding the program applied to all of the equation's operands.
+CALL_PRIMITIVES = {jit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
 
 
 def _branch_index(eqn, known: dict) -> int | None:
@@ -35,8 +41,8 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
       closed: the program.
 
     Returns:
-      An equivalent closed jaxpr with no `custom_jvp_call`/`custom_vjp_call` equations at any nesting level; the
-      callee's constants become constants of the result.
+      An equivalent closed jaxpr with no `jit`/`custom_jvp_call`/`custom_vjp_call` equations at any nesting level;
+      the callee's constants become constants of the result.
     """
     j = closed.jaxpr
     known = {v: getattr(c, "_value", c) for v, c in zip(j.constvars, closed.consts) if np.ndim(getattr(c, "_value", c)) == 0}
@@ -68,12 +74,12 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 
     for eqn in j.eqns:
         eqn = ren.eqn(eqn)
-        name = eqn.primitive.name
-        if name in CALL_PRIMITIVES:
-            splice(eqn.params["call_jaxpr"], list(eqn.invars), eqn.outvars)
+        param = CALL_PRIMITIVES.get(eqn.primitive)
+        if param is not None:
+            splice(eqn.params[param], list(eqn.invars), eqn.outvars)
             changed = True
             continue
-        if name == "cond":
+        if eqn.primitive is cond_p:
             i = _branch_index(eqn, known)
             if i is not None:
                 splice(eqn.params["branches"][i], list(eqn.invars[1:]), eqn.outvars)

@@ -1,0 +1,54 @@
+"""Helpers the transformation APIs share (`api`, `jit`, `pmap`): converting argument leaves, and naming the
+user's function and its arguments in error messages and debug information."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import core
+from .core import Array, Tracer
+from .tree_util import keystr, tree_flatten_with_path
+
+
+def as_value(x: Any) -> Any:
+    """Converts a leaf to something primitives accept: Arrays and tracers pass, NumPy values/scalars become Arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return core.to_array(x)
+    if hasattr(x, "__jax_array__"):
+        return as_value(x.__jax_array__())
+    raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX type (arrays, NumPy values and "
+                    "Python scalars are; mark other arguments static or wrap them in a pytree)")
+
+
+def fun_name(fun: Callable) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def fun_src(fun: Callable) -> str:
+    try:
+        code = inspect.unwrap(fun).__code__
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    except (AttributeError, ValueError):
+        return ""
+
+
+def arg_names(fun: Callable, args: Sequence[Any], kwargs: dict | None = None) -> list[str]:
+    """Names for every flat leaf of (args, kwargs): the parameter name plus the key path inside it."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        base = params[i] if i < len(params) else f"args[{i}]"
+        for path, _ in tree_flatten_with_path(a)[0]:
+            names.append(base + keystr(path))
+    for k, v in (kwargs or {}).items():
+        for path, _ in tree_flatten_with_path(v)[0]:
+            names.append(k + keystr(path))
+    return names

@@ -1,0 +1,125 @@
+"""The stages of a jitted function after tracing: the compiled executable for one signature
+(`CompiledFunction`, what `jit` dispatches to), and the ahead-of-time API (`jit(f).lower(...)` -> `Lowered`,
+`.compile()` -> `Compiled`)."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+from . import core
+from .backends import numpy as backend
+from .core import Array
+from .jit_trace import leaf_signature
+from .tree_util import registered_kind, tree_flatten, tree_structure, tree_unflatten
+
+
+class CompiledFunction:
+    """A traced and compiled signature: the closed jaxpr, the executable, and how to rebuild outputs."""
+
+    __slots__ = ("closed", "executable", "out_tree", "out_weak", "signature", "_single", "donated", "_run",
+                 "_weak0", "_build", "__weakref__")
+
+    def __init__(self, closed: core.ClosedJaxpr, out_tree, signature, name: str = "jitted",
+                 donated: Sequence[int] = ()):
+        self.closed = closed
+        self.out_tree = out_tree
+        self.out_weak = [a.weak_type for a in closed.out_avals]
+        self.donated = tuple(donated)
+        self.executable = backend.compile_jaxpr(closed.jaxpr, closed.consts, name=name, donated=self.donated)
+        self.signature = signature
+        self._single = out_tree == _LEAF_TREE and len(self.out_weak) == 1
+        self._weak0 = self.out_weak[0] if self.out_weak else False
+        # Generated executables expose the bare function: one Python call less on the hot path. When the
+        # executable later switches to fused kernels it tells us, through a weak reference (caches own us).
+        self._run = getattr(self.executable, "fn", self.executable)
+        add_listener = getattr(self.executable, "add_listener", None)
+        if add_listener is not None:
+            ref = weakref.ref(self)
+
+            def on_upgrade(fn, ref=ref):
+                me = ref()
+                if me is not None:
+                    me._run = fn
+            add_listener(on_upgrade)
+
+        self._build = _output_builder(out_tree, self.out_weak)
+
+    def __call__(self, raw_args: list) -> Any:
+        outs = self._run(*raw_args)
+        if self._single:
+            return Array(outs[0], self._weak0)
+        return self._build(outs)
+
+
+_LEAF_TREE = tree_structure(0)
+
+
+def _output_builder(out_tree, out_weak: list) -> Callable:
+    """A function rebuilding the output pytree (of Arrays) from raw outputs, generated for this structure.
+
+    It is a single expression (`TrainState(step=..., params={...})`-like calls with the node types and aux data
+    bound), so the per-call cost has no recursion over the treedef; falls back to `tree_unflatten` for structures
+    it does not know how to spell.
+    """
+    ns: dict = {"_A": Array}
+    counter = iter(range(1 << 30))
+
+    def name(obj) -> str:
+        k = f"_g{next(counter)}"
+        ns[k] = obj
+        return k
+
+    leaf = iter(range(len(out_weak)))
+
+    def expr(td) -> str:
+        if td.node_type is None:
+            i = next(leaf)
+            return f"_A(L[{i}], {bool(out_weak[i])})"
+        kids = ", ".join(expr(c) for c in td.children)
+        t = td.node_type
+        if t is tuple:
+            return f"({kids}{',' if len(td.children) == 1 else ''})"
+        if t is list:
+            return f"[{kids}]"
+        kind = registered_kind(t)
+        if kind is None:  # namedtuple
+            return f"{name(t)}({kids})"
+        return f"{name(kind.from_iter)}({name(td.aux)}, [{kids}])"
+
+    try:
+        src = "lambda L: " + expr(out_tree)
+        return eval(src, ns)  # noqa: S307 -- generated from the treedef only
+    except Exception:  # noqa: BLE001
+        return lambda outs: tree_unflatten(out_tree, [Array(o, w) for o, w in zip(outs, out_weak)])
+
+
+class Lowered:
+    """A traced (and optimizable) function: `.as_text()` prints the jaxpr, `.compile()` builds the executable."""
+
+    def __init__(self, closed: core.ClosedJaxpr, out_tree, in_tree, name: str = "jitted"):
+        self.jaxpr = closed
+        self.out_tree = out_tree
+        self.in_tree = in_tree
+        self.name = name
+
+    def as_text(self) -> str:
+        return str(self.jaxpr)
+
+    def compile(self) -> "Compiled":
+        return Compiled(self)
+
+
+class Compiled:
+    """An executable for one signature: `.as_text()` shows the generated code, calling it runs it."""
+
+    def __init__(self, lowered: Lowered):
+        self.lowered = lowered
+        self._fn = CompiledFunction(lowered.jaxpr, lowered.out_tree, None, name=lowered.name)
+
+    def as_text(self) -> str:
+        return backend.executable_text(self._fn.executable, self.lowered.jaxpr.jaxpr)
+
+    def __call__(self, *args, **kwargs):
+        leaves, _ = tree_flatten((list(args), kwargs))
+        return self._fn([leaf_signature(x)[1] for x in leaves])
