@@ -32,6 +32,8 @@ from .api import ShapeDtypeStruct
 from .api_util import as_value, fun_name, fun_src
 from .config import config
 from .core import Array
+from .core import all_eager as _all_eager
+from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
@@ -53,7 +55,6 @@ def _set_jit_disabled(value: Any) -> None:
 
 
 config.add_hook("jax_disable_jit", _set_jit_disabled)
-_trace_state = core._state
 
 
 class _FunctionCaches:
@@ -148,7 +149,7 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if _jit_disabled:
             return self._fun(*args, **kwargs)
-        if not _trace_state.eager:
+        if not (_all_eager.value or _thread_state().eager):
             return self._call_staged(args, kwargs)
         if self._fast_ok and not kwargs:
             key = []

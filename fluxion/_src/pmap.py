@@ -55,11 +55,18 @@ class AxisFrame(NamedTuple):
     level: int  # trace level of the pmap body: a vmap axis of the same name at a higher level shadows it
 
 
-_frames: list[AxisFrame] = []
+class _Frames(threading.local):
+    """The pmap axis frames of the calling thread's traces (tracing state is per thread, like the trace stack)."""
+
+    def __init__(self):
+        self.stack: list[AxisFrame] = []
+
+
+_frames = _Frames()
 
 
 def innermost_pmap_frame(name) -> AxisFrame | None:
-    for frame in reversed(_frames):
+    for frame in reversed(_frames.stack):
         if same_axis_name(frame.name, name):
             return frame
     return None
@@ -448,7 +455,7 @@ class PmapWrapped:
         axes = self._normalize_axes(leaves, flat_axes)
         n = self._mapped_size(leaves, axes)
         devs = self._devices_for(n)
-        if not core._state.eager or any(isinstance(x, Tracer) for x in leaves):
+        if not core.is_eager() or any(isinstance(x, Tracer) for x in leaves):
             return self._call_as_vmap(len(args), statics_key, in_tree, leaves, axes, n)
         return self._call_replicated(len(args), statics_key, in_tree, leaves, axes, devs)
 
@@ -508,13 +515,13 @@ class PmapWrapped:
                             _arg_names(self._pmap_fun, dyn_args, kwargs))
         pushed = self._pmap_axis_name is not None
         if pushed:
-            _frames.append(AxisFrame(self._pmap_axis_name, global_size, len(core._state.stack)))
+            _frames.stack.append(AxisFrame(self._pmap_axis_name, global_size, len(core.thread_state().stack)))
         try:
             with core.new_base_main():
                 closed, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals, info)
         finally:
             if pushed:
-                _frames.pop()
+                _frames.stack.pop()
         out_tree, out = box[0]
         if isinstance(self._pmap_out_axes, int) or self._pmap_out_axes is None:
             out_axes = [self._pmap_out_axes] * len(out_avals)

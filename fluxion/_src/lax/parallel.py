@@ -45,7 +45,7 @@ from ..backends.numpy import register_impl
 def _innermost_vmap_main(name):
     """The active vmap level binding `name`, unless a pmap trace binds it more deeply (then None)."""
     found = None
-    for main in reversed(core._state.stack):
+    for main in reversed(core.thread_state().stack):
         if (main.active and issubclass(main.trace_type, batching.BatchTrace)
                 and pmap_runtime.same_axis_name(getattr(main.payload, "axis_name", None), name)):
             found = main

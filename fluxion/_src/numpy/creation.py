@@ -120,7 +120,7 @@ def empty(shape, dtype=None) -> Array:
 def _filled(shape, value, dtype):
     shape = _shape_tuple(shape)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
-    if not core._state.eager:
+    if not core.is_eager():
         return st.full(shape, value, dt)
     return Array(np.full(shape, value, dtype=dt))
 
@@ -132,7 +132,7 @@ def full(shape, fill_value, dtype=None) -> Any:
         from .shape import broadcast_to
         fv = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
         return broadcast_to(fv, shape)
-    if dtype is None and not isinstance(fill_value, (Array, Tracer)) and core._state.eager:
+    if dtype is None and not isinstance(fill_value, (Array, Tracer)) and core.is_eager():
         # A Python scalar fill gives a weakly-typed array, as in JAX.
         dt, weak = dtypes.dtype_and_weak(fill_value)
         return Array(np.full(shape, fill_value, dtype=dt), weak)
@@ -148,7 +148,7 @@ def _like(a, dtype, shape):
 
 def _filled_like(value, a, dtype, shape):
     dt, shp, weak = _like(a, dtype, shape)
-    if core._state.eager:
+    if core.is_eager():
         return Array(np.full(shp, value, dt), weak)
     return st.full(shp, Array(np.asarray(value, dt), weak), dt if not weak else None) if weak else st.full(
         shp, value, dt)
