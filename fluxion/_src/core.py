@@ -89,6 +89,51 @@ def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedA
 # Concrete arrays
 # --------------------------------------------------------------------------------------------------------------
 
+class _DeletedBuffer:
+    """What a deleted Array holds instead of its buffer: its shape and dtype stay readable (as in JAX), and every
+    other use -- NumPy conversion, any attribute -- raises `RuntimeError` naming the array."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: np.dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _error(self) -> RuntimeError:
+        return RuntimeError(f"Array has been deleted with shape={np.dtype(self.dtype).name}"
+                            f"{list(self.shape)}. It was donated to a jitted function (donate_argnums) or deleted "
+                            "with .delete(); use the function's result instead, or do not donate it.")
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._error()
+
+    def __getattr__(self, name):
+        raise self._error()
+
+    def __len__(self):
+        raise self._error()
+
+    def __getitem__(self, key):
+        raise self._error()
+
+    def __bool__(self):
+        raise self._error()
+
+    def __float__(self):
+        raise self._error()
+
+    def __int__(self):
+        raise self._error()
+
+
 class Array(ArrayOps):
     """An immutable n-dimensional array held in a NumPy buffer (`jax.Array`'s counterpart).
 
@@ -148,6 +193,17 @@ class Array(ArrayOps):
     def __dlpack_device__(self):
         return np.asarray(self._value).__dlpack_device__()
 
+    def delete(self) -> None:
+        """Releases the buffer: afterwards only `shape`, `dtype` and `is_deleted()` work, everything else raises
+        `RuntimeError` (as for JAX arrays). Arrays donated to a jitted function are deleted this way."""
+        v = self._value
+        if type(v) is not _DeletedBuffer:
+            self._value = _DeletedBuffer(v.shape, v.dtype)
+
+    def is_deleted(self) -> bool:
+        """Whether `delete()` was called (or the array was donated)."""
+        return type(self._value) is _DeletedBuffer
+
     def block_until_ready(self) -> "Array":
         """Returns `self`: NumPy computations finish before their result exists, so there is nothing to wait for."""
         return self
@@ -164,6 +220,8 @@ class Array(ArrayOps):
         return lambda: {local_devices()[0]}
 
     def __repr__(self) -> str:
+        if type(self._value) is _DeletedBuffer:
+            return f"Array(<deleted>, shape={self._value.shape}, dtype={self._value.dtype.name})"
         v = np.asarray(self._value)
         weak = ", weak_type=True" if self.weak_type else ""
         if v.size == 0:

@@ -23,9 +23,12 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 import warnings
 import weakref
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from . import core, dtypes
 from .api import ShapeDtypeStruct
@@ -117,6 +120,30 @@ def _structure_key(x: Any, leaves: list) -> Any:
 
 
 
+def _buffer_refs(raws: list, i: int) -> int:
+    return sys.getrefcount(raws[i])
+
+
+# References to a donated Array's buffer that the dispatch itself holds: the Array, the list of raw arguments and
+# `getrefcount`'s argument (measured once, the same way `_donate` measures, so interpreter details cancel out).
+_probe = Array(np.zeros(2, np.float32))
+_OWN_REFS = _buffer_refs([_probe._value], 0)
+del _probe
+
+
+def _donate(donated: Sequence[int], leaves: list, raws: list) -> None:
+    """Hands the buffers of donated Arrays to the executable, or copies where that would be unsafe.
+
+    A buffer is given away only when nothing but its Array refers to it: a NumPy array passed in stays the
+    caller's, and a buffer shared with another Array or NumPy view (an eager reshape of the donated array, an array
+    passed twice, an output of an earlier call that returned its input) is copied, so no other live value is ever
+    overwritten. The donated Arrays are deleted after the call either way, as JAX deletes them.
+    """
+    for i in donated:
+        if type(leaves[i]) is not Array or _buffer_refs(raws, i) > _OWN_REFS:
+            raws[i] = np.array(raws[i], copy=True)
+
+
 class JitWrapped:
     """The object `jit(f)` returns: callable, with `lower`, `trace`, `eval_shape` and cache introspection."""
 
@@ -165,12 +192,17 @@ class JitWrapped:
             else:
                 compiled = self._fast.get(tuple(key))
                 if compiled is not None:
+                    if compiled.donated:
+                        v = None  # no stray reference to a donated buffer (see `_donate`)
+                        return self._run_compiled(compiled, args, raws)
                     return compiled(raws)
+            v = None  # no stray reference to a donated buffer (see `_donate`)
         tkey = None
         if self._fast_ok and not kwargs:
             hit = self._tree_lookup(args)
             if hit is not None:
                 compiled, leaves, raws, tkey = hit
+                hit = None  # no stray reference to a donated buffer (see `_donate`)
                 if compiled is not None:
                     return self._run_compiled(compiled, leaves, raws)
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
@@ -181,6 +213,7 @@ class JitWrapped:
             a, r = leaf_signature(x)
             sig.append(a)
             raws.append(r)
+        r = None  # no stray reference to a donated buffer (see `_donate`)
         key = (self._options, in_tree, tuple(sig), statics)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -225,12 +258,14 @@ class JitWrapped:
 
     @staticmethod
     def _run_compiled(compiled: CompiledFunction, leaves: list, raws: list):
-        if compiled.donated:
-            # Only buffers of fluxion Arrays are given away; a NumPy array passed in stays the caller's.
-            for i in compiled.donated:
-                if type(leaves[i]) is not Array:
-                    raws[i] = raws[i].copy()
-        return compiled(raws)
+        if not compiled.donated:
+            return compiled(raws)
+        _donate(compiled.donated, leaves, raws)
+        out = compiled(raws)
+        for i in compiled.donated:
+            if isinstance(leaves[i], Array):
+                leaves[i].delete()
+        return out
 
     # -- tracing and compilation ----------------------------------------------------------------------------------
     def _get_trace(self, args, statics, dyn_args, dyn_kwargs, in_tree, sig) -> Traced:
