@@ -374,9 +374,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                                tuple(static_argnames))
     # As in JAX, static_argnames also mark the corresponding positions static and vice versa.
     try:
-        params = list(inspect.signature(fun).parameters)
+        sig_params = inspect.signature(fun).parameters
     except (TypeError, ValueError):
-        params = []
+        sig_params = None
+    params = list(sig_params) if sig_params is not None else []
     sn = tuple(sorted(set(sn) | {params.index(n) for n in names if n in params}))
     names = tuple(sorted(set(names) | {params[i] for i in sn if 0 <= i < len(params)}))
     dn = () if donate_argnums is None else ((donate_argnums,) if isinstance(donate_argnums, int) else
@@ -384,4 +385,23 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     dnames = () if donate_argnames is None else ((donate_argnames,) if isinstance(donate_argnames, str) else
                                                 tuple(donate_argnames))
     dn = tuple(sorted(set(dn) | {params.index(n) for n in dnames if n in params}))
+    if sig_params is not None:
+        _check_argnums(sig_params, "static", sn, names)
+        _check_argnums(sig_params, "donate", dn, dnames)
     return JitWrapped(fun, sn, names, dn)
+
+
+def _check_argnums(params, kind: str, nums: Sequence[int], names: Sequence[str]) -> None:
+    """Raises ValueError, as JAX does, for `{kind}_argnums` beyond the function's positional parameters or
+    `{kind}_argnames` it does not have (functions taking *args or **kwargs accept any)."""
+    kinds = [p.kind for p in params.values()]
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        npos = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+        if any(not -npos <= n < npos for n in nums):
+            raise ValueError(f"Jitted function has {kind}_argnums={tuple(nums)}, but only accepts {npos} positional "
+                             "arguments.")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        unknown = {n for n in names if n not in params or params[n].kind == inspect.Parameter.POSITIONAL_ONLY}
+        if unknown:
+            raise ValueError(f"Jitted function has invalid argnames {unknown} in {kind}_argnames. Function does not "
+                             f"take these args (its parameters: {', '.join(params)}).")

@@ -135,7 +135,10 @@ def vmap_flat(fun: Callable, in_vals: Sequence[Any], in_dims: Sequence[int | Non
             results.append(v)
         else:
             nd = core.get_aval(v).ndim + (1 if d is not_mapped else 0)
-            results.append(moveaxis(v, d, dst % nd if nd else 0, axis_size))
+            if not -nd <= dst < nd:
+                raise ValueError(f"vmap out_axes: axis {dst} is out of bounds for array of dimension {nd} (an "
+                                 f"output of rank {nd - 1} per example gains one batch axis)")
+            results.append(moveaxis(v, d, dst % nd, axis_size))
     return results
 
 
