@@ -13,8 +13,9 @@ from . import core, dtypes
 from .core import Array, ShapedArray
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
-from .api_util import arg_names, as_value, fun_name, fun_src
-from .tree_util import (tree_broadcast_prefix, tree_flatten, tree_map, tree_structure, tree_unflatten)
+from .api_util import arg_names, as_output, as_value, fun_name, fun_src
+from .tree_util import (register_pytree_node, tree_broadcast_prefix, tree_flatten, tree_map, tree_structure,
+                        tree_unflatten)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -30,7 +31,8 @@ def _argnums_tuple(argnums: int | Sequence[int], nargs: int, fname: str) -> tupl
     return tuple(n % nargs for n in nums)
 
 
-def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str, check_inexact: bool = True):
+def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str, check_inexact: bool = True,
+                   holomorphic: bool = False, forward: bool = False):
     """Selects the differentiated arguments: returns (argnum tuple, their values, f of just those values).
 
     Raises:
@@ -41,7 +43,7 @@ def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str
     if check_inexact:
         for i, a in zip(nums, dyn):
             for leaf in tree_flatten(a)[0]:
-                _check_differentiable_input(as_value(leaf), fname, i)
+                _check_differentiable_input(as_value(leaf), fname, i, holomorphic, forward)
 
     def f_partial(*vals):
         full = list(args)
@@ -52,24 +54,50 @@ def _split_argnums(fun: Callable, argnums, args: tuple, kwargs: dict, fname: str
     return nums, dyn, f_partial
 
 
-def _check_scalar_output(out: Any, fname: str) -> None:
+def _check_scalar_output(out: Any, fname: str, holomorphic: bool = False) -> None:
     aval = core.get_aval(out)
     if aval.shape != ():
         raise TypeError(f"{fname} requires scalar output, got output of shape {aval.shape} (dtype {aval.dtype.name}). "
                         "For vector-valued functions use jax.vjp, jax.jacrev or jax.jacfwd, or reduce the output "
                         "(e.g. .sum()) before differentiating.")
-    if not dtypes.is_inexact(aval.dtype):
-        raise TypeError(f"{fname} requires real- or complex-valued outputs (output dtype that is a sub-dtype of "
-                        f"np.inexact), but got {aval.dtype.name}. Differentiate a floating-point result.")
+    _check_output_dtype(aval, fname, holomorphic)
 
 
-def _check_differentiable_input(x: Any, fname: str, argnum: int) -> None:
+def _check_output_dtype(aval: ShapedArray, fname: str, holomorphic: bool) -> None:
+    """JAX's rule for reverse-mode outputs: real floats, or complex with `holomorphic=True` (and only then)."""
+    if holomorphic:
+        if not dtypes.is_complex(aval.dtype):
+            raise TypeError(f"{fname} with holomorphic=True requires outputs with complex dtype, but got "
+                            f"{aval.dtype.name}.")
+    elif dtypes.is_complex(aval.dtype):
+        raise TypeError(f"{fname} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but "
+                        f"got {aval.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                        "differentiation of non-holomorphic functions involving complex outputs, use jax.vjp directly.")
+    elif not dtypes.is_inexact(aval.dtype):
+        raise TypeError(f"{fname} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but "
+                        f"got {aval.dtype.name}. Differentiate a floating-point result.")
+
+
+def _check_differentiable_input(x: Any, fname: str, argnum: int, holomorphic: bool = False,
+                                forward: bool = False) -> None:
+    """JAX's rules for differentiated inputs: complex with `holomorphic=True`; otherwise inexact (reverse mode) or
+    real floating (`jacfwd`)."""
     aval = core.get_aval(x)
+    if holomorphic:
+        if not dtypes.is_complex(aval.dtype):
+            raise TypeError(f"{fname} with holomorphic=True requires inputs with complex dtype, but got "
+                            f"{aval.dtype.name}.")
+        return
+    if forward and dtypes.is_complex(aval.dtype):
+        raise TypeError(f"{fname} requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but "
+                        f"got {aval.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                        "differentiation of non-holomorphic functions involving complex inputs or integer inputs, use "
+                        "jax.jvp directly.")
     if not dtypes.is_inexact(aval.dtype):
         raise TypeError(f"{fname} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
                         f"np.inexact), but got {aval.dtype.name} for argument {argnum}. Integer inputs have no "
                         "gradient: convert them with x.astype(jnp.float32) before differentiating, or leave them out "
-                        "of argnums.")
+                        "of argnums (or pass allow_int=True).")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -136,36 +164,62 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
 
     The VJP is the transpose of the linearized function (`linearize` then transpose the linear jaxpr).
     """
+    _check_reduce_axes(reduce_axes, "vjp")
     flat_p, tree_p = tree_flatten(primals)
     flat_p = [as_value(p) for p in flat_p]
     flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
     out_p, lin = ad.linearize_flat(flat_fun, flat_p)
     out_tree, n_out, aux_tree = box
     out_p, aux_leaves = out_p[:n_out], out_p[n_out:]
-    out_avals = [core.get_aval(o) for o in out_p]
-    in_avals = [core.get_aval(p) for p in flat_p]
+    f_vjp = VJPFunction(lin.jaxpr, lin.consts, tree_p, out_tree,
+                        tuple(core.get_aval(o) for o in out_p), tuple(core.get_aval(a) for a in aux_leaves),
+                        tuple(core.get_aval(p) for p in flat_p))
+    res = (tree_unflatten(out_tree, out_p), f_vjp)
+    return res + (tree_unflatten(aux_tree, aux_leaves),) if has_aux else res
 
-    def f_vjp(cotangent):
+
+class VJPFunction:
+    """The function `vjp` returns: `f_vjp(cotangent)` -> tuple of input cotangents.
+
+    As in JAX it is a pytree whose leaves are the residuals (the values saved by the forward pass), so it can be
+    passed to `jit` or stored in a pytree; its structure holds the linear program that transposes them.
+    """
+
+    __slots__ = ("jaxpr", "residuals", "in_tree", "out_tree", "out_avals", "aux_avals", "in_avals")
+
+    def __init__(self, jaxpr, residuals, in_tree, out_tree, out_avals, aux_avals, in_avals):
+        self.jaxpr = jaxpr
+        self.residuals = list(residuals)
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.out_avals = out_avals
+        self.aux_avals = aux_avals
+        self.in_avals = in_avals
+
+    def __call__(self, cotangent):
         flat_ct, tree_ct = tree_flatten(cotangent)
-        if tree_ct != out_tree:
-            raise TypeError(f"vjp: cotangent structure {tree_ct} does not match the function output {out_tree}")
+        if tree_ct != self.out_tree:
+            raise TypeError(f"vjp: cotangent structure {tree_ct} does not match the function output {self.out_tree}")
         cts = []
-        for ct, a in zip(flat_ct, out_avals):
+        for ct, a in zip(flat_ct, self.out_avals):
             ct = as_value(ct)
             if core.get_aval(ct).shape != a.shape:
                 raise ValueError(f"vjp: cotangent shape {core.get_aval(ct).shape} does not match the output shape "
                                  f"{a.shape}")
             cts.append(ct)
-        cts_in = lin.transpose(cts + [ad.Zero(core.get_aval(a)) for a in aux_leaves])
-        outs = []
-        for ct, a in zip(cts_in, in_avals):
-            if type(ct) is ad.Zero:
-                ct = ad.zeros_like_aval(a.strip_weak_type())
-            outs.append(ct)
-        return tree_unflatten(tree_p, outs)
+        cts_in = ad.backward_pass(self.jaxpr, self.residuals, cts + [ad.Zero(a) for a in self.aux_avals])
+        outs = [ad.zeros_like_aval(a.strip_weak_type()) if type(ct) is ad.Zero else ct
+                for ct, a in zip(cts_in, self.in_avals)]
+        return tree_unflatten(self.in_tree, outs)
 
-    res = (tree_unflatten(out_tree, out_p), f_vjp)
-    return res + (tree_unflatten(aux_tree, aux_leaves),) if has_aux else res
+    def __repr__(self) -> str:
+        return f"<vjp function of {len(self.in_avals)} inputs, {len(self.residuals)} residuals>"
+
+
+register_pytree_node(
+    VJPFunction,
+    lambda f: (f.residuals, (f.jaxpr, f.in_tree, f.out_tree, f.out_avals, f.aux_avals, f.in_avals)),
+    lambda aux, residuals: VJPFunction(aux[0], residuals, *aux[1:]))
 
 
 def _flatten_fun_with_aux(fun: Callable, in_tree, has_aux: bool):
@@ -200,21 +254,29 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
       TypeError: non-scalar or integer output; integer inputs; argnums out of range.
     """
     fname = "value_and_grad" if not getattr(value_and_grad, "_as_grad", False) else "grad"
+    _check_reduce_axes(reduce_axes, fname)
 
     @functools.wraps(fun)
     def vg(*args, **kwargs):
-        _, diff_args, f_partial = _split_argnums(fun, argnums, args, kwargs, fname, check_inexact=not allow_int)
+        _, diff_args, f_partial = _split_argnums(fun, argnums, args, kwargs, fname, check_inexact=not allow_int,
+                                                 holomorphic=holomorphic)
         if has_aux:
             out, f_vjp, aux = vjp(f_partial, *diff_args, has_aux=True)
         else:
             out, f_vjp = vjp(f_partial, *diff_args)
-        _check_scalar_output(out, fname)
+        _check_scalar_output(out, fname, holomorphic)
         ct = core.Array(np.ones((), core.get_aval(out).dtype))
         grads = f_vjp(ct)
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((out, aux), g) if has_aux else (out, g)
 
     return vg
+
+
+def _check_reduce_axes(reduce_axes, fname: str) -> None:
+    if reduce_axes:
+        raise NotImplementedError(f"{fname}: reduce_axes is not supported (JAX removed it; sum the gradient over the "
+                                  "named axis with lax.psum instead)")
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
@@ -226,6 +288,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     Raises:
       TypeError: the output is not a scalar float (names its shape), or an input is an integer.
     """
+    _check_reduce_axes(reduce_axes, "grad")
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
@@ -233,8 +296,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         try:
             res = vg(*args, **kwargs)
         except TypeError as e:
-            msg = str(e).replace("value_and_grad requires", "grad requires").replace(
-                "value_and_grad:", "grad:")
+            msg = str(e)
+            msg = "grad" + msg[len("value_and_grad"):] if msg.startswith("value_and_grad") else msg
             raise type(e)(msg).with_traceback(e.__traceback__) from None
         if has_aux:
             (_, aux), gr = res
@@ -260,7 +323,8 @@ def _std_basis(flat_avals: list[ShapedArray]) -> list:
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
     """Jacobian by forward mode: vmap of jvp over the standard basis. Output shape: out.shape + in.shape."""
     def jac(*args, **kwargs):
-        _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacfwd")
+        _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacfwd", holomorphic=holomorphic,
+                                           forward=True)
         flat, tree = tree_flatten(dyn)
         avals = [core.get_aval(as_value(x)) for x in flat]
         basis = _std_basis(avals)
@@ -301,13 +365,16 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            allow_int: bool = False):
     """Jacobian by reverse mode: vmap of vjp over the standard basis of the output. Shape: out.shape + in.shape."""
     def jac(*args, **kwargs):
-        _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacrev")
+        _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacrev", check_inexact=not allow_int,
+                                           holomorphic=holomorphic)
         if has_aux:
             out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
         else:
             out, f_vjp = vjp(f_partial, *dyn)
         flat_out, out_tree = tree_flatten(out)
         out_avals = [core.get_aval(o) for o in flat_out]
+        for a in out_avals:
+            _check_output_dtype(a, "jacrev", holomorphic)
         basis = _std_basis(out_avals)
         total = basis[0].shape[0] if basis else 0
 
@@ -343,7 +410,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
     """The Hessian, as jacfwd(jacrev(fun))."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -416,7 +484,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             out = fun(*tree_unflatten(in_tree, xs), **kwargs)
             flat_out, out_tree = tree_flatten(out)
             out_tree_box.append((out_tree, out))
-            return [as_value(o) for o in flat_out]
+            return [as_output(o, fun, "vmap") for o in flat_out]
 
         def out_dims_fn(n):
             out_tree, out = out_tree_box[0]
@@ -492,7 +560,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
             out = fun(*full, **dkw)
             fo, out_tree = tree_flatten(out)
             box.append((out_tree, out))
-            return [as_value(o) for o in fo]
+            return [as_output(o, fun, "make_jaxpr") for o in fo]
 
         info = pe.DebugInfo("make_jaxpr", fun_name(fun), fun_src(fun), arg_names(fun, dyn_args, kwargs))
         closed, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals, info)
@@ -515,7 +583,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         out = fun(*a, **k)
         fo, out_tree = tree_flatten(out)
         box.append(out_tree)
-        return [as_value(o) for o in fo]
+        return [as_output(o, fun, "eval_shape") for o in fo]
 
     _, out_avals = pe.trace_to_closed_jaxpr(flat_fun, avals)
     return tree_unflatten(box[0], [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in out_avals])

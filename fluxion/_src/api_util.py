@@ -25,6 +25,21 @@ def as_value(x: Any) -> Any:
                     "Python scalars are; mark other arguments static or wrap them in a pytree)")
 
 
+def as_output(x: Any, fun: Callable, traced_for: str) -> Any:
+    """`as_value` for a traced function's output leaf, with JAX's error naming the function.
+
+    Raises:
+      TypeError: "function f at file:line traced for jit returned a value of type <class 'str'>, which is not a
+        valid JAX type".
+    """
+    try:
+        return as_value(x)
+    except TypeError:
+        where = fun_src(fun)
+        raise TypeError(f"function {fun_name(fun)}{' at ' + where if where else ''} traced for {traced_for} returned "
+                        f"a value of type {type(x)}, which is not a valid JAX type") from None
+
+
 def fun_name(fun: Callable) -> str:
     return getattr(fun, "__name__", type(fun).__name__)
 

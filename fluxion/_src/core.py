@@ -75,10 +75,11 @@ class ShapedArray:
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace("[]", "[]")
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
     def __str__(self) -> str:
-        return self.str_short()
+        # JAX's `str(aval)`: the full dtype name, `~` marking a weak type (jaxpr text uses `str_short`).
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:

@@ -204,6 +204,11 @@ def scalar_type_node(x: Any) -> Any:
         return WEAK_FLOAT
     if t is builtins.complex:
         return WEAK_COMPLEX
+    # Subclasses of the Python scalar types (an `enum.IntEnum` member such as `dm_env.StepType.MID`) are Python
+    # scalars too, as in JAX; NumPy scalars (np.float64 subclasses float) are not.
+    if isinstance(x, (builtins.bool, builtins.int, builtins.float, builtins.complex)) and not isinstance(x, np.generic):
+        return bool_ if isinstance(x, builtins.bool) else WEAK_INT if isinstance(x, builtins.int) else \
+            WEAK_FLOAT if isinstance(x, builtins.float) else WEAK_COMPLEX
     return None
 
 

@@ -83,8 +83,7 @@ _FIXES = {
 
 _CLASSES = {
     "bool": TracerBoolConversionError,
-    "int": TracerIntegerConversionError,
-    "index": TracerIntegerConversionError,
+    "index": TracerIntegerConversionError,  # int() is a ConcretizationTypeError, as in JAX 0.10
     "array": TracerArrayConversionError,
 }
 

@@ -100,14 +100,12 @@ def _structure_key(x: Any, leaves: list) -> Any:
     if t is Array:
         leaves.append(x)
         return None
-    # The common containers inline, exactly as tree_util flattens them (dict keys sorted when sortable).
+    # The common containers inline, exactly as tree_util flattens them (dict keys sorted; unsortable keys raise
+    # TypeError here, and the caller's full path then raises tree_util's ValueError).
     if t is tuple or t is list:
         return (t, None, tuple([_structure_key(c, leaves) for c in x]))
     if t is dict:
-        try:
-            keys = sorted(x)
-        except TypeError:
-            keys = list(x)
+        keys = sorted(x)
         return (t, tuple(keys), tuple([_structure_key(x[k], leaves) for k in keys]))
     kind = registered_kind(t)
     if kind is None:

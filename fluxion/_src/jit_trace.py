@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core, dtypes
-from .api_util import arg_names, as_value, fun_src
+from .api_util import arg_names, as_output, as_value, fun_src
 from .core import Array, ClosedJaxpr, ShapedArray, Tracer
 from .interpreters import partial_eval as pe
 from .tree_util import tree_flatten, tree_unflatten
@@ -135,7 +135,7 @@ def trace(fun: Callable, name: str, args: tuple, statics: tuple, dyn_args: list,
         out = fun(*full, **kw)
         flat_out, out_tree = tree_flatten(out)
         box.append(out_tree)
-        return [as_value(o) for o in flat_out]
+        return [as_output(o, fun, "jit") for o in flat_out]
 
     names = arg_names(fun, dyn_args, dyn_kwargs)
     info = pe.DebugInfo("jit", name, fun_src(fun), names)

@@ -35,6 +35,7 @@ import numpy as np
 from . import core
 from . import devices as devices_mod
 from .api import vmap
+from .api_util import as_output
 from .api_util import arg_names as _arg_names, as_value as _as_value, fun_name as _fun_name, fun_src as _fun_src
 from .backends import numpy as backend
 from .core import Array, ShapedArray, Tracer
@@ -508,7 +509,7 @@ class PmapWrapped:
             out = self._pmap_fun(*self._rebuild(nargs, statics_key, dyn), **kw)
             flat_out, out_tree = tree_flatten(out)
             box.append((out_tree, out))
-            return [_as_value(o) for o in flat_out]
+            return [as_output(o, self._pmap_fun, "pmap") for o in flat_out]
 
         dyn_args, kwargs = tree_unflatten(in_tree, leaves)
         info = pe.DebugInfo("pmap", self._pmap_name, _fun_src(self._pmap_fun),

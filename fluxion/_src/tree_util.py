@@ -141,16 +141,23 @@ def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
 
 
 def _dict_flatten(d):
-    keys = sorted(d.keys()) if _sortable(d) else list(d.keys())
+    keys = _sorted_keys(d)
     return [d[k] for k in keys], tuple(keys)
 
 
-def _sortable(d) -> bool:
+def _sorted_keys(d) -> list:
+    """A dict's keys in sorted order (its leaves' order), as JAX orders them.
+
+    Raises:
+      ValueError: the keys cannot be compared (e.g. `{1: ..., "y": ...}`), as in JAX: a pytree's leaf order must
+        not depend on insertion order.
+    """
     try:
-        sorted(d.keys())
-        return True
-    except TypeError:
-        return False
+        return sorted(d.keys())
+    except TypeError as err:
+        raise ValueError(f"Comparator raised exception while sorting pytree dictionary keys: {err}. Keys of a dict "
+                         f"pytree must be mutually comparable (got {', '.join(repr(k) for k in list(d)[:5])}); "
+                         "use keys of one type.") from None
 
 
 register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c),

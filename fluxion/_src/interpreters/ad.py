@@ -102,6 +102,12 @@ class JVPTracer(Tracer):
     def _concrete_value(self):
         return core.concrete_value(self.primal)
 
+    def __repr__(self) -> str:
+        # As JAX prints the tracers of grad/jvp: the primal (a value or another tracer) and the tangent's type.
+        p = self.primal
+        primal = repr(p) if isinstance(p, Tracer) else str(np.asarray(core.concrete_value(p)))
+        return f"GradTracer(primal={primal}, typeof(tangent)={core.get_aval(self.tangent).str_short()})"
+
     def _origin_description(self) -> str:
         p = self.primal
         return p._origin_description() if isinstance(p, Tracer) else ""

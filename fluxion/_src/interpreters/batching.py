@@ -45,6 +45,10 @@ class BatchTracer(Tracer):
     def _concrete_value(self):
         return core.concrete_value(self.val) if self.batch_dim is None else None
 
+    def __repr__(self) -> str:
+        # As JAX prints the tracers of vmap: the per-example type and the type of the batched value.
+        return f"VmapTracer(aval={self.aval}, batched={core.get_aval(self.val)})"
+
     def _origin_description(self) -> str:
         return ("The value is batched by vmap: it has a different value for each example of the batch, so it has no "
                 "single concrete value.")

@@ -103,7 +103,7 @@ class JaxprTracer(Tracer):
         return msg
 
     def __repr__(self) -> str:
-        return f"Traced<{self._aval!r}>with<JaxprTrace>"
+        return f"JitTracer({self._aval})"  # as JAX prints the tracers of jit and make_jaxpr
 
 
 def _is_literalable(val: Any) -> bool:

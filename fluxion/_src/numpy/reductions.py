@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .. import core, dtypes
@@ -10,7 +12,7 @@ from ..lax import cumulative as cum
 from ..lax import elementwise as ew
 from ..lax import reductions as red
 from ..lax import structural as st
-from .util import asarray_arg, broadcast_to_shape, canonicalize_axes, canonicalize_axis
+from .util import arraylike_arg, asarray_arg, broadcast_to_shape, canonicalize_axes, canonicalize_axis
 
 
 def _strong(a):
@@ -48,7 +50,7 @@ def _sum_dtype(dt: np.dtype, dtype) -> np.dtype:
 
 def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None, promote_integers=True):  # noqa: A001
     """Sum over `axis` (bool and small ints accumulate in the default int dtype, as JAX does)."""
-    a = _strong(asarray_arg(a, "sum"))
+    a = _strong(arraylike_arg(a, "sum"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype) if promote_integers or dtype is not None else aval.dtype
     if dt != aval.dtype:
@@ -63,7 +65,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
 
 def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None, promote_integers=True):
     """Product over `axis`."""
-    a = _strong(asarray_arg(a, "prod"))
+    a = _strong(arraylike_arg(a, "prod"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype)
     if dt != aval.dtype:
@@ -77,7 +79,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
 
 
 def _minmax(name, prim_fn, a, axis, keepdims, initial, where, is_max):
-    a = _strong(asarray_arg(a, name))
+    a = _strong(arraylike_arg(a, name))
     aval = core.get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     if where is not None:
@@ -85,7 +87,7 @@ def _minmax(name, prim_fn, a, axis, keepdims, initial, where, is_max):
             raise ValueError(f"reduction operation {name} does not have an identity, so to use a where mask one has "
                              "to specify 'initial'")
         a = _apply_where(a, where, initial)
-    elif aval.size == 0 and initial is None and any(aval.shape[i] == 0 for i in axes):
+    elif aval.size == 0 and initial is None and builtins.any(aval.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     result = prim_fn(a, axes)
     if initial is not None:
@@ -108,7 +110,7 @@ amax, amin = max, min
 
 
 def _bool_reduce(name, prim_fn, a, axis, keepdims, where, identity):
-    a = asarray_arg(a, name)
+    a = arraylike_arg(a, name)
     aval = core.get_aval(a)
     if aval.dtype != dtypes.bool_:
         a = ew.ne(a, Array(np.zeros((), aval.dtype), True))
@@ -136,7 +138,7 @@ def _count(aval, axes, where):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
     """Arithmetic mean over `axis` (integer inputs average in the default float dtype)."""
-    a = _strong(asarray_arg(a, "mean"))
+    a = _strong(arraylike_arg(a, "mean"))
     aval = core.get_aval(a)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.inexact_dtype_for(aval.dtype)
     axes = canonicalize_axes(axis, aval.ndim)
@@ -152,7 +154,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     """Variance over `axis` with `ddof` delta degrees of freedom (`correction` is the Array-API name)."""
     if correction is not None:
         ddof = correction
-    a = _strong(asarray_arg(a, "var"))
+    a = _strong(arraylike_arg(a, "var"))
     aval = core.get_aval(a)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.inexact_dtype_for(aval.dtype)
     axes = canonicalize_axes(axis, aval.ndim)
@@ -179,7 +181,7 @@ def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
 
 
 def _arg(name, fn, a, axis, keepdims):
-    a = asarray_arg(a, name)
+    a = arraylike_arg(a, name)
     aval = core.get_aval(a)
     if axis is None:
         flat = st.reshape(a, (aval.size,))
@@ -201,7 +203,7 @@ def argmin(a, axis=None, out=None, keepdims=None):
 
 
 def _cumulative(name, fn, a, axis, dtype, promote=True):
-    a = asarray_arg(a, name)
+    a = arraylike_arg(a, name)
     aval = core.get_aval(a)
     if axis is None:
         a = st.reshape(a, (aval.size,))
@@ -231,14 +233,14 @@ cumulative_sum, cumulative_prod = cumsum, cumprod
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import isnan, where as jwhere
-    a = asarray_arg(a)
+    a = arraylike_arg(a, "nansum")
     return sum(jwhere(isnan(a), Array(np.zeros((), core.get_aval(a).dtype), True), a), axis=axis, dtype=dtype,
                keepdims=keepdims, initial=initial, where=where)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     from .ufuncs import isnan, logical_not
-    a = asarray_arg(a)
+    a = arraylike_arg(a, "nanmean")
     valid = logical_not(isnan(a))
     return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=valid if where is None else
                 ew.bitwise_and(valid, asarray_arg(where)))
@@ -246,20 +248,20 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import isnan, where as jwhere
-    a = asarray_arg(a)
+    a = arraylike_arg(a, "nanmax")
     return max(jwhere(isnan(a), Array(np.asarray(-np.inf, core.get_aval(a).dtype), True), a), axis=axis,
                keepdims=keepdims, initial=initial, where=where)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import isnan, where as jwhere
-    a = asarray_arg(a)
+    a = arraylike_arg(a, "nanmin")
     return min(jwhere(isnan(a), Array(np.asarray(np.inf, core.get_aval(a).dtype), True), a), axis=axis,
                keepdims=keepdims, initial=initial, where=where)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    a = asarray_arg(a)
+    a = arraylike_arg(a, "count_nonzero")
     nz = ew.ne(a, Array(np.zeros((), core.get_aval(a).dtype), True))
     return sum(nz, axis=axis, keepdims=keepdims)
 
@@ -269,7 +271,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    a = asarray_arg(a)
+    a = arraylike_arg(a, "average")
     if weights is None:
         avg = mean(a, axis=axis, keepdims=keepdims)
         if returned:

@@ -22,6 +22,18 @@ def asarray_arg(x: Any, name: str = "argument") -> Any:
         raise TypeError(f"{name}: {e}") from None
 
 
+def arraylike_arg(x: Any, fname: str, position: int = 0) -> Any:
+    """`asarray_arg` for a function that, like JAX's, takes arrays but not Python lists or tuples.
+
+    Raises:
+      TypeError: `x` is a list or tuple (JAX's message: pass `jnp.array(x)` explicitly; the implicit conversion
+        hides the cost of turning a long Python list into an array on every call).
+    """
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"{fname} requires ndarray or scalar arguments, got {type(x)} at position {position}.")
+    return asarray_arg(x, fname)
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple:
     """NumPy broadcasting of shapes.
 
