@@ -124,3 +124,24 @@ def test_int_enum_members_are_python_scalars():
                          (jnp.array([_Step.MID, _Step.FIRST]), jax.numpy.array([_Step.MID, _Step.FIRST]))):
         np.testing.assert_array_equal(ours, theirs)
         assert ours.dtype == theirs.dtype and ours.weak_type == theirs.weak_type
+
+
+def test_fluxion_operations_do_not_warn_about_inf_and_nan_but_user_numpy_still_does(tmp_path):
+    # XLA computes inf/nan silently; NumPy's RuntimeWarnings from inside fluxion reached users (as errors under
+    # `-W error`). Run in a fresh interpreter: pytest manages warning filters itself.
+    import subprocess
+    import sys
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import numpy as np, fluxion, fluxion.numpy as jnp\n"
+        "x = jnp.array([0.0, 1.0, np.inf])\n"
+        "r = [x * np.inf * 0, jnp.log(x - 1), x / 0, fluxion.jit(lambda v: v * jnp.inf * 0 + jnp.log(v - 1))(x),\n"
+        "     fluxion.grad(lambda v: jnp.sum(jnp.sqrt(v)))(x), jnp.arccosh(x - 5)]\n"
+        "try:\n"
+        "    np.array([0.0]) / 0\n"
+        "except RuntimeWarning:\n"
+        "    print('user numpy warned')\n")
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "user numpy warned"
