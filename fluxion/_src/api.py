@@ -10,13 +10,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core, dtypes
+from .api_util import arg_names, as_output, as_value, fun_name, fun_src
 from .core import Array, ShapedArray
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
-from .api_util import arg_names, as_output, as_value, fun_name, fun_src
-from .tree_util import (register_pytree_node, tree_broadcast_prefix, tree_flatten, tree_map, tree_structure,
-                        tree_unflatten)
-
+from .traceback_util import api_boundary
+from .tree_util import (
+    register_pytree_node,
+    tree_broadcast_prefix,
+    tree_flatten,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 
 # --------------------------------------------------------------------------------------------------------------
 # Argument helpers
@@ -104,6 +110,7 @@ def _check_differentiable_input(x: Any, fname: str, argnum: int, holomorphic: bo
 # Forward and reverse mode
 # --------------------------------------------------------------------------------------------------------------
 
+@api_boundary
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
     """Forward-mode derivative: returns (fun(*primals), the directional derivative along `tangents`).
 
@@ -141,6 +148,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     return res + (tree_unflatten(aux_tree, out_p[n_out:]),) if has_aux else res
 
 
+@api_boundary
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the derivative at `primals` (linear map)."""
     flat_p, tree_p = tree_flatten(primals)
@@ -159,6 +167,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     return res + (tree_unflatten(aux_tree, out_p[n_out:]),) if has_aux else res
 
 
+@api_boundary
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
     """Reverse mode: returns (fun(*primals), f_vjp) with f_vjp(cotangent) -> tuple of input cotangents.
 
@@ -270,7 +279,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((out, aux), g) if has_aux else (out, g)
 
-    return vg
+    return api_boundary(vg)
 
 
 def _check_reduce_axes(reduce_axes, fname: str) -> None:
@@ -304,7 +313,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             return gr, aux
         return res[1]
 
-    return g
+    return api_boundary(g)
 
 
 def _std_basis(flat_avals: list[ShapedArray]) -> list:
@@ -346,7 +355,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                                 is_leaf=lambda x: isinstance(x, list))
         return (jac_tree, aux) if has_aux else jac_tree
 
-    return jac
+    return api_boundary(jac)
 
 
 def _split_last(j, avals):
@@ -405,7 +414,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         res = tree_unflatten(out_tree, result_by_out)
         return (res, aux) if has_aux else res
 
-    return jac
+    return api_boundary(jac)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
@@ -495,7 +504,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         outs = batching.vmap_flat(flat_fun, flat_args, norm_axes, size, axis_name, out_dims_fn, spmd_axis_name)
         return tree_unflatten(out_tree_box[0][0], outs)
 
-    return batched
+    return api_boundary(batched)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -569,9 +578,10 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
             return closed, shapes
         return closed
 
-    return make
+    return api_boundary(make)
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """The output shapes/dtypes of `fun(*args)` as a pytree of `ShapeDtypeStruct`, without computing anything."""
     flat, in_tree = tree_flatten((args, kwargs))

@@ -39,7 +39,7 @@ class Config:
         self._define("jax_platforms", "cpu")
         self._define("jax_default_prng_impl", "threefry2x32")
         self._define("jax_check_tracer_leaks", False)
-        self._define("jax_traceback_filtering", "auto")
+        self._define("jax_traceback_filtering", os.environ.get("JAX_TRACEBACK_FILTERING", "auto"))
         self._define("jax_compilation_cache_dir", None)
         self._define("jax_persistent_cache_min_compile_time_secs", 1.0)
         self._define("jax_num_cpu_devices", int(os.environ.get("FLUXION_NUM_CPU_DEVICES", "1")))

@@ -41,6 +41,7 @@ from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, 
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
 from .stages import CompiledFunction, Lowered
+from .traceback_util import filtered as filtered_traceback
 from .tree_util import node_kind, registered_kind, tree_flatten, tree_unflatten
 
 logger = logging.getLogger("fluxion.jit")
@@ -172,56 +173,59 @@ class JitWrapped:
 
     # -- dispatch -------------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _jit_disabled:
-            return self._fun(*args, **kwargs)
-        if not (_all_eager.value or _thread_state().eager):
-            return self._call_staged(args, kwargs)
-        if self._fast_ok and not kwargs:
-            key = []
+        try:
+            if _jit_disabled:
+                return self._fun(*args, **kwargs)
+            if not (_all_eager.value or _thread_state().eager):
+                return self._call_staged(args, kwargs)
+            if self._fast_ok and not kwargs:
+                key = []
+                raws = []
+                for a in args:
+                    if type(a) is not Array:
+                        break
+                    v = a._value
+                    raws.append(v)
+                    key.append(v.shape)
+                    key.append(v.dtype)
+                    key.append(a.weak_type)
+                else:
+                    compiled = self._fast.get(tuple(key))
+                    if compiled is not None:
+                        if compiled.donated:
+                            v = None  # no stray reference to a donated buffer (see `_donate`)
+                            return self._run_compiled(compiled, args, raws)
+                        return compiled(raws)
+                v = None  # no stray reference to a donated buffer (see `_donate`)
+            tkey = None
+            if self._fast_ok and not kwargs:
+                hit = self._tree_lookup(args)
+                if hit is not None:
+                    compiled, leaves, raws, tkey = hit
+                    hit = None  # no stray reference to a donated buffer (see `_donate`)
+                    if compiled is not None:
+                        return self._run_compiled(compiled, leaves, raws)
+            statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            sig = []
             raws = []
-            for a in args:
-                if type(a) is not Array:
-                    break
-                v = a._value
-                raws.append(v)
-                key.append(v.shape)
-                key.append(v.dtype)
-                key.append(a.weak_type)
-            else:
-                compiled = self._fast.get(tuple(key))
-                if compiled is not None:
-                    if compiled.donated:
-                        v = None  # no stray reference to a donated buffer (see `_donate`)
-                        return self._run_compiled(compiled, args, raws)
-                    return compiled(raws)
-            v = None  # no stray reference to a donated buffer (see `_donate`)
-        tkey = None
-        if self._fast_ok and not kwargs:
-            hit = self._tree_lookup(args)
-            if hit is not None:
-                compiled, leaves, raws, tkey = hit
-                hit = None  # no stray reference to a donated buffer (see `_donate`)
-                if compiled is not None:
-                    return self._run_compiled(compiled, leaves, raws)
-        statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
-        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        sig = []
-        raws = []
-        for x in leaves:
-            a, r = leaf_signature(x)
-            sig.append(a)
-            raws.append(r)
-        r = None  # no stray reference to a donated buffer (see `_donate`)
-        key = (self._options, in_tree, tuple(sig), statics)
-        compiled = self._cache.get(key)
-        if compiled is None:
-            compiled = self._compile(args, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
-        if self._fast_ok and not kwargs:
-            if len(leaves) == len(args) and all(type(a) is Array for a in args):
-                self._fast[tuple([x for a in sig for x in a])] = compiled
-            elif tkey is not None and len(self._tree_fast) < 256:
-                self._tree_fast[tkey] = compiled
-        return self._run_compiled(compiled, leaves, raws)
+            for x in leaves:
+                a, r = leaf_signature(x)
+                sig.append(a)
+                raws.append(r)
+            r = None  # no stray reference to a donated buffer (see `_donate`)
+            key = (self._options, in_tree, tuple(sig), statics)
+            compiled = self._cache.get(key)
+            if compiled is None:
+                compiled = self._compile(args, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
+            if self._fast_ok and not kwargs:
+                if len(leaves) == len(args) and all(type(a) is Array for a in args):
+                    self._fast[tuple([x for a in sig for x in a])] = compiled
+                elif tkey is not None and len(self._tree_fast) < 256:
+                    self._tree_fast[tkey] = compiled
+            return self._run_compiled(compiled, leaves, raws)
+        except Exception as err:  # noqa: BLE001 -- re-raised with fluxion's internal frames removed
+            raise err.with_traceback(filtered_traceback(err))  # noqa: B904
 
     def _call_staged(self, args: tuple, kwargs: dict):
         """A call under another transformation: bind the `jit` call primitive on the traced program."""

@@ -199,3 +199,32 @@ def test_array_is_immutable():
 def test_unhashable_array():
     with pytest.raises(TypeError, match="unhashable"):
         hash(jnp.ones(2))
+
+
+def _user_error_in_jit_of_grad():
+    def loss(w, x):
+        return jnp.sum(jnp.dot(x, w))  # (3, 4) @ (5,): a shape error in the user's line
+    jax.jit(jax.grad(loss))(jnp.ones(5), jnp.ones((3, 4)))
+
+
+def test_tracebacks_keep_the_users_frames_and_drop_fluxions():
+    import traceback
+    with pytest.raises(TypeError) as info:
+        _user_error_in_jit_of_grad()
+    frames = traceback.extract_tb(info.value.__traceback__)
+    internal = [f for f in frames if "/fluxion/_src/" in f.filename]
+    assert len(frames) <= 15 and len(internal) <= 2, [f"{f.filename}:{f.lineno}" for f in frames]
+    assert any(f.name == "loss" for f in frames)  # the user's line is there
+    assert any("JAX_TRACEBACK_FILTERING=off" in n for n in getattr(info.value, "__notes__", ["JAX_TRACEBACK_FILTERING=off"]))
+
+
+def test_traceback_filtering_can_be_turned_off():
+    import traceback
+    jax.config.update("jax_traceback_filtering", "off")
+    try:
+        with pytest.raises(TypeError) as info:
+            _user_error_in_jit_of_grad()
+    finally:
+        jax.config.update("jax_traceback_filtering", "auto")
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert len([f for f in frames if "/fluxion/_src/" in f.filename]) > 5
