@@ -22,6 +22,7 @@ Known core bugs and gaps are strict xfails in `KNOWN_FAILURES`, each with a repr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -397,15 +398,7 @@ def _params(check: str, ops, dtypes=DTYPES, batches=BATCHES) -> list:
 
 def _precision(dtype, *other_configs):
     """64-bit mode for float64 cases (in fluxion and the given oracle configs); nothing for float32."""
-    return tu.enable_x64(*other_configs) if np.dtype(dtype) == f64 else _nothing()
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
+    return tu.enable_x64(*other_configs) if np.dtype(dtype) == f64 else contextlib.nullcontext()
 
 
 def _jax():
