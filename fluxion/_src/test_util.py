@@ -564,3 +564,33 @@ def _check_grads_rec(g, xs, order, modes, atol, rtol, eps, rng, label):
                 return list(api.vjp(g, *ys)[1](tree_unflatten(out_tree, _cts)))
 
             _check_grads_rec(g_vjp, xs, order - 1, modes, atol, rtol, eps, rng, f"{label} -> vjp")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 64-bit mode
+# --------------------------------------------------------------------------------------------------------------
+
+class enable_x64:  # (lower case: used like a function, `with enable_x64(): ...`)
+    """Context manager: 64-bit mode (`jax_enable_x64`) on, in fluxion and in any other given config objects.
+
+    Inside the block float64/int64 values keep their dtype; on exit every config gets back its previous value,
+    even if the block raises. Pass real JAX's `jax.config` to switch an oracle along with fluxion.
+
+    Args:
+      *other_configs: objects with JAX's `update(name, value)` / attribute-read interface (e.g. `jax.config`).
+    """
+
+    def __init__(self, *other_configs: Any):
+        # Imported here rather than at the top so that this section stays an appendix to the module.
+        from . import config as _config
+        self._configs = (_config.config,) + other_configs
+        self._saved: list = []
+
+    def __enter__(self) -> None:
+        self._saved = [bool(c.jax_enable_x64) for c in self._configs]
+        for c in self._configs:
+            c.update("jax_enable_x64", True)
+
+    def __exit__(self, *exc) -> None:
+        for c, old in zip(self._configs, self._saved):
+            c.update("jax_enable_x64", old)
