@@ -145,3 +145,16 @@ def test_fluxion_operations_do_not_warn_about_inf_and_nan_but_user_numpy_still_d
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "user numpy warned"
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.numpy.array([1, -3], m.numpy.int8) + 300,
+    lambda m: m.numpy.int8(5) + 300,
+    lambda m: m.numpy.array([1, 7], m.numpy.uint8) - 2,
+    lambda m: m.numpy.array([1], m.numpy.uint8) + (-1),
+    lambda m: m.jit(lambda x: x * 1000)(m.numpy.array([3], m.numpy.int16)),
+])
+def test_python_ints_wrap_to_narrow_integer_arrays_as_in_jax(make):
+    ours, theirs = make(fluxion), make(jax)
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours.dtype == theirs.dtype

@@ -84,6 +84,10 @@ def promote_dtypes(*args: Any) -> list:
     for a, (adt, aweak) in zip(args, pairs):
         if isinstance(a, (Array, Tracer)):
             out.append(a if (adt == dt and aweak == weak) else ew._convert_weak(a, dt, weak))
+        elif type(a) is not bool and isinstance(a, int) and dt.kind in "iu":
+            # A Python int meeting a narrower integer array wraps to it (two's complement), as XLA's conversion does
+            # in JAX (int8 array + 300 adds 44); NumPy 2 would raise OverflowError.
+            out.append(Array(np.asarray(a).astype(dt), weak))
         else:
             out.append(Array(np.asarray(a, dtype=dt), weak))
     return out
