@@ -13,7 +13,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import call_closed_jaxpr
 from ..core import ClosedJaxpr, Jaxpr, ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
@@ -96,16 +95,11 @@ def _cond_abstract_eval(index, *ops, branches):
     return list(branches[0].out_avals)
 
 
-def _cond_impl(index, *ops, branches):
-    i = int(np.clip(int(index), 0, len(branches) - 1))
-    return call_closed_jaxpr(branches[i], list(ops))
-
-
 def _cond_weak(args, params):
     return False
 
 
-cond_p = standard_primitive("cond", _cond_abstract_eval, _cond_impl, multiple_results=True, weak_type=_cond_weak)
+cond_p = standard_primitive("cond", _cond_abstract_eval, multiple_results=True, weak_type=_cond_weak)
 
 
 def _join_branch_avals(name, out_avals_list):
@@ -254,7 +248,7 @@ def _bind_consts_as_literals(j: Jaxpr, consts: list) -> Jaxpr:
             eqns.append(core.JaxprEqn(st.broadcast_in_dim_p, [lit], [v],
                                       dict(shape=raw.shape, broadcast_dimensions=())))
         else:
-            eqns.append(core.JaxprEqn(_const_p, [], [v], dict(value=_HashableArray(raw))))
+            eqns.append(core.JaxprEqn(const_p, [], [v], dict(value=_HashableArray(raw))))
     return Jaxpr([], j.invars, j.outvars, eqns + j.eqns)
 
 
@@ -270,10 +264,10 @@ class _HashableArray:
         return f"<const {self.value.dtype}{list(self.value.shape)}>"
 
 
-_const_p = standard_primitive("const", lambda *, value: ShapedArray(value.value.shape,
+const_p = standard_primitive("const", lambda *, value: ShapedArray(value.value.shape,
                                                                     dtypes.canonicalize_dtype(value.value.dtype)),
-                              lambda *, value: value.value, weak_type="never")
-ad.defjvp_zero(_const_p)
+                              weak_type="never")
+ad.defjvp_zero(const_p)
 
 
 def _known_branch(known: Jaxpr, n_out: int, start: int, own_res_avals: list, all_res: list) -> ClosedJaxpr:
@@ -356,16 +350,7 @@ def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     return list(body_jaxpr.out_avals)
 
 
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc = list(args[:cond_nconsts])
-    bc = list(args[cond_nconsts:cond_nconsts + body_nconsts])
-    carry = list(args[cond_nconsts + body_nconsts:])
-    while bool(call_closed_jaxpr(cond_jaxpr, cc + carry)[0]):
-        carry = call_closed_jaxpr(body_jaxpr, bc + carry)
-    return carry
-
-
-while_p = standard_primitive("while", _while_abstract_eval, _while_impl, multiple_results=True,
+while_p = standard_primitive("while", _while_abstract_eval, multiple_results=True,
                              weak_type=_cond_weak)
 
 
@@ -517,22 +502,7 @@ def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, un
     return carry + ys
 
 
-def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
-    consts = list(args[:num_consts])
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = args[num_consts + num_carry:]
-    y_avals = jaxpr.out_avals[num_carry:]
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
-    order = range(length - 1, -1, -1) if reverse else range(length)
-    for i in order:
-        outs = call_closed_jaxpr(jaxpr, consts + carry + [x[i] for x in xs])
-        carry = outs[:num_carry]
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[i] = y
-    return carry + ys
-
-
-scan_p = standard_primitive("scan", _scan_abstract_eval, _scan_impl, multiple_results=True, weak_type=_cond_weak)
+scan_p = standard_primitive("scan", _scan_abstract_eval, multiple_results=True, weak_type=_cond_weak)
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,

@@ -12,7 +12,6 @@ from typing import Callable
 import numpy as np
 
 from .. import core
-from ..backends.numpy import reductions as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -34,17 +33,17 @@ def _cum_batch(prim):
     return rule
 
 
-def _make(name, fn):
-    prim = standard_primitive(name, _cum_rule, fn, weak_type="first")
+def _make(name):
+    prim = standard_primitive(name, _cum_rule, weak_type="first")
     batching.primitive_batchers[prim] = _cum_batch(prim)
     return prim
 
 
-cumsum_p = _make("cumsum", impl.cumsum)
-cumprod_p = _make("cumprod", impl.cumprod)
-cummax_p = _make("cummax", impl.cummax)
-cummin_p = _make("cummin", impl.cummin)
-cumlogsumexp_p = _make("cumlogsumexp", impl.cumlogsumexp)
+cumsum_p = _make("cumsum")
+cumprod_p = _make("cumprod")
+cummax_p = _make("cummax")
+cummin_p = _make("cummin")
+cumlogsumexp_p = _make("cumlogsumexp")
 
 
 def _bind(prim, x, axis, reverse):

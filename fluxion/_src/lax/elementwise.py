@@ -13,7 +13,6 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy.elementwise import IMPLS
 from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -112,13 +111,13 @@ def _elementwise_batch_rule(prim):
 # --------------------------------------------------------------------------------------------------------------
 
 def _unop(name: str, kind: str = "float", out_dtype=None, weak_type="all"):
-    prim = standard_primitive(name, _nary_rule(name, kind, out_dtype), IMPLS[name], weak_type=weak_type)
+    prim = standard_primitive(name, _nary_rule(name, kind, out_dtype), weak_type=weak_type)
     batching.primitive_batchers[prim] = _elementwise_batch_rule(prim)
     return prim
 
 
 def _binop(name: str, kind: str = "num", out_dtype=None, weak_type="all"):
-    prim = standard_primitive(name, _nary_rule(name, kind, out_dtype), IMPLS[name], weak_type=weak_type)
+    prim = standard_primitive(name, _nary_rule(name, kind, out_dtype), weak_type=weak_type)
     batching.primitive_batchers[prim] = _elementwise_batch_rule(prim)
     return prim
 
@@ -170,7 +169,7 @@ def _polygamma_rule(x, *, m):
     return ShapedArray(x.shape, x.dtype)
 
 
-polygamma_p = standard_primitive("polygamma", _polygamma_rule, IMPLS["polygamma"])
+polygamma_p = standard_primitive("polygamma", _polygamma_rule)
 batching.primitive_batchers[polygamma_p] = _elementwise_batch_rule(polygamma_p)
 clz_p = _unop("clz", "int")
 
@@ -207,7 +206,7 @@ def _pow_rule(x, y):
     return ShapedArray(_broadcast_shapes("pow", [x, y]), x.dtype)
 
 
-pow_p = standard_primitive("pow", _pow_rule, IMPLS["pow"], weak_type="first")
+pow_p = standard_primitive("pow", _pow_rule, weak_type="first")
 batching.primitive_batchers[pow_p] = _elementwise_batch_rule(pow_p)
 
 
@@ -217,7 +216,7 @@ def _integer_pow_rule(x, *, y):
     return ShapedArray(x.shape, x.dtype)
 
 
-integer_pow_p = standard_primitive("integer_pow", _integer_pow_rule, IMPLS["integer_pow"])
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_rule)
 batching.primitive_batchers[integer_pow_p] = _elementwise_batch_rule(integer_pow_p)
 
 
@@ -226,7 +225,7 @@ def _convert_rule(x, *, new_dtype, weak_type=False):
 
 
 convert_element_type_p = standard_primitive(
-    "convert_element_type", _convert_rule, IMPLS["convert_element_type"],
+    "convert_element_type", _convert_rule,
     weak_type=lambda args, params: params.get("weak_type", False))
 batching.primitive_batchers[convert_element_type_p] = _elementwise_batch_rule(convert_element_type_p)
 
@@ -243,7 +242,7 @@ def _bitcast_rule(x, *, new_dtype):
     return ShapedArray(x.shape[:-1], new_dtype)
 
 
-bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_rule, IMPLS["bitcast_convert_type"],
+bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_rule,
                                             weak_type="never")
 
 
@@ -273,7 +272,7 @@ def _select_weak(args, params):
     return all(getattr(a, "weak_type", False) for a in args[1:])
 
 
-select_n_p = standard_primitive("select_n", _select_n_rule, IMPLS["select_n"], weak_type=_select_weak)
+select_n_p = standard_primitive("select_n", _select_n_rule, weak_type=_select_weak)
 batching.primitive_batchers[select_n_p] = _elementwise_batch_rule(select_n_p)
 
 
@@ -285,7 +284,7 @@ def _clamp_rule(lo, x, hi):
     return ShapedArray(x.shape, x.dtype)
 
 
-clamp_p = standard_primitive("clamp", _clamp_rule, IMPLS["clamp"], weak_type=lambda a, p: bool(
+clamp_p = standard_primitive("clamp", _clamp_rule, weak_type=lambda a, p: bool(
     getattr(a[1], "weak_type", False)))
 batching.primitive_batchers[clamp_p] = _elementwise_batch_rule(clamp_p)
 

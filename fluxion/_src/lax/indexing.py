@@ -26,7 +26,6 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import indexing as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -238,12 +237,12 @@ def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices
 # Primitives and public functions
 # --------------------------------------------------------------------------------------------------------------
 
-gather_p = standard_primitive("gather", _gather_shape_rule, impl.gather, weak_type="first")
-scatter_p = standard_primitive("scatter", _scatter_shape_rule, impl.scatter, weak_type="first")
-scatter_add_p = standard_primitive("scatter-add", _scatter_shape_rule, impl.scatter_add, weak_type="first")
-scatter_mul_p = standard_primitive("scatter-mul", _scatter_shape_rule, impl.scatter_mul, weak_type="first")
-scatter_min_p = standard_primitive("scatter-min", _scatter_shape_rule, impl.scatter_min, weak_type="first")
-scatter_max_p = standard_primitive("scatter-max", _scatter_shape_rule, impl.scatter_max, weak_type="first")
+gather_p = standard_primitive("gather", _gather_shape_rule, weak_type="first")
+scatter_p = standard_primitive("scatter", _scatter_shape_rule, weak_type="first")
+scatter_add_p = standard_primitive("scatter-add", _scatter_shape_rule, weak_type="first")
+scatter_mul_p = standard_primitive("scatter-mul", _scatter_shape_rule, weak_type="first")
+scatter_min_p = standard_primitive("scatter-min", _scatter_shape_rule, weak_type="first")
+scatter_max_p = standard_primitive("scatter-max", _scatter_shape_rule, weak_type="first")
 
 
 def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int], *,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import linalg as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -109,7 +108,7 @@ def _cholesky_rule(a):
     return ShapedArray(a.shape, a.dtype)
 
 
-cholesky_p = standard_primitive("cholesky", _cholesky_rule, impl.cholesky, weak_type="never")
+cholesky_p = standard_primitive("cholesky", _cholesky_rule, weak_type="never")
 
 
 def cholesky(x, symmetrize_input: bool = True):
@@ -148,7 +147,7 @@ def _tri_solve_rule(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_di
     return ShapedArray(b.shape, b.dtype)
 
 
-triangular_solve_p = standard_primitive("triangular_solve", _tri_solve_rule, impl.triangular_solve,
+triangular_solve_p = standard_primitive("triangular_solve", _tri_solve_rule,
                                         weak_type="never")
 
 
@@ -215,7 +214,7 @@ def _solve_rule(a, b):
     return ShapedArray(b.shape, b.dtype)
 
 
-solve_p = standard_primitive("solve", _solve_rule, impl.solve, weak_type="never")
+solve_p = standard_primitive("solve", _solve_rule, weak_type="never")
 
 
 def _solve_jvp(primals, tangents):
@@ -259,7 +258,7 @@ def _det_rule(a):
     return ShapedArray(a.shape[:-2], a.dtype)
 
 
-det_p = standard_primitive("det", _det_rule, impl.det, weak_type="never")
+det_p = standard_primitive("det", _det_rule, weak_type="never")
 
 
 def _det_jvp(primals, tangents):
@@ -281,7 +280,7 @@ def _slogdet_rule(a):
     return [ShapedArray(a.shape[:-2], a.dtype), ShapedArray(a.shape[:-2], real)]
 
 
-slogdet_p = standard_primitive("slogdet", _slogdet_rule, impl.slogdet, multiple_results=True, weak_type="never")
+slogdet_p = standard_primitive("slogdet", _slogdet_rule, multiple_results=True, weak_type="never")
 
 
 def _slogdet_jvp(primals, tangents):
@@ -304,7 +303,7 @@ def _eigh_rule(a, *, lower=True):
     return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], real)]
 
 
-eigh_p = standard_primitive("eigh", _eigh_rule, impl.eigh, multiple_results=True, weak_type="never")
+eigh_p = standard_primitive("eigh", _eigh_rule, multiple_results=True, weak_type="never")
 
 
 def eigh(x, lower: bool = True, symmetrize_input: bool = True):
@@ -345,7 +344,7 @@ def _qr_rule(a, *, full_matrices):
     return [ShapedArray(a.shape[:-2] + (m, k), a.dtype), ShapedArray(a.shape[:-2] + (k, n), a.dtype)]
 
 
-qr_p = standard_primitive("qr", _qr_rule, impl.qr, multiple_results=True, weak_type="never")
+qr_p = standard_primitive("qr", _qr_rule, multiple_results=True, weak_type="never")
 
 
 def qr(x, full_matrices: bool = True):
@@ -389,7 +388,7 @@ def _svd_rule(a, *, full_matrices, compute_uv):
     return [s, ShapedArray(a.shape[:-2] + (m, um), a.dtype), ShapedArray(a.shape[:-2] + (vn, n), a.dtype)]
 
 
-svd_p = standard_primitive("svd", _svd_rule, impl.svd, multiple_results=True, weak_type="never")
+svd_p = standard_primitive("svd", _svd_rule, multiple_results=True, weak_type="never")
 
 
 def svd(x, full_matrices: bool = True, compute_uv: bool = True):

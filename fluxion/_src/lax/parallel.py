@@ -35,7 +35,6 @@ from ..tree_util import tree_flatten, tree_map, tree_unflatten
 from . import elementwise as ew
 from . import reductions as red
 from . import structural as st
-from ..backends.numpy import register_impl
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -121,11 +120,10 @@ def _batch_at(main, prim, args, params):
     return batching.BatchTracer(trace, out, out_dim)
 
 
-def _collective(name, abstract_eval, impl, *, multiple_results=False, weak_type="first"):
+def _collective(name, abstract_eval, *, multiple_results=False, weak_type="first"):
     prim = _CollectivePrimitive(name, multiple_results=multiple_results, weak_type=weak_type)
-    # Registers the rules exactly as `standard_primitive` does, on our subclass instance.
+    # Registers the shape rule exactly as `standard_primitive` does, on our subclass instance.
     core.abstract_eval_rules[prim] = abstract_eval
-    register_impl(prim, impl)
     return prim
 
 
@@ -138,38 +136,15 @@ def _same(trace_axis, params) -> bool:
     return pmap_runtime.same_axis_name(trace_axis, params["axes"][0])
 
 
-def _slot(axes):
-    return pmap_runtime.current_replica(axes[0])
-
-
 # -- psum / pmax / pmin -------------------------------------------------------------------------------------------
 
 def _identity_avals(*avals, **params):
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
 
 
-def _reduce_impl(np_op, what):
-    def impl(*xs, axes, axis_index_groups=None):
-        xs = [np.asarray(x) for x in xs]
-
-        def combine(vals):
-            outs = []
-            for k, x in enumerate(xs):
-                acc = np.array(vals[0][k], dtype=x.dtype, copy=True)  # fresh: never alias a replica's operand
-                for v in vals[1:]:
-                    np_op(acc, v[k], out=acc)
-                outs.append(acc)
-            return outs
-
-        return _slot(axes).exchange(xs, what, combine)
-    return impl
-
-
-psum_p = _collective("psum", _identity_avals, _reduce_impl(np.add, "psum"), multiple_results=True, weak_type="all")
-pmax_p = _collective("pmax", _identity_avals, _reduce_impl(np.maximum, "pmax"), multiple_results=True,
-                     weak_type="all")
-pmin_p = _collective("pmin", _identity_avals, _reduce_impl(np.minimum, "pmin"), multiple_results=True,
-                     weak_type="all")
+psum_p = _collective("psum", _identity_avals, multiple_results=True, weak_type="all")
+pmax_p = _collective("pmax", _identity_avals, multiple_results=True, weak_type="all")
+pmin_p = _collective("pmin", _identity_avals, multiple_results=True, weak_type="all")
 
 
 def _reduce_batcher(prim, reducer, unbatched):
@@ -222,12 +197,7 @@ def _all_gather_abstract(x, *, axes, dimension, size):
     return ShapedArray(tuple(shape), x.dtype)
 
 
-def _all_gather_impl(x, *, axes, dimension, size):
-    return _slot(axes).exchange([np.asarray(x)], "all_gather",
-                                lambda vals: np.concatenate([v[0] for v in vals], axis=dimension))
-
-
-all_gather_p = _collective("all_gather", _all_gather_abstract, _all_gather_impl)
+all_gather_p = _collective("all_gather", _all_gather_abstract)
 
 
 def _gather_stacked(xs, dimension):
@@ -261,22 +231,7 @@ def _psum_scatter_abstract(x, *, axes, dimension, size):
     return ShapedArray(tuple(shape), x.dtype)
 
 
-def _psum_scatter_impl(x, *, axes, dimension, size):
-    slot = _slot(axes)
-    x = np.asarray(x)
-
-    def combine(vals):
-        block = x.shape[dimension] // size
-        index = (slice(None),) * dimension + (slice(slot.index * block, (slot.index + 1) * block),)
-        acc = np.array(vals[0][0][index], dtype=x.dtype, copy=True)
-        for v in vals[1:]:
-            np.add(acc, v[0][index], out=acc)
-        return acc
-
-    return slot.exchange([x], "psum_scatter", combine)
-
-
-psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract, _psum_scatter_impl)
+psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract)
 
 
 def _psum_scatter_batch(vals, dims, *, axis_size, axis_name, axes, dimension, size):
@@ -313,16 +268,7 @@ def _all_to_all_abstract(x, *, axes, split_axis, concat_axis, size):
     return ShapedArray(tuple(shape), x.dtype)
 
 
-def _all_to_all_impl(x, *, axes, split_axis, concat_axis, size):
-    slot = _slot(axes)
-
-    def combine(vals):
-        return np.concatenate([np.split(v[0], size, axis=split_axis)[slot.index] for v in vals], axis=concat_axis)
-
-    return slot.exchange([np.asarray(x)], "all_to_all", combine)
-
-
-all_to_all_p = _collective("all_to_all", _all_to_all_abstract, _all_to_all_impl)
+all_to_all_p = _collective("all_to_all", _all_to_all_abstract)
 
 
 def _all_to_all_stacked(xs, split_axis, concat_axis):
@@ -363,18 +309,7 @@ def _ppermute_abstract(x, *, axes, perm):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _ppermute_impl(x, *, axes, perm):
-    slot = _slot(axes)
-    x = np.asarray(x)
-    source = {dst: src for src, dst in perm}.get(slot.index)
-
-    def combine(vals):
-        return np.zeros_like(x) if source is None else np.array(vals[source][0], copy=True)
-
-    return slot.exchange([x], "ppermute", combine)
-
-
-ppermute_p = _collective("ppermute", _ppermute_abstract, _ppermute_impl)
+ppermute_p = _collective("ppermute", _ppermute_abstract)
 
 
 def _ppermute_stacked(xs, perm):
@@ -409,11 +344,7 @@ def _axis_index_abstract(*, axes):
     return ShapedArray((), np.dtype(np.int32))
 
 
-def _axis_index_impl(*, axes):
-    return np.int32(_slot(axes).index)
-
-
-axis_index_p = _collective("axis_index", _axis_index_abstract, _axis_index_impl, weak_type="never")
+axis_index_p = _collective("axis_index", _axis_index_abstract, weak_type="never")
 
 
 def _axis_index_batch(vals, dims, *, axis_size, axis_name, axes):

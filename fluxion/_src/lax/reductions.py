@@ -7,7 +7,6 @@ from typing import Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import reductions as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -36,19 +35,19 @@ def _reduce_batch(prim):
     return rule
 
 
-def _make_reduce(name, fn, allow_bool=True):
-    prim = standard_primitive(name, _reduce_rule(name, allow_bool), fn, weak_type="first")
+def _make_reduce(name, allow_bool=True):
+    prim = standard_primitive(name, _reduce_rule(name, allow_bool), weak_type="first")
     batching.primitive_batchers[prim] = _reduce_batch(prim)
     return prim
 
 
-reduce_sum_p = _make_reduce("reduce_sum", impl.reduce_sum, allow_bool=False)
-reduce_prod_p = _make_reduce("reduce_prod", impl.reduce_prod, allow_bool=False)
-reduce_max_p = _make_reduce("reduce_max", impl.reduce_max)
-reduce_min_p = _make_reduce("reduce_min", impl.reduce_min)
-reduce_and_p = _make_reduce("reduce_and", impl.reduce_and)
-reduce_or_p = _make_reduce("reduce_or", impl.reduce_or)
-reduce_xor_p = _make_reduce("reduce_xor", impl.reduce_xor)
+reduce_sum_p = _make_reduce("reduce_sum", allow_bool=False)
+reduce_prod_p = _make_reduce("reduce_prod", allow_bool=False)
+reduce_max_p = _make_reduce("reduce_max")
+reduce_min_p = _make_reduce("reduce_min")
+reduce_and_p = _make_reduce("reduce_and")
+reduce_or_p = _make_reduce("reduce_or")
+reduce_xor_p = _make_reduce("reduce_xor")
 
 
 def _axes(x, axes) -> tuple:
@@ -184,8 +183,8 @@ def _arg_batch(prim):
     return rule
 
 
-argmax_p = standard_primitive("argmax", _arg_rule("argmax"), impl.argmax, weak_type="never")
-argmin_p = standard_primitive("argmin", _arg_rule("argmin"), impl.argmin, weak_type="never")
+argmax_p = standard_primitive("argmax", _arg_rule("argmax"), weak_type="never")
+argmin_p = standard_primitive("argmin", _arg_rule("argmin"), weak_type="never")
 for _p in (argmax_p, argmin_p):
     batching.primitive_batchers[_p] = _arg_batch(_p)
     ad.defjvp_zero(_p)
@@ -232,7 +231,7 @@ def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None, preferred_
     return ShapedArray(shape, preferred_element_type or lhs.dtype)
 
 
-dot_general_p = standard_primitive("dot_general", _dot_general_rule, impl.dot_general, weak_type="all")
+dot_general_p = standard_primitive("dot_general", _dot_general_rule, weak_type="all")
 
 
 def _norm_dims(dimension_numbers):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import sorting as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -34,7 +33,7 @@ def _sort_rule(*operands, dimension, is_stable=True, num_keys=1):
     return [ShapedArray(o.shape, o.dtype) for o in operands]
 
 
-sort_p = standard_primitive("sort", _sort_rule, impl.sort, multiple_results=True, weak_type="all")
+sort_p = standard_primitive("sort", _sort_rule, multiple_results=True, weak_type="all")
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
@@ -108,7 +107,7 @@ def _top_k_rule(x, *, k, axis=-1):
     return [ShapedArray(tuple(shape), x.dtype), ShapedArray(tuple(shape), dtypes.int32)]
 
 
-top_k_p = standard_primitive("top_k", _top_k_rule, impl.top_k, multiple_results=True, weak_type="never")
+top_k_p = standard_primitive("top_k", _top_k_rule, multiple_results=True, weak_type="never")
 
 
 def top_k(operand, k: int, *, axis: int = -1):

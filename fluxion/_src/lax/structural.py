@@ -11,7 +11,6 @@ from typing import Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import structural as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -39,7 +38,7 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype)
 
 
-broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_rule, impl.broadcast_in_dim)
+broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_rule)
 
 
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
@@ -118,7 +117,7 @@ def _reshape_rule(x, *, new_sizes, dimensions=None):
     return ShapedArray(new_sizes, x.dtype)
 
 
-reshape_p = standard_primitive("reshape", _reshape_rule, impl.reshape, weak_type="first")
+reshape_p = standard_primitive("reshape", _reshape_rule, weak_type="first")
 
 
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
@@ -160,7 +159,7 @@ def _transpose_rule(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
 
 
-transpose_p = standard_primitive("transpose", _transpose_rule, impl.transpose, weak_type="first")
+transpose_p = standard_primitive("transpose", _transpose_rule, weak_type="first")
 
 
 def transpose(x, permutation: Sequence[int]):
@@ -202,7 +201,7 @@ def _squeeze_rule(x, *, dimensions):
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype)
 
 
-squeeze_p = standard_primitive("squeeze", _squeeze_rule, impl.squeeze, weak_type="first")
+squeeze_p = standard_primitive("squeeze", _squeeze_rule, weak_type="first")
 
 
 def squeeze(x, dimensions: Sequence[int]):
@@ -251,7 +250,7 @@ def _rev_rule(x, *, dimensions):
     return ShapedArray(x.shape, x.dtype)
 
 
-rev_p = standard_primitive("rev", _rev_rule, impl.rev, weak_type="first")
+rev_p = standard_primitive("rev", _rev_rule, weak_type="first")
 
 
 def rev(x, dimensions: Sequence[int]):
@@ -291,7 +290,7 @@ def _concatenate_rule(*xs, dimension):
     return ShapedArray(tuple(shape), x0.dtype)
 
 
-concatenate_p = standard_primitive("concatenate", _concatenate_rule, impl.concatenate)
+concatenate_p = standard_primitive("concatenate", _concatenate_rule)
 
 
 def concatenate(operands: Sequence, dimension: int):
@@ -352,7 +351,7 @@ def _pad_rule(x, pv, *, padding_config):
     return ShapedArray(tuple(shape), x.dtype)
 
 
-pad_p = standard_primitive("pad", _pad_rule, impl.pad, weak_type="first")
+pad_p = standard_primitive("pad", _pad_rule, weak_type="first")
 
 
 def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
@@ -427,7 +426,7 @@ def _slice_rule(x, *, start_indices, limit_indices, strides=None):
     return ShapedArray(tuple(shape), x.dtype)
 
 
-slice_p = standard_primitive("slice", _slice_rule, impl.slice_, weak_type="first")
+slice_p = standard_primitive("slice", _slice_rule, weak_type="first")
 
 
 def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None):  # noqa: A001
@@ -513,7 +512,7 @@ def _dynamic_slice_rule(x, *starts, slice_sizes):
     return ShapedArray(tuple(slice_sizes), x.dtype)
 
 
-dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_rule, impl.dynamic_slice, weak_type="first")
+dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_rule, weak_type="first")
 
 
 def _index_scalar(i):
@@ -562,8 +561,7 @@ def _dynamic_update_slice_rule(x, update, *starts):
     return ShapedArray(x.shape, x.dtype)
 
 
-dynamic_update_slice_p = standard_primitive("dynamic_update_slice", _dynamic_update_slice_rule,
-                                            impl.dynamic_update_slice, weak_type="first")
+dynamic_update_slice_p = standard_primitive("dynamic_update_slice", _dynamic_update_slice_rule, weak_type="first")
 
 
 def dynamic_update_slice(x, update, start_indices: Sequence):
@@ -636,7 +634,7 @@ def _iota_rule(*, dtype, shape, dimension):
     return ShapedArray(shape, dtype)
 
 
-iota_p = standard_primitive("iota", _iota_rule, impl.iota, weak_type="never")
+iota_p = standard_primitive("iota", _iota_rule, weak_type="never")
 
 
 def iota(dtype, size: int):
@@ -653,6 +651,6 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
 # copy (an identity kept as an equation; used where a distinct buffer is semantically required)
 # --------------------------------------------------------------------------------------------------------------
 
-copy_p = standard_primitive("copy", lambda x: ShapedArray(x.shape, x.dtype), impl.copy, weak_type="first")
+copy_p = standard_primitive("copy", lambda x: ShapedArray(x.shape, x.dtype), weak_type="first")
 ad.deflinear(copy_p, lambda ct, x: [ct if type(ct) is Zero else copy_p.bind(ct)])
 batching.primitive_batchers[copy_p] = lambda vals, dims: (copy_p.bind(vals[0]), dims[0])

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import core
-from ..backends.numpy import register_impl
-from ..core import Primitive, ShapedArray, abstract_eval_rules
+from ..core import Primitive, abstract_eval_rules
 
 
-def standard_primitive(name: str, abstract_eval: Callable, impl: Callable, *, multiple_results: bool = False,
+def standard_primitive(name: str, abstract_eval: Callable, *, multiple_results: bool = False,
                        weak_type: str | Callable = "all") -> Primitive:
-    """Creates a primitive and registers its shape/dtype rule and its NumPy implementation."""
+    """Creates a primitive and registers its shape/dtype rule.
+
+    Its implementation is registered by each backend that supports it (the NumPy backend in
+    `fluxion._src.backends.numpy`, keyed by the primitive object); lax itself never imports a backend.
+    """
     prim = Primitive(name, multiple_results=multiple_results, weak_type=weak_type)
     abstract_eval_rules[prim] = abstract_eval
-    register_impl(prim, impl)
     return prim
-
-
-def aval(x) -> ShapedArray:
-    return core.get_aval(x)
-
-
-def shape_of(x) -> tuple:
-    return core.get_aval(x).shape
 
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:

@@ -17,7 +17,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import windowed as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
@@ -26,6 +25,20 @@ from . import elementwise as ew
 from . import structural as st
 from .convolution import conv_vjp_lhs_padding, padtype_to_pads
 from .utils import standard_primitive
+
+
+def identity(kind: str, dtype: np.dtype) -> np.ndarray:
+    """The identity element of 'sum', 'max' or 'min' for `dtype`: what padding and holes hold in a window."""
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return np.zeros((), dtype)
+    is_max = kind == "max"
+    if dtype == np.bool_:
+        return np.asarray(not is_max)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.asarray(info.min if is_max else info.max, dtype)
+    return np.asarray(-np.inf if is_max else np.inf, dtype)
 
 
 def _dilate(n: int, d: int) -> int:
@@ -72,15 +85,15 @@ def _window_batch(prim):
     return rule
 
 
-def _make(name, fn):
-    prim = standard_primitive(name, _window_rule(name), fn, weak_type="first")
+def _make(name):
+    prim = standard_primitive(name, _window_rule(name), weak_type="first")
     batching.primitive_batchers[prim] = _window_batch(prim)
     return prim
 
 
-reduce_window_sum_p = _make("reduce_window_sum", impl.reduce_window_sum)
-reduce_window_max_p = _make("reduce_window_max", impl.reduce_window_max)
-reduce_window_min_p = _make("reduce_window_min", impl.reduce_window_min)
+reduce_window_sum_p = _make("reduce_window_sum")
+reduce_window_max_p = _make("reduce_window_max")
+reduce_window_min_p = _make("reduce_window_min")
 
 
 def _params(x, window_dimensions, window_strides, padding, base_dilation, window_dilation) -> dict:
@@ -186,7 +199,7 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
     elif core.get_aval(init).dtype != aval.dtype:
         init = ew.convert_element_type(init, aval.dtype)
     concrete = core.concrete_value(init)
-    if concrete is not None and np.array_equal(np.asarray(concrete), impl.identity(kind, aval.dtype),
+    if concrete is not None and np.array_equal(np.asarray(concrete), identity(kind, aval.dtype),
                                                equal_nan=False):
         return out
     # XLA starts every window from init_value and skips padding: combine once with the init value.
@@ -249,7 +262,7 @@ def _chooser_jvp(prim, kind):
         if type(t) is Zero:
             return out, Zero(out_aval)
         dt = out_aval.dtype
-        ident = core.Array(np.asarray(impl.identity(kind, dt)))
+        ident = core.Array(np.asarray(identity(kind, dt)))
         values = _strided_window_slices(x, ident, out_shape=out_aval.shape, **params)
         tans = _strided_window_slices(t, core.Array(np.zeros((), dt)), out_shape=out_aval.shape, **params)
         # Take the tangent of the first position (row-major within the window) equal to the extreme value.

@@ -10,7 +10,6 @@ that contraction; it is kept as its own primitive so that it survives jit, vmap 
 from __future__ import annotations
 
 from .. import dtypes
-from ..backends.numpy.special import mul_add as _mul_add_impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..lax import elementwise as ew
@@ -32,7 +31,7 @@ def _mul_add_rule(x, y, z):
     return ShapedArray(shape, x.dtype)
 
 
-mul_add_p = standard_primitive("mul_add", _mul_add_rule, _mul_add_impl)
+mul_add_p = standard_primitive("mul_add", _mul_add_rule)
 batching.primitive_batchers[mul_add_p] = _elementwise_batch_rule(mul_add_p)
 
 

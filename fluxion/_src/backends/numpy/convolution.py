@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...lax import convolution as lc
+from . import register_impl
 from .structural import pad as _pad
 
 # Above this many patch-matrix elements the batch is processed in chunks to bound memory.
@@ -108,3 +110,6 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     if out_dtype == np.bool_:
         return np.ascontiguousarray(res != 0)
     return np.ascontiguousarray(res).astype(out_dtype, copy=False)
+
+
+register_impl(lc.conv_general_dilated_p, conv_general_dilated)
