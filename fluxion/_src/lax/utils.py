@@ -7,15 +7,18 @@ from typing import Callable
 from ..core import Primitive, abstract_eval_rules
 
 
-def standard_primitive(name: str, abstract_eval: Callable, *, multiple_results: bool = False,
+def standard_primitive(name: str, abstract_eval: Callable | None = None, *, multiple_results: bool = False,
                        weak_type: str | Callable = "all") -> Primitive:
-    """Creates a primitive and registers its shape/dtype rule.
+    """Creates a primitive, registering its shape/dtype rule if given.
 
-    Its implementation is registered by each backend that supports it (the NumPy backend in
-    `fluxion._src.backends.numpy`, keyed by the primitive object); lax itself never imports a backend.
+    Without `abstract_eval` the caller registers it (`abstract_eval_rules[foo_p] = _foo_abstract_eval`) below
+    the primitive's public wrapper, where the other rules follow. The implementation is registered by each
+    backend that supports the primitive (the NumPy backend in `fluxion._src.backends.numpy`, keyed by the
+    primitive object); lax itself never imports a backend.
     """
     prim = Primitive(name, multiple_results=multiple_results, weak_type=weak_type)
-    abstract_eval_rules[prim] = abstract_eval
+    if abstract_eval is not None:
+        abstract_eval_rules[prim] = abstract_eval
     return prim
 
 
