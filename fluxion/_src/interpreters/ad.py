@@ -361,3 +361,16 @@ def defbilinear(primitive: core.Primitive, lhs_rule: Callable, rhs_rule: Callabl
         return [None, rhs_rule(ct, lhs, rhs, **params)]
 
     primitive_transposes[primitive] = transpose
+
+
+# Primitives declared to have no derivative at all (JAX has none either); differentiating through one raises the
+# missing-rule error of `JVPTrace`. A declaration, unlike a missing rule, says the omission is deliberate: the rule
+# coverage test (tests/core/test_primitive_rules.py) requires every primitive to have a JVP or to be declared here.
+NON_DIFFERENTIABLE: set = set()
+
+
+def defnondifferentiable(primitive: core.Primitive) -> None:
+    """Declares that `primitive` has no JVP rule on purpose (as opposed to `defjvp_zero`: a zero derivative)."""
+    if primitive in primitive_jvps:
+        raise ValueError(f"'{primitive.name}' has a JVP rule; it cannot also be declared non-differentiable")
+    NON_DIFFERENTIABLE.add(primitive)

@@ -249,9 +249,11 @@ def _extremum(prim, fname):
 
 
 pmax = _extremum(pmax_p, "pmax")
+ad.defnondifferentiable(pmax_p)
 _register_batcher(pmax_p, _collective_reduce_batch_rule(pmax_p, red.reduce_max, lambda x, n: x))
 
 pmin = _extremum(pmin_p, "pmin")
+ad.defnondifferentiable(pmin_p)
 _register_batcher(pmin_p, _collective_reduce_batch_rule(pmin_p, red.reduce_min, lambda x, n: x))
 
 
