@@ -139,7 +139,7 @@ def _lift_scalars(*args):
 
 
 def _check(prim, *args):
-    """Runs the shape/dtype rule for a user-facing lax call (the eager path skips it for speed)."""
+    """Runs the shape/dtype rule for a user-facing lax call (binding skips it eagerly, so wrappers validate)."""
     abstract_eval_rules[prim](*[core.get_aval(a) for a in args])
 
 
@@ -237,6 +237,7 @@ round_p = _nary("round", "realfloat")
 def round(x, rounding_method: int = 0):  # noqa: A001
     """Rounds to the nearest integer; `rounding_method` 0 = away from zero (lax default), 1 = to nearest even."""
     (x,) = _lift_scalars(x)
+    _check(round_p, x)
     return round_p.bind(x, rounding_method=int(rounding_method))
 
 
@@ -394,6 +395,7 @@ def polygamma(m, x):
     mv = core.concrete_value(m)
     if mv is None or np.ndim(mv) != 0:
         raise TypeError("lax.polygamma requires a static scalar integer order m")
+    _polygamma_abstract_eval(core.get_aval(x), m=int(mv))
     return polygamma_p.bind(x, m=int(mv))
 
 
@@ -422,6 +424,7 @@ integer_pow_p = standard_primitive("integer_pow")
 def integer_pow(x, y: int):
     """`x ** y` for a static Python integer `y` (lowered to repeated multiplication by XLA)."""
     (x,) = _lift_scalars(x)
+    _integer_pow_abstract_eval(core.get_aval(x), y=int(y))
     return integer_pow_p.bind(x, y=int(y))
 
 
@@ -525,6 +528,7 @@ pow_p = standard_primitive("pow", weak_type="first")
 def pow(x, y):  # noqa: A001
     """`x ** y` elementwise; `x` floating or complex, `y` of `x`'s dtype or an integer dtype."""
     x, y = _lift_scalars(x, y)
+    _check(pow_p, x, y)
     return pow_p.bind(x, y)
 
 
@@ -826,6 +830,7 @@ clamp_p = standard_primitive("clamp", weak_type=lambda a, p: bool(getattr(a[1], 
 def clamp(min, x, max):  # noqa: A002
     """Clamps `x` to [min, max] elementwise; bounds are scalars or have `x`'s shape."""
     lo, x, hi = _lift_scalars(min, x, max)
+    _check(clamp_p, lo, x, hi)
     return clamp_p.bind(lo, x, hi)
 
 

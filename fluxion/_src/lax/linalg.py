@@ -108,8 +108,13 @@ cholesky_p = standard_primitive("cholesky", weak_type="never")
 
 
 def cholesky(x, symmetrize_input: bool = True):
-    """Lower-triangular L with L @ L^T = x for symmetric positive-definite x (NaNs if not positive definite)."""
+    """Lower-triangular L with L @ L^T = x for symmetric positive-definite x (NaNs if not positive definite).
+
+    Raises:
+      TypeError: `x` is not a (stack of) square floating or complex matrices.
+    """
     x = st._as_array(x)
+    _cholesky_abstract_eval(core.get_aval(x))
     if symmetrize_input:
         x = ew.div(ew.add(x, ew.conj(_T(x)) if dtypes.is_complex(core.get_aval(x).dtype) else _T(x)),
                    _scalar(x, 2))
@@ -145,20 +150,43 @@ triangular_solve_p = standard_primitive("triangular_solve", weak_type="never")
 
 def triangular_solve(a, b, left_side: bool = False, lower: bool = False, transpose_a: bool = False,
                      conjugate_a: bool = False, unit_diagonal: bool = False):
-    """Solves a x = b (left_side) or x a = b for triangular a (the other triangle is ignored)."""
+    """Solves a x = b (left_side) or x a = b for triangular a (the other triangle is ignored).
+
+    Args:
+      a: (..., n, n) triangular matrices (floating or complex).
+      b: (..., n, k) if `left_side` else (..., k, n), of a's dtype; or one rank lower, a single vector per matrix.
+
+    Returns:
+      x, of b's shape and dtype.
+
+    Raises:
+      ValueError: `a` is not square or `b`'s shape does not match it.
+      TypeError: the dtypes differ or are not floating/complex.
+    """
     a, b = st._as_array(a), st._as_array(b)
-    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
-                                   conjugate_a=bool(conjugate_a), unit_diagonal=bool(unit_diagonal))
+    singleton = core.get_aval(b).ndim == core.get_aval(a).ndim - 1
+    if singleton:  # a single right-hand side vector per matrix, as jax.lax.linalg accepts
+        b = st.expand_dims(b, (core.get_aval(b).ndim if left_side else core.get_aval(b).ndim - 1,))
+    params = dict(left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+                  conjugate_a=bool(conjugate_a), unit_diagonal=bool(unit_diagonal))
+    _triangular_solve_abstract_eval(core.get_aval(a), core.get_aval(b), **params)
+    out = triangular_solve_p.bind(a, b, **params)
+    if singleton:
+        out = st.squeeze(out, (core.get_aval(out).ndim - 1 if left_side else core.get_aval(out).ndim - 2,))
+    return out
 
 
 def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
-    _check_square("triangular_solve", a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"triangular_solve: the first input a must be a (stack of) square matrices, got shape "
+                         f"{a.shape}")
     n = a.shape[-1]
-    if b.ndim < 2 or (b.shape[-2] if left_side else b.shape[-1]) != n:
-        raise TypeError(f"triangular_solve: b of shape {b.shape} does not match a of shape {a.shape} "
-                        f"(left_side={left_side})")
-    if a.dtype != b.dtype:
-        raise TypeError(f"triangular_solve requires a and b of one dtype, got {a.dtype.name} and {b.dtype.name}")
+    if b.ndim != a.ndim or (b.shape[-2] if left_side else b.shape[-1]) != n or b.shape[:-2] != a.shape[:-2]:
+        raise ValueError(f"triangular_solve: incompatible shapes for a {a.shape} and b {b.shape} "
+                         f"(left_side={left_side})")
+    if not dtypes.is_inexact(a.dtype) or a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve requires a and b of one floating or complex dtype, got {a.dtype.name} "
+                        f"and {b.dtype.name}")
     return ShapedArray(b.shape, b.dtype)
 
 
@@ -292,8 +320,13 @@ eigh_p = standard_primitive("eigh", multiple_results=True, weak_type="never")
 
 
 def eigh(x, lower: bool = True, symmetrize_input: bool = True):
-    """Eigendecomposition of a symmetric matrix: returns (v, w) with x = v diag(w) v^T, w ascending."""
+    """Eigendecomposition of a symmetric matrix: returns (v, w) with x = v diag(w) v^T, w ascending.
+
+    Raises:
+      TypeError: `x` is not a (stack of) square floating or complex matrices.
+    """
     x = st._as_array(x)
+    _eigh_abstract_eval(core.get_aval(x), lower=bool(lower))
     if symmetrize_input:
         x = ew.div(ew.add(x, _T(x)), _scalar(x, 2))
     return eigh_p.bind(x, lower=bool(lower))
@@ -335,8 +368,14 @@ qr_p = standard_primitive("qr", multiple_results=True, weak_type="never")
 
 
 def qr(x, full_matrices: bool = True):
-    """QR decomposition: (q, r) with x = q r."""
-    return tuple(qr_p.bind(st._as_array(x), full_matrices=bool(full_matrices)))
+    """QR decomposition: (q, r) with x = q r.
+
+    Raises:
+      TypeError: `x` has rank below 2.
+    """
+    x = st._as_array(x)
+    _qr_abstract_eval(core.get_aval(x), full_matrices=bool(full_matrices))
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
 
 
 def _qr_abstract_eval(a, *, full_matrices):
@@ -376,8 +415,15 @@ svd_p = standard_primitive("svd", multiple_results=True, weak_type="never")
 
 
 def svd(x, full_matrices: bool = True, compute_uv: bool = True):
-    """Singular value decomposition: (u, s, vh) with x = u diag(s) vh, or s alone (compute_uv=False)."""
-    out = svd_p.bind(st._as_array(x), full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    """Singular value decomposition: (u, s, vh) with x = u diag(s) vh, or s alone (compute_uv=False).
+
+    Raises:
+      TypeError: `x` has rank below 2.
+    """
+    x = st._as_array(x)
+    params = dict(full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    _svd_abstract_eval(core.get_aval(x), **params)
+    out = svd_p.bind(x, **params)
     if not compute_uv:
         return out[0]
     s, u, vh = out

@@ -213,31 +213,45 @@ def _arg_batch_rule(prim):
 
 
 def _arg_primitive(name):
-    """Creates an arg-reduction primitive: shared shape rule and batching rule; integer output, no derivative."""
+    """Creates an arg-reduction primitive: shared shape and batching rules; an integer output (zero derivative)."""
     prim = standard_primitive(name, _arg_abstract_eval(name), weak_type="never")
     batching.primitive_batchers[prim] = _arg_batch_rule(prim)
     ad.defjvp_zero(prim)
     return prim
 
 
+def _bind_arg(prim, x, axis, index_dtype):
+    x = st._as_array(x)
+    aval = core.get_aval(x)
+    if not -aval.ndim <= int(axis) < aval.ndim:
+        raise ValueError(f"{prim.name}: axis {axis} is out of bounds for an operand of shape {aval.shape}")
+    params = dict(axes=(int(axis) % aval.ndim,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    abstract_eval_rules[prim](aval, **params)
+    return prim.bind(x, **params)
+
+
 argmax_p = _arg_primitive("argmax")
 
 
 def argmax(x, axis: int, index_dtype=np.int32):
-    """Index of the maximum along `axis` (the first one on ties and for NaN)."""
-    x = st._as_array(x)
-    axis = int(axis) % core.get_aval(x).ndim
-    return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    """Index of the maximum along `axis` (the first one on ties and for NaN).
+
+    Raises:
+      ValueError: `axis` is out of bounds, or the operand is empty along it.
+    """
+    return _bind_arg(argmax_p, x, axis, index_dtype)
 
 
 argmin_p = _arg_primitive("argmin")
 
 
 def argmin(x, axis: int, index_dtype=np.int32):
-    """Index of the minimum along `axis` (the first one on ties and for NaN)."""
-    x = st._as_array(x)
-    axis = int(axis) % core.get_aval(x).ndim
-    return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    """Index of the minimum along `axis` (the first one on ties and for NaN).
+
+    Raises:
+      ValueError: `axis` is out of bounds, or the operand is empty along it.
+    """
+    return _bind_arg(argmin_p, x, axis, index_dtype)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -2,11 +2,17 @@
 
 All of them are linear, so each has a transpose rule; their JVPs apply the primitive to the tangent. Each primitive
 has one block: its definition, public wrapper(s), abstract evaluation, JVP, transpose and batching rule.
+
+The wrappers validate their arguments in every mode, eagerly too (where the primitive's NumPy implementation would
+otherwise clip, wrap or broadcast silently), raising the error classes `jax.lax` raises, with messages that name the
+offending argument and the shapes. The common case pays only for cheap checks: the wrappers that return their
+operand unchanged (a full slice, an identity transpose, ...) do so before validating.
 """
 
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Sequence
 
 import numpy as np
@@ -19,7 +25,7 @@ from .utils import standard_primitive
 
 
 def _tuple_ints(xs) -> tuple:
-    return tuple(int(x) for x in xs)
+    return tuple(map(int, xs))
 
 
 def _as_array(x):
@@ -36,11 +42,17 @@ broadcast_in_dim_p = standard_primitive("broadcast_in_dim")
 
 
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
-    """Broadcasts `x` to `shape`, operand dimension i becoming output dimension broadcast_dimensions[i]."""
+    """Broadcasts `x` to `shape`, operand dimension i becoming output dimension broadcast_dimensions[i].
+
+    Raises:
+      TypeError: `shape` has a negative size, or `x` cannot be broadcast to it along `broadcast_dimensions`.
+    """
     x = _as_array(x)
     shape, dims = _tuple_ints(shape), _tuple_ints(broadcast_dimensions)
-    if core.get_aval(x).shape == shape and dims == tuple(range(len(shape))):
+    aval = core.get_aval(x)
+    if aval.shape == shape and dims == tuple(range(len(shape))):
         return x
+    _check_broadcast_in_dim(aval, shape, dims)
     return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
 
@@ -69,7 +81,9 @@ def full(shape: Sequence[int], fill_value, dtype=None):
     return broadcast_in_dim(v, shape, ())
 
 
-def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+def _check_broadcast_in_dim(x, shape, broadcast_dimensions):
+    if any(d < 0 for d in shape):
+        raise TypeError(f"broadcast_in_dim: shape {tuple(shape)} must have every element be non-negative")
     if len(broadcast_dimensions) != x.ndim:
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have one entry per "
                         f"operand dimension (operand shape {x.shape})")
@@ -79,6 +93,10 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
                             f"broadcast_dimensions={broadcast_dimensions}")
     if list(broadcast_dimensions) != sorted(broadcast_dimensions):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be increasing, got {broadcast_dimensions}")
+
+
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+    _check_broadcast_in_dim(x, shape, broadcast_dimensions)
     return ShapedArray(shape, x.dtype)
 
 
@@ -133,9 +151,14 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
 
 
 def _reshape_abstract_eval(x, *, new_sizes, dimensions=None):
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise TypeError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) into shape "
-                        f"{tuple(new_sizes)} (size {int(np.prod(new_sizes, dtype=np.int64))})")
+    # (math.prod on Python ints: np.prod costs microseconds on the eager path, which validates every reshape.)
+    size, new_size = math.prod(x.shape), math.prod(new_sizes)
+    if new_size != size or min(new_sizes, default=0) < 0:
+        if min(new_sizes, default=0) < 0:
+            raise TypeError(f"reshape: new_sizes {tuple(new_sizes)} must have every element be non-negative "
+                            f"(operand shape {x.shape})")
+        raise TypeError(f"reshape: cannot reshape array of shape {x.shape} (size {size}) into shape "
+                        f"{tuple(new_sizes)} (size {new_size})")
     return ShapedArray(new_sizes, x.dtype)
 
 
@@ -167,18 +190,28 @@ transpose_p = standard_primitive("transpose", weak_type="first")
 
 
 def transpose(x, permutation: Sequence[int]):
-    """Permutes the dimensions of `x`: output dim i is input dim permutation[i]."""
+    """Permutes the dimensions of `x`: output dim i is input dim permutation[i].
+
+    Raises:
+      TypeError: `permutation` is not a permutation of x's dimensions.
+    """
     x = _as_array(x)
     permutation = _tuple_ints(permutation)
-    if permutation == tuple(range(len(permutation))):
+    aval = core.get_aval(x)
+    if permutation == tuple(range(aval.ndim)):
         return x
+    _check_transpose(aval, permutation)
     return transpose_p.bind(x, permutation=permutation)
 
 
-def _transpose_abstract_eval(x, *, permutation):
+def _check_transpose(x, permutation):
     if sorted(permutation) != list(range(x.ndim)):
         raise TypeError(f"transpose permutation {permutation} is not a permutation of the operand's "
                         f"{x.ndim} dimensions (shape {x.shape})")
+
+
+def _transpose_abstract_eval(x, *, permutation):
+    _check_transpose(x, permutation)
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
 
 
@@ -214,21 +247,40 @@ squeeze_p = standard_primitive("squeeze", weak_type="first")
 
 
 def squeeze(x, dimensions: Sequence[int]):
-    """Removes the size-1 `dimensions` of `x`."""
+    """Removes the size-1 `dimensions` of `x` (negative values count from the end).
+
+    Raises:
+      ValueError: a dimension is out of bounds or not of size 1.
+    """
     x = _as_array(x)
-    nd = core.get_aval(x).ndim
-    dims = tuple(sorted(int(d) % nd for d in dimensions)) if nd else ()
+    aval = core.get_aval(x)
+    nd = aval.ndim
+    for d in dimensions:
+        if not -nd <= int(d) < nd:
+            raise ValueError(f"squeeze: axis {d} is out of bounds for an operand of rank {nd} (shape {aval.shape})")
+    dims = tuple(sorted(int(d) % nd for d in dimensions))
     if not dims:
         return x
+    _squeeze_abstract_eval(aval, dimensions=dims)
     return squeeze_p.bind(x, dimensions=dims)
 
 
 def expand_dims(x, dimensions: Sequence[int]):
-    """Inserts size-1 dimensions at `dimensions` (positions in the output)."""
+    """Inserts size-1 dimensions at `dimensions` (positions in the output; negative values count from its end).
+
+    Raises:
+      ValueError: a position is out of bounds for the output's rank, or repeated.
+    """
     x = _as_array(x)
     shape = list(core.get_aval(x).shape)
     nd = len(shape) + len(dimensions)
+    for d in dimensions:
+        if not -nd <= int(d) < nd:
+            raise ValueError(f"expand_dims: axis {d} is out of bounds for the result of rank {nd} (operand shape "
+                             f"{tuple(shape)}, dimensions {tuple(dimensions)})")
     dims = sorted(int(d) % nd for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: repeated axis in dimensions {tuple(dimensions)} (result rank {nd})")
     for d in dims:
         shape.insert(d, 1)
     return reshape(x, shape)
@@ -237,7 +289,8 @@ def expand_dims(x, dimensions: Sequence[int]):
 def _squeeze_abstract_eval(x, *, dimensions):
     for d in dimensions:
         if not 0 <= d < x.ndim or x.shape[d] != 1:
-            raise TypeError(f"squeeze: dimension {d} of shape {x.shape} is not of size 1")
+            raise ValueError(f"squeeze: cannot remove dimension {d} of an operand of shape {x.shape}: its size is "
+                             "not 1")
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype)
 
 
@@ -268,15 +321,22 @@ rev_p = standard_primitive("rev", weak_type="first")
 
 
 def rev(x, dimensions: Sequence[int]):
-    """Reverses `x` along `dimensions`."""
+    """Reverses `x` along `dimensions`.
+
+    Raises:
+      TypeError: a dimension is negative or not less than x's rank.
+    """
     x = _as_array(x)
-    return rev_p.bind(x, dimensions=_tuple_ints(dimensions))
+    dimensions = _tuple_ints(dimensions)
+    _rev_abstract_eval(core.get_aval(x), dimensions=dimensions)
+    return rev_p.bind(x, dimensions=dimensions)
 
 
 def _rev_abstract_eval(x, *, dimensions):
     for d in dimensions:
         if not 0 <= d < x.ndim:
-            raise TypeError(f"rev: dimension {d} out of range for shape {x.shape}")
+            raise TypeError(f"rev: dimensions {tuple(dimensions)} must be non-negative and less than the operand's "
+                            f"rank {x.ndim} (shape {x.shape})")
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -365,11 +425,21 @@ pad_p = standard_primitive("pad", weak_type="first")
 
 
 def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
-    """Pads `x` with `padding_value`: per dimension (low, high, interior); negative low/high crop."""
+    """Pads `x` with `padding_value`: per dimension (low, high, interior); negative low/high crop.
+
+    Raises:
+      TypeError: `padding_value` is not a scalar of x's dtype (a Python scalar adopts it).
+      ValueError: `padding_config` does not have one triple per dimension, has negative interior padding, or
+        removes more elements than a dimension has.
+    """
     x = _as_array(x)
-    if not isinstance(padding_value, (core.Array, core.Tracer)):
-        padding_value = core.Array(np.asarray(padding_value, core.get_aval(x).dtype), True)
+    aval = core.get_aval(x)
+    if isinstance(padding_value, (bool, int, float, complex)) and not isinstance(padding_value, np.generic):
+        padding_value = core.Array(np.asarray(padding_value, aval.dtype), True)  # Python scalars adopt x's dtype
+    elif not isinstance(padding_value, (core.Array, core.Tracer)):
+        padding_value = core.to_array(padding_value)
     cfg = tuple(tuple(int(v) for v in c) for c in padding_config)
+    _pad_abstract_eval(aval, core.get_aval(padding_value), padding_config=cfg)
     return pad_p.bind(x, padding_value, padding_config=cfg)
 
 
@@ -378,14 +448,16 @@ def _pad_abstract_eval(x, pv, *, padding_config):
         raise TypeError(f"pad: padding_value must be a scalar of the operand's dtype {x.dtype.name}, got "
                         f"{pv.str_short()}")
     if len(padding_config) != x.ndim:
-        raise TypeError(f"pad: padding_config needs one (lo, hi, interior) per dimension of shape {x.shape}")
+        raise ValueError(f"pad: padding_config {tuple(padding_config)} needs one (low, high, interior) triple per "
+                         f"dimension of the operand (shape {x.shape})")
     shape = []
-    for d, (lo, hi, interior) in zip(x.shape, padding_config):
+    for i, (d, (lo, hi, interior)) in enumerate(zip(x.shape, padding_config)):
         if interior < 0:
-            raise TypeError("pad: interior padding must be non-negative")
+            raise ValueError(f"pad: interior padding in padding_config {tuple(padding_config)} must be non-negative")
         size = lo + hi + d + max(d - 1, 0) * interior
         if size < 0:
-            raise TypeError(f"pad: negative output size for dimension of size {d} with padding {(lo, hi, interior)}")
+            raise ValueError(f"pad: padding_config {tuple(padding_config)} removes more than the {d} elements of "
+                             f"dimension {i} of the operand (shape {x.shape}): its size would be {size}")
         shape.append(size)
     return ShapedArray(tuple(shape), x.dtype)
 
@@ -449,19 +521,41 @@ slice_p = standard_primitive("slice", weak_type="first")
 
 
 def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None):  # noqa: A001
-    """The static slice x[start:limit:stride] per dimension."""
+    """The static slice x[start:limit:stride] per dimension.
+
+    Raises:
+      TypeError: the index sequences do not have one entry per dimension, or violate
+        0 <= start <= limit <= size, or a stride is not positive.
+    """
     x = _as_array(x)
-    st = _tuple_ints(strides) if strides is not None and any(s != 1 for s in strides) else None
     starts, limits = _tuple_ints(start_indices), _tuple_ints(limit_indices)
-    if st is None and starts == (0,) * len(starts) and limits == core.get_aval(x).shape:
+    strides = None if strides is None else _tuple_ints(strides)
+    aval = core.get_aval(x)
+    unit = strides is None or (len(strides) == aval.ndim and all(s == 1 for s in strides))
+    if unit and limits == aval.shape and starts == (0,) * aval.ndim:
         return x
-    return slice_p.bind(x, start_indices=starts, limit_indices=limits, strides=st)
+    _check_slice(aval, starts, limits, strides)
+    return slice_p.bind(x, start_indices=starts, limit_indices=limits, strides=None if unit else strides)
+
+
+def _canonical_axis(name: str, axis: int, shape: tuple) -> int:
+    nd = len(shape)
+    if not -nd <= int(axis) < nd:
+        raise IndexError(f"{name}: axis {axis} is out of bounds for an operand of rank {nd} (shape {shape})")
+    return int(axis) % nd
 
 
 def slice_in_dim(x, start_index: int | None, limit_index: int | None, stride: int = 1, axis: int = 0):
-    """Slices `x` along one axis."""
+    """Slices `x` along one axis: `x[start_index:limit_index:stride]` there.
+
+    The indices follow Python's slice semantics (None for the ends, negative values count from the end, values past
+    the ends are clipped to them); `jax.lax.slice_in_dim` raises for a limit past the end instead.
+
+    Raises:
+      IndexError: `axis` is out of bounds.
+    """
     shape = core.get_aval(x).shape
-    axis = int(axis) % len(shape)
+    axis = _canonical_axis("slice_in_dim", axis, shape)
     starts = [0] * len(shape)
     limits = list(shape)
     strides = [1] * len(shape)
@@ -471,25 +565,52 @@ def slice_in_dim(x, start_index: int | None, limit_index: int | None, stride: in
 
 
 def index_in_dim(x, index: int, axis: int = 0, keepdims: bool = True):
-    """x[..., index, ...] along `axis` (static index)."""
+    """x[..., index, ...] along `axis` (a static index; negative values count from the end).
+
+    Raises:
+      IndexError: `index` or `axis` is out of bounds.
+    """
     shape = core.get_aval(x).shape
-    axis = int(axis) % len(shape)
-    index = int(index) % shape[axis]
-    out = slice_in_dim(x, index, index + 1, 1, axis)
-    return out if keepdims else squeeze(out, (axis,))
+    axis = _canonical_axis("index_in_dim", axis, shape)
+    size = shape[axis]
+    wrapped = int(index) + size if int(index) < 0 else int(index)
+    if not 0 <= wrapped < size:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with size {size} (operand "
+                         f"shape {shape})")
+    # The slice is valid by construction: bind it directly rather than re-validate it in `slice`.
+    starts, limits = [0] * len(shape), list(shape)
+    starts[axis], limits[axis] = wrapped, wrapped + 1
+    out = slice_p.bind(_as_array(x), start_indices=tuple(starts), limit_indices=tuple(limits), strides=None)
+    return out if keepdims else squeeze_p.bind(out, dimensions=(axis,))
+
+
+def _check_slice(x, start_indices, limit_indices, strides):
+    nd = x.ndim
+    if len(start_indices) != nd or len(limit_indices) != nd or (strides is not None and len(strides) != nd):
+        for what, v in (("start_indices", start_indices), ("limit_indices", limit_indices), ("strides", strides)):
+            if v is not None and len(v) != nd:
+                raise TypeError(f"slice: {what} {tuple(v)} must have one entry per dimension of the operand (shape "
+                                f"{x.shape})")
+    for d, start, limit, stride in zip(x.shape, start_indices, limit_indices, strides or (1,) * x.ndim):
+        if 0 <= start <= limit <= d and stride >= 1:
+            continue
+        if start < 0:
+            raise TypeError(f"slice: start_indices {tuple(start_indices)} must be non-negative (operand shape "
+                            f"{x.shape})")
+        if limit > d:
+            raise TypeError(f"slice: limit_indices {tuple(limit_indices)} must be less than or equal to the operand "
+                            f"shape {x.shape}")
+        if limit < start:
+            raise TypeError(f"slice: limit_indices {tuple(limit_indices)} must be greater than or equal to "
+                            f"start_indices {tuple(start_indices)} (operand shape {x.shape})")
+        raise TypeError(f"slice: strides {tuple(strides)} must be positive (operand shape {x.shape})")
 
 
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides=None):
-    if len(start_indices) != x.ndim or len(limit_indices) != x.ndim:
-        raise TypeError(f"slice: start_indices {start_indices} and limit_indices {limit_indices} must have one entry "
-                        f"per dimension of shape {x.shape}")
+    _check_slice(x, start_indices, limit_indices, strides)
     strides = strides or (1,) * x.ndim
-    shape = []
-    for d, s, l, st in zip(x.shape, start_indices, limit_indices, strides):
-        if not 0 <= s <= l <= d:
-            raise TypeError(f"slice: indices [{s}:{l}] out of bounds for dimension of size {d} (shape {x.shape})")
-        shape.append(max(0, -(-(l - s) // st)))
-    return ShapedArray(tuple(shape), x.dtype)
+    shape = tuple(-(-(limit - start) // stride) for start, limit, stride in zip(start_indices, limit_indices, strides))
+    return ShapedArray(shape, x.dtype)
 
 
 abstract_eval_rules[slice_p] = _slice_abstract_eval
@@ -556,19 +677,49 @@ def _batch_size(vals, dims) -> int:
 dynamic_slice_p = standard_primitive("dynamic_slice", weak_type="first")
 
 
+def _check_index_count(name: str, start_indices: Sequence, shape: tuple) -> None:
+    if len(start_indices) != len(shape):
+        raise ValueError(f"{name}: len(start_indices) is {len(start_indices)} but the operand has {len(shape)} "
+                         f"dimensions (shape {shape}); give one start index per dimension")
+
+
 def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
-    """x[start:start+size] per dimension, with traced start indices clamped so the slice stays in bounds."""
+    """x[start:start+size] per dimension, with traced start indices clamped so the slice stays in bounds.
+
+    Raises:
+      ValueError: `start_indices` or `slice_sizes` does not have one entry per dimension of `x`.
+      TypeError: a slice size is negative or larger than its dimension, or a start index is not an integer scalar.
+    """
     x = _as_array(x)
-    starts = [_index_scalar(i) for i in start_indices]
-    return dynamic_slice_p.bind(x, *starts, slice_sizes=_tuple_ints(slice_sizes))
+    aval = core.get_aval(x)
+    _check_index_count("dynamic_slice", start_indices, aval.shape)
+    sizes = _tuple_ints(slice_sizes)
+    if len(sizes) != aval.ndim:
+        raise ValueError(f"dynamic_slice: slice_sizes {sizes} must have one entry per dimension of the operand "
+                         f"(shape {aval.shape})")
+    _check_slice_sizes(aval, sizes)
+    starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
+    return dynamic_slice_p.bind(x, *starts, slice_sizes=sizes)
+
+
+def _check_slice_sizes(x, slice_sizes):
+    if len(slice_sizes) != x.ndim:
+        raise TypeError(f"dynamic_slice: slice_sizes {tuple(slice_sizes)} must have one entry per dimension of the "
+                        f"operand (shape {x.shape})")
+    for d, z in zip(x.shape, slice_sizes):
+        if 0 <= z <= d:
+            continue
+        if z < 0:
+            raise TypeError(f"dynamic_slice: slice_sizes {tuple(slice_sizes)} must be non-negative (operand shape "
+                            f"{x.shape})")
+        if z > d:
+            raise TypeError(f"dynamic_slice: slice_sizes {tuple(slice_sizes)} must be less than or equal to the "
+                            f"operand shape {x.shape}")
 
 
 def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
     _check_index_avals("dynamic_slice", starts, x.ndim)
-    for d, z in zip(x.shape, slice_sizes):
-        if not 0 <= z <= d:
-            raise TypeError(f"dynamic_slice: slice_sizes {tuple(slice_sizes)} must fit within operand shape "
-                            f"{x.shape}")
+    _check_slice_sizes(x, slice_sizes)
     return ShapedArray(tuple(slice_sizes), x.dtype)
 
 
@@ -613,19 +764,35 @@ dynamic_update_slice_p = standard_primitive("dynamic_update_slice", weak_type="f
 
 
 def dynamic_update_slice(x, update, start_indices: Sequence):
-    """A copy of `x` with `update` written at `start_indices` (clamped to stay in bounds)."""
+    """A copy of `x` with `update` written at `start_indices` (clamped to stay in bounds).
+
+    Raises:
+      ValueError: `start_indices` does not have one entry per dimension of `x`.
+      TypeError: `update` differs from `x` in dtype or rank, or is larger than `x` in some dimension.
+    """
     x, update = _as_array(x), _as_array(update)
-    starts = [_index_scalar(i) for i in start_indices]
+    aval = core.get_aval(x)
+    _check_index_count("dynamic_update_slice", start_indices, aval.shape)
+    _check_update(aval, core.get_aval(update))
+    starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
     return dynamic_update_slice_p.bind(x, update, *starts)
+
+
+def _check_update(x, update):
+    if update.dtype != x.dtype:
+        raise TypeError(f"dynamic_update_slice: update dtype {update.dtype.name} must equal operand dtype "
+                        f"{x.dtype.name}")
+    if update.ndim != x.ndim:
+        raise TypeError(f"dynamic_update_slice: update must have the operand's rank, got update shape "
+                        f"{update.shape} for operand shape {x.shape}")
+    if any(u > d for u, d in zip(update.shape, x.shape)):
+        raise TypeError(f"dynamic_update_slice: update shape {update.shape} must be less than or equal to the "
+                        f"operand shape {x.shape}")
 
 
 def _dynamic_update_slice_abstract_eval(x, update, *starts):
     _check_index_avals("dynamic_update_slice", starts, x.ndim)
-    if update.dtype != x.dtype:
-        raise TypeError(f"dynamic_update_slice: update dtype {update.dtype.name} must equal operand dtype "
-                        f"{x.dtype.name}")
-    if update.ndim != x.ndim or any(u > d for u, d in zip(update.shape, x.shape)):
-        raise TypeError(f"dynamic_update_slice: update shape {update.shape} must fit in operand shape {x.shape}")
+    _check_update(x, update)
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -683,15 +850,23 @@ iota_p = standard_primitive("iota", weak_type="never")
 
 def iota(dtype, size: int):
     """[0, 1, ..., size-1] of `dtype`."""
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+    params = dict(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+    _iota_abstract_eval(**params)
+    return iota_p.bind(**params)
 
 
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     """An array of `shape` whose values count along `dimension`."""
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=_tuple_ints(shape), dimension=int(dimension))
+    params = dict(dtype=dtypes.canonicalize_dtype(dtype), shape=_tuple_ints(shape), dimension=int(dimension))
+    _iota_abstract_eval(**params)
+    return iota_p.bind(**params)
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension):
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota: shape {tuple(shape)} must have every element be non-negative")
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota: dimension {dimension} must be between 0 and len(shape) for shape {tuple(shape)}")
     return ShapedArray(shape, dtype)
 
 

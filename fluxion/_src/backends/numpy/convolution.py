@@ -2,8 +2,9 @@
 
 The lhs is copied to a contiguous channels-last layout (N, spatial..., C), dilated and padded; its windows are read
 with `sliding_window_view` (a strided view, no copy) and copied once into a patch matrix laid out (group, positions,
-kernel taps x input features) with the features innermost, so the copy moves contiguous runs. A single `np.matmul` over the group axis then computes every output. Half-precision
-operands are multiplied in float32, as XLA's CPU backend accumulates them.
+kernel taps x input features) with the features innermost, so the copy moves contiguous runs. A single `np.matmul`
+over the group axis then computes every output. Half-precision operands are multiplied in float32, as XLA's CPU
+backend accumulates them.
 """
 
 from __future__ import annotations
