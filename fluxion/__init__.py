@@ -9,6 +9,10 @@ from ._src.api import (ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready a
                        device_get as device_get, device_put as device_put, eval_shape as eval_shape, grad as grad,
                        hessian as hessian, jacfwd as jacfwd, jacrev as jacrev, jvp as jvp, linearize as linearize,
                        make_jaxpr as make_jaxpr, value_and_grad as value_and_grad, vjp as vjp, vmap as vmap)
+# The NumPy backend registers the implementations of every primitive. It is imported right after `api` and before
+# `jit`: it imports lax (all primitives), whose collectives import the pmap runtime, which imports jit; jit in turn
+# imports the backend package, which must therefore already be loading rather than be started by jit.
+from ._src.backends import numpy as _numpy_backend  # noqa: F401
 from ._src.config import config as config
 from ._src.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from ._src.core import Array as Array

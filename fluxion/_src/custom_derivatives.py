@@ -240,12 +240,7 @@ def _custom_lin_abstract_eval(*args, num_res, bwd, out_avals, in_avals):
     return list(out_avals)
 
 
-def _custom_lin_impl(*args, num_res, bwd, out_avals, in_avals):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
-
-
-custom_lin_p = standard_primitive("custom_lin", _custom_lin_abstract_eval, _custom_lin_impl, multiple_results=True,
-                                  weak_type="never")
+custom_lin_p = standard_primitive("custom_lin", _custom_lin_abstract_eval, multiple_results=True, weak_type="never")
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):
@@ -276,14 +271,9 @@ def _call_abstract_eval(*args, call_jaxpr, **params):
     return list(call_jaxpr.out_avals)
 
 
-def _call_impl(*args, call_jaxpr, **params):
-    from .backends.numpy import call_closed_jaxpr
-    return call_closed_jaxpr(call_jaxpr, list(args))
-
-
-custom_jvp_call_p = standard_primitive("custom_jvp_call", _call_abstract_eval, _call_impl, multiple_results=True,
+custom_jvp_call_p = standard_primitive("custom_jvp_call", _call_abstract_eval, multiple_results=True,
                                        weak_type="never")
-custom_vjp_call_p = standard_primitive("custom_vjp_call", _call_abstract_eval, _call_impl, multiple_results=True,
+custom_vjp_call_p = standard_primitive("custom_vjp_call", _call_abstract_eval, multiple_results=True,
                                        weak_type="never")
 
 
@@ -423,8 +413,7 @@ def batch_custom_vjp(trace, primitive, fun, fwd, bwd, tracers, out_trees):
 # stop_gradient
 # --------------------------------------------------------------------------------------------------------------
 
-stop_gradient_p = standard_primitive("stop_gradient", lambda x: ShapedArray(x.shape, x.dtype),
-                                     lambda x: x, weak_type="first")
+stop_gradient_p = standard_primitive("stop_gradient", lambda x: ShapedArray(x.shape, x.dtype), weak_type="first")
 ad.defjvp_zero(stop_gradient_p)
 batching.primitive_batchers[stop_gradient_p] = lambda vals, dims: (stop_gradient_p.bind(vals[0]), dims[0])
 

@@ -75,16 +75,16 @@ from .._src.numpy.ufuncs import (abs as abs, absolute as absolute, acos as acos,
                                  sinc as sinc, sinh as sinh, sqrt as sqrt, square as square, subtract as subtract,
                                  tan as tan, tanh as tanh, true_divide as true_divide, trunc as trunc, where as where)
 
-from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, argsort as argsort,
-                                   argwhere as argwhere, bincount as bincount, choose as choose, compress as compress,
+from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, bincount as bincount, choose as choose,
                                    diag_indices as diag_indices, diag_indices_from as diag_indices_from,
-                                   digitize as digitize, extract as extract, flatnonzero as flatnonzero,
-                                   getitem as _getitem, ix_ as ix_, lexsort as lexsort, nonzero as nonzero,
-                                   ravel_multi_index as ravel_multi_index, searchsorted as searchsorted,
-                                   select as select, sort as sort, take as take, take_along_axis as take_along_axis,
+                                   getitem as _getitem, ix_ as ix_, ravel_multi_index as ravel_multi_index,
+                                   select as select, take as take, take_along_axis as take_along_axis,
                                    tril_indices as tril_indices, tril_indices_from as tril_indices_from,
                                    triu_indices as triu_indices, triu_indices_from as triu_indices_from,
                                    unravel_index as unravel_index)
+from .._src.numpy.sorting import (argsort as argsort, argwhere as argwhere, compress as compress,
+                                  digitize as digitize, extract as extract, flatnonzero as flatnonzero,
+                                  lexsort as lexsort, nonzero as nonzero, searchsorted as searchsorted, sort as sort)
 
 pi = _np.pi
 e = _np.e

@@ -632,12 +632,6 @@ _MISUSES = {
     "qr_unknown_mode": (lambda m: m.numpy.linalg.qr(_EYE3, mode="economic"), ValueError),
 }
 
-_EAGER_SKIPS_RULES = (
-    "core bug: eager calls of the linalg primitives skip their shape/dtype rules (they run only under tracing), "
-    "so misuse reaches NumPy: repro: lax.linalg.triangular_solve(jnp.eye(3), jnp.ones((3, 2), jnp.float16), "
-    "left_side=True) returns a float16 Array instead of raising TypeError (under jit it raises), and "
-    "jnp.linalg.qr(jnp.ones(3)) raises NumPy's LinAlgError (a ValueError) where JAX and fluxion.jit raise "
-    "TypeError")
 _SHAPE_ERRORS_ARE_TYPE_ERRORS = (
     "core divergence: the linalg shape rules raise TypeError for non-square or mismatched operands where JAX "
     "raises ValueError (under jit; eagerly NumPy's LinAlgError/ValueError happens to match); repro: "
@@ -646,10 +640,8 @@ _SHAPE_ERRORS_ARE_TYPE_ERRORS = (
 
 # (mode, misuse name) -> reason
 _MISUSE_FAILURES = {
-    **{("eager", n): _EAGER_SKIPS_RULES for n in ("triangular_solve_dtype_mismatch", "qr_of_a_vector",
-                                                   "svd_of_a_vector")},
     **{("jit", n): _SHAPE_ERRORS_ARE_TYPE_ERRORS for n in (
-        "triangular_solve_shape_mismatch", "solve_shape_mismatch", "solve_non_square", "det_non_square",
+        "solve_shape_mismatch", "solve_non_square", "det_non_square",
         "inv_non_square", "slogdet_non_square")},
 }
 

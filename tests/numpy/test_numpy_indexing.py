@@ -18,6 +18,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion._src import test_util as tu
 from fluxion._src.numpy import indexing as ix
+from fluxion._src.numpy import sorting as srt
 
 f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
 X = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
@@ -342,14 +343,14 @@ def test_take_along_axis_modes_against_jax(rng):
 
 def test_nonzero_argwhere_flatnonzero_match_numpy(rng):
     a = (rng.standard_normal((4, 5)) > 0.3) * rng.integers(1, 5, (4, 5))
-    tu.assert_allclose(ix.nonzero(a), tuple(p.astype(np.int32) for p in np.nonzero(a)))
-    tu.assert_allclose(ix.argwhere(a), np.argwhere(a).astype(np.int32))
-    tu.assert_allclose(ix.flatnonzero(a), np.flatnonzero(a).astype(np.int32))
-    assert np.asarray(ix.argwhere(np.float32(3))).shape == (1, 0)
-    assert np.asarray(ix.argwhere(np.float32(0))).shape == (0, 0)
+    tu.assert_allclose(srt.nonzero(a), tuple(p.astype(np.int32) for p in np.nonzero(a)))
+    tu.assert_allclose(srt.argwhere(a), np.argwhere(a).astype(np.int32))
+    tu.assert_allclose(srt.flatnonzero(a), np.flatnonzero(a).astype(np.int32))
+    assert np.asarray(srt.argwhere(np.float32(3))).shape == (1, 0)
+    assert np.asarray(srt.argwhere(np.float32(0))).shape == (0, 0)
     tu.assert_allclose(jnp.where(jnp.asarray(a))[1], np.nonzero(a)[1].astype(np.int32))
     with pytest.raises(ValueError, match="0d"):
-        ix.nonzero(np.float32(1))
+        srt.nonzero(np.float32(1))
 
 
 @pytest.mark.parametrize("size", [0, 3, 20])
@@ -360,20 +361,20 @@ def test_nonzero_with_size_is_jittable(size, rng):
         fills = fill if isinstance(fill, tuple) else (0 if fill is None else fill,) * 2
         expected = tuple(np.concatenate([w[:size], np.full(max(0, size - len(w)), f)]).astype(np.int32)
                          for w, f in zip(want, fills))
-        got = fluxion.jit(lambda a: ix.nonzero(a, size=size, fill_value=fill))(a)
+        got = fluxion.jit(lambda a: srt.nonzero(a, size=size, fill_value=fill))(a)
         tu.assert_allclose(got, expected)
-    tu.check_batching(lambda a: ix.nonzero(a, size=4), [np.stack([a, 1 - a])], in_axes=0)
+    tu.check_batching(lambda a: srt.nonzero(a, size=4), [np.stack([a, 1 - a])], in_axes=0)
     with pytest.raises(fluxion.errors.ConcretizationTypeError, match="size="):
-        fluxion.jit(ix.nonzero)(a)
+        fluxion.jit(srt.nonzero)(a)
 
 
 def test_nonzero_family_against_jax(rng):
     jax = pytest.importorskip("jax")
     a = rng.standard_normal((3, 4)).astype(np.float32) * (rng.random((3, 4)) > 0.5)
     for size in (2, 9):
-        tu.assert_allclose(ix.argwhere(a, size=size, fill_value=5), np.asarray(jax.numpy.argwhere(
+        tu.assert_allclose(srt.argwhere(a, size=size, fill_value=5), np.asarray(jax.numpy.argwhere(
             a, size=size, fill_value=5)))
-        tu.assert_allclose(ix.flatnonzero(a, size=size), np.asarray(jax.numpy.flatnonzero(a, size=size)))
+        tu.assert_allclose(srt.flatnonzero(a, size=size), np.asarray(jax.numpy.flatnonzero(a, size=size)))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -416,13 +417,13 @@ def test_unravel_and_ravel_multi_index(rng):
 def test_compress_extract_select_choose(rng):
     x = rng.standard_normal((4, 5)).astype(np.float32)
     c = np.array([True, False, True, True])
-    tu.assert_allclose(ix.compress(c, x, axis=0), np.compress(c, x, axis=0))
-    tu.assert_allclose(ix.compress(c[:3], x, axis=1), np.compress(c[:3], x, axis=1))
-    tu.assert_allclose(ix.compress(c, x), np.compress(c, x))
-    tu.assert_allclose(fluxion.jit(lambda c, x: ix.compress(c, x, axis=0, size=2))(c, x), x[[0, 2]])
-    tu.assert_allclose(ix.compress(c, x, axis=0, size=4, fill_value=9.0), np.concatenate([x[[0, 2, 3]],
+    tu.assert_allclose(srt.compress(c, x, axis=0), np.compress(c, x, axis=0))
+    tu.assert_allclose(srt.compress(c[:3], x, axis=1), np.compress(c[:3], x, axis=1))
+    tu.assert_allclose(srt.compress(c, x), np.compress(c, x))
+    tu.assert_allclose(fluxion.jit(lambda c, x: srt.compress(c, x, axis=0, size=2))(c, x), x[[0, 2]])
+    tu.assert_allclose(srt.compress(c, x, axis=0, size=4, fill_value=9.0), np.concatenate([x[[0, 2, 3]],
                                                                                          np.full((1, 5), 9.0)]).astype(np.float32))
-    tu.assert_allclose(ix.extract(x > 0, x), np.extract(x > 0, x))
+    tu.assert_allclose(srt.extract(x > 0, x), np.extract(x > 0, x))
     conds, choices = [x > 0.5, x < -0.5], [x, 2 * x]
     tu.assert_allclose(ix.select(conds, choices, -1.0), np.select(conds, choices, -1.0))
     tu.check_grads(lambda x: ix.select([x > 0.5, x < -0.5], [x, 2 * x], 0.0), [x], order=2, rng=rng)
@@ -444,13 +445,13 @@ def test_compress_extract_select_choose(rng):
 def test_searchsorted_matches_numpy(side, rng):
     a = np.sort(rng.integers(0, 6, 15)).astype(np.float32)
     v = rng.integers(-1, 8, (3, 4)).astype(np.float32) * 0.5
-    tu.assert_allclose(ix.searchsorted(a, v, side=side), np.searchsorted(a, v, side=side).astype(np.int32))
-    tu.assert_allclose(fluxion.jit(lambda a, v: ix.searchsorted(a, v, side=side))(a, v),
+    tu.assert_allclose(srt.searchsorted(a, v, side=side), np.searchsorted(a, v, side=side).astype(np.int32))
+    tu.assert_allclose(fluxion.jit(lambda a, v: srt.searchsorted(a, v, side=side))(a, v),
                        np.searchsorted(a, v, side=side).astype(np.int32))
     perm = rng.permutation(15)
-    tu.assert_allclose(ix.searchsorted(a[perm], v, side=side, sorter=np.argsort(a[perm], kind="stable")),
+    tu.assert_allclose(srt.searchsorted(a[perm], v, side=side, sorter=np.argsort(a[perm], kind="stable")),
                        np.searchsorted(a, v, side=side).astype(np.int32))
-    tu.check_batching(lambda a, v: ix.searchsorted(a, v, side=side), [a, v], in_axes=(None, 0))
+    tu.check_batching(lambda a, v: srt.searchsorted(a, v, side=side), [a, v], in_axes=(None, 0))
 
 
 def test_searchsorted_nan_total_order_and_digitize_against_jax(rng):
@@ -458,13 +459,13 @@ def test_searchsorted_nan_total_order_and_digitize_against_jax(rng):
     a = np.array([1.0, 2.0, 2.0, np.nan, np.nan], np.float32)
     v = np.array([np.nan, 2.0, 0.0, 5.0, -np.inf], np.float32)
     for side in ("left", "right"):
-        tu.assert_allclose(ix.searchsorted(a, v, side=side), np.asarray(jax.numpy.searchsorted(a, v, side=side)))
+        tu.assert_allclose(srt.searchsorted(a, v, side=side), np.asarray(jax.numpy.searchsorted(a, v, side=side)))
     bins = np.array([0.0, 1.0, 1.0, 2.0], np.float32)
     x = rng.integers(-1, 6, 10).astype(np.float32) * 0.5
     for right in (False, True):
         for b in (bins, bins[::-1]):
-            tu.assert_allclose(ix.digitize(x, b, right), np.asarray(jax.numpy.digitize(x, b, right)))
-            tu.assert_allclose(ix.digitize(x, b, right), np.digitize(x, b, right).astype(np.int32))
+            tu.assert_allclose(srt.digitize(x, b, right), np.asarray(jax.numpy.digitize(x, b, right)))
+            tu.assert_allclose(srt.digitize(x, b, right), np.digitize(x, b, right).astype(np.int32))
 
 
 def test_bincount(rng):
@@ -488,7 +489,7 @@ def test_bincount(rng):
 def test_sort_and_argsort(axis, descending, rng):
     y = rng.integers(0, 3, (4, 6)).astype(np.float32)
     y[0, 2] = np.nan
-    got = ix.argsort(y, axis, descending=descending)
+    got = srt.argsort(y, axis, descending=descending)
     flat = y.ravel() if axis is None else y
     ax = 0 if axis is None else axis
     if descending:
@@ -498,11 +499,11 @@ def test_sort_and_argsort(axis, descending, rng):
     else:
         want = np.argsort(flat, axis=ax, kind="stable")
     tu.assert_allclose(got, want.astype(np.int32))
-    tu.assert_allclose(ix.sort(y, axis, descending=descending), np.take_along_axis(flat, want, ax))
+    tu.assert_allclose(srt.sort(y, axis, descending=descending), np.take_along_axis(flat, want, ax))
     keys = [rng.integers(0, 3, 8), rng.integers(0, 3, 8)]
-    tu.assert_allclose(ix.lexsort(keys), np.lexsort(keys).astype(np.int32))
+    tu.assert_allclose(srt.lexsort(keys), np.lexsort(keys).astype(np.int32))
     z = (rng.permutation(24).reshape(4, 6) * 0.1).astype(np.float32)
-    tu.check_grads(lambda z: ix.sort(z, axis, descending=descending), [z], order=2, rng=rng)
+    tu.check_grads(lambda z: srt.sort(z, axis, descending=descending), [z], order=2, rng=rng)
 
 
 def test_array_methods_use_this_module(rng):

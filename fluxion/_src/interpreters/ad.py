@@ -408,3 +408,39 @@ def deflinear(primitive: core.Primitive, transpose_rule: Callable) -> None:
 
     primitive_jvps[primitive] = jvp
     primitive_transposes[primitive] = transpose_rule
+
+
+def defbilinear(primitive: core.Primitive, lhs_rule: Callable, rhs_rule: Callable) -> None:
+    """Registers the JVP and transpose of a primitive linear in each of its two operands separately.
+
+    A product such as `dot_general` or `conv_general_dilated`: its JVP is the sum of the two partial applications,
+    `prim(t_lhs, rhs) + prim(lhs, t_rhs)`; its transpose solves for whichever operand is the linear input of the
+    equation being transposed, with `lhs_rule(ct, lhs, rhs, **params)` when `lhs` is the `UndefinedPrimal` and
+    `rhs_rule(ct, lhs, rhs, **params)` when `rhs` is. (As in JAX's `ad.defbilinear`.)
+    """
+    defjvp(primitive, lambda t, lhs, rhs, **params: primitive.bind(t, rhs, **params),
+           lambda t, lhs, rhs, **params: primitive.bind(lhs, t, **params))
+
+    def transpose(ct, lhs, rhs, **params):
+        if type(ct) is Zero:
+            return [None, None]
+        if is_undefined_primal(lhs) and is_undefined_primal(rhs):
+            raise NotImplementedError(f"{primitive.name} is not linear in both operands at once")
+        if is_undefined_primal(lhs):
+            return [lhs_rule(ct, lhs, rhs, **params), None]
+        return [None, rhs_rule(ct, lhs, rhs, **params)]
+
+    primitive_transposes[primitive] = transpose
+
+
+# Primitives declared to have no derivative at all (JAX has none either); differentiating through one raises the
+# missing-rule error of `JVPTrace`. A declaration, unlike a missing rule, says the omission is deliberate: the rule
+# coverage test (tests/core/test_primitive_rules.py) requires every primitive to have a JVP or to be declared here.
+NON_DIFFERENTIABLE: set = set()
+
+
+def defnondifferentiable(primitive: core.Primitive) -> None:
+    """Declares that `primitive` has no JVP rule on purpose (as opposed to `defjvp_zero`: a zero derivative)."""
+    if primitive in primitive_jvps:
+        raise ValueError(f"'{primitive.name}' has a JVP rule; it cannot also be declared non-differentiable")
+    NON_DIFFERENTIABLE.add(primitive)

@@ -13,8 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import call_closed_jaxpr
-from ..core import ClosedJaxpr, Jaxpr, ShapedArray
+from ..core import ClosedJaxpr, Jaxpr, ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
 from ..interpreters.ad import Zero
@@ -86,26 +85,70 @@ def _transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_avals_fn=No
     return ClosedJaxpr(j, consts)
 
 
+def _close_consts(closed: ClosedJaxpr) -> Jaxpr:
+    """Inlines a closed jaxpr's (concrete) consts as leading equations-free constvars -> invars-free form."""
+    if not closed.consts:
+        return closed.jaxpr
+    consts = closed.consts
+
+    def fun(*args):
+        return core.eval_jaxpr(closed.jaxpr, consts, *args)
+
+    j, c, _ = pe.trace_to_jaxpr(fun, closed.in_avals)
+    if c:
+        # Constants that cannot be literals stay as constvars; re-trace them as invars-free by closure over arrays.
+        return _bind_consts_as_literals(j, c)
+    return j
+
+
+def _bind_consts_as_literals(j: Jaxpr, consts: list) -> Jaxpr:
+    """Replaces constvars by equations producing them (broadcasts of the values), keeping the jaxpr self-contained."""
+    eqns = []
+    for v, c in zip(j.constvars, consts):
+        raw = np.asarray(getattr(c, "_value", c))
+        lit = core.Literal(core.Array(np.asarray(raw.reshape(-1)[0] if raw.size else 0, raw.dtype)),
+                           ShapedArray((), raw.dtype))
+        if raw.size and np.all(raw == raw.reshape(-1)[0]):
+            eqns.append(core.JaxprEqn(st.broadcast_in_dim_p, [lit], [v],
+                                      dict(shape=raw.shape, broadcast_dimensions=())))
+        else:
+            eqns.append(core.JaxprEqn(const_p, [], [v], dict(value=_HashableArray(raw))))
+    return Jaxpr([], j.invars, j.outvars, eqns + j.eqns)
+
+
+class _HashableArray:
+    """A constant array carried as an equation parameter (printed by shape)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"<const {self.value.dtype}{list(self.value.shape)}>"
+
+
+const_p = standard_primitive("const", weak_type="never")
+
+
+def _const_abstract_eval(*, value):
+    return ShapedArray(value.value.shape, dtypes.canonicalize_dtype(value.value.dtype))
+
+
+abstract_eval_rules[const_p] = _const_abstract_eval
+ad.defjvp_zero(const_p)
+
+
+def _control_flow_weak_type(args, params) -> bool:
+    """The weak-type rule of cond, while and scan: their outputs are never weakly typed (eagerly or staged)."""
+    return False
+
+
 # --------------------------------------------------------------------------------------------------------------
 # cond / switch
 # --------------------------------------------------------------------------------------------------------------
 
-def _cond_abstract_eval(index, *ops, branches):
-    if index.shape != () or not dtypes.is_integer(index.dtype):
-        raise TypeError(f"cond/switch index must be an integer scalar, got {index.str_short()}")
-    return list(branches[0].out_avals)
-
-
-def _cond_impl(index, *ops, branches):
-    i = int(np.clip(int(index), 0, len(branches) - 1))
-    return call_closed_jaxpr(branches[i], list(ops))
-
-
-def _cond_weak(args, params):
-    return False
-
-
-cond_p = standard_primitive("cond", _cond_abstract_eval, _cond_impl, multiple_results=True, weak_type=_cond_weak)
+cond_p = standard_primitive("cond", multiple_results=True, weak_type=_control_flow_weak_type)
 
 
 def _join_branch_avals(name, out_avals_list):
@@ -204,76 +247,13 @@ def _pad_const_inputs(closed: ClosedJaxpr, start: int, n: int, const_avals: list
     return ClosedJaxpr(Jaxpr(j.constvars, invars + rest, j.outvars, j.eqns), closed.consts)
 
 
-def _cond_jvp(primals, tangents, *, branches):
-    index, *ops = primals
-    ops_nz = [type(t) is not Zero for t in tangents[1:]]
-    n_out = len(branches[0].out_avals)
-    jvps = [jvp_jaxpr(b, ops_nz, [True] * n_out) for b in branches]
-    n_in = len(ops)
-    unknowns = [False] * n_in + [True] * sum(ops_nz)
-    splits = [pe.partial_eval_jaxpr(_close_consts(j), unknowns, [False] * n_out + [True] * n_out) for j, _ in jvps]
-    # All residuals of all branches, each branch producing zeros for the others'.
-    res_avals = [[v.aval for v in known.outvars[n_out:]] for known, _, _, _ in splits]
-    all_res = [a for avs in res_avals for a in avs]
-    known_branches, unknown_branches, pos = [], [], 0
-    for (known, unknown, _, num_res), avs in zip(splits, res_avals):
-        known_branches.append(_known_branch(known, n_out, pos, avs, all_res))
-        unknown_branches.append(_unknown_branch(unknown, pos, num_res, all_res))
-        pos += num_res
-    outs = cond_p.bind(index, *ops, branches=tuple(known_branches))
-    primal_out, res = outs[:n_out], outs[n_out:]
-    nz_tangents = [t for t in tangents[1:] if type(t) is not Zero]
-    tangent_out = cond_p.bind(index, *res, *nz_tangents, branches=tuple(unknown_branches))
-    return primal_out, tangent_out
+def _cond_abstract_eval(index, *ops, branches):
+    if index.shape != () or not dtypes.is_integer(index.dtype):
+        raise TypeError(f"cond/switch index must be an integer scalar, got {index.str_short()}")
+    return list(branches[0].out_avals)
 
 
-def _close_consts(closed: ClosedJaxpr) -> Jaxpr:
-    """Inlines a closed jaxpr's (concrete) consts as leading equations-free constvars -> invars-free form."""
-    if not closed.consts:
-        return closed.jaxpr
-    consts = closed.consts
-
-    def fun(*args):
-        return core.eval_jaxpr(closed.jaxpr, consts, *args)
-
-    j, c, _ = pe.trace_to_jaxpr(fun, closed.in_avals)
-    if c:
-        # Constants that cannot be literals stay as constvars; re-trace them as invars-free by closure over arrays.
-        return _bind_consts_as_literals(j, c)
-    return j
-
-
-def _bind_consts_as_literals(j: Jaxpr, consts: list) -> Jaxpr:
-    """Replaces constvars by equations producing them (broadcasts of the values), keeping the jaxpr self-contained."""
-    eqns = []
-    for v, c in zip(j.constvars, consts):
-        raw = np.asarray(getattr(c, "_value", c))
-        lit = core.Literal(core.Array(np.asarray(raw.reshape(-1)[0] if raw.size else 0, raw.dtype)),
-                           ShapedArray((), raw.dtype))
-        if raw.size and np.all(raw == raw.reshape(-1)[0]):
-            eqns.append(core.JaxprEqn(st.broadcast_in_dim_p, [lit], [v],
-                                      dict(shape=raw.shape, broadcast_dimensions=())))
-        else:
-            eqns.append(core.JaxprEqn(_const_p, [], [v], dict(value=_HashableArray(raw))))
-    return Jaxpr([], j.invars, j.outvars, eqns + j.eqns)
-
-
-class _HashableArray:
-    """A constant array carried as an equation parameter (printed by shape)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def __repr__(self):
-        return f"<const {self.value.dtype}{list(self.value.shape)}>"
-
-
-_const_p = standard_primitive("const", lambda *, value: ShapedArray(value.value.shape,
-                                                                    dtypes.canonicalize_dtype(value.value.dtype)),
-                              lambda *, value: value.value, weak_type="never")
-ad.defjvp_zero(_const_p)
+abstract_eval_rules[cond_p] = _cond_abstract_eval
 
 
 def _known_branch(known: Jaxpr, n_out: int, start: int, own_res_avals: list, all_res: list) -> ClosedJaxpr:
@@ -299,6 +279,32 @@ def _unknown_branch(unknown: Jaxpr, start: int, num_res: int, all_res: list) -> 
     return ClosedJaxpr(j, c)
 
 
+def _cond_jvp(primals, tangents, *, branches):
+    index, *ops = primals
+    ops_nz = [type(t) is not Zero for t in tangents[1:]]
+    n_out = len(branches[0].out_avals)
+    jvps = [jvp_jaxpr(b, ops_nz, [True] * n_out) for b in branches]
+    n_in = len(ops)
+    unknowns = [False] * n_in + [True] * sum(ops_nz)
+    splits = [pe.partial_eval_jaxpr(_close_consts(j), unknowns, [False] * n_out + [True] * n_out) for j, _ in jvps]
+    # All residuals of all branches, each branch producing zeros for the others'.
+    res_avals = [[v.aval for v in known.outvars[n_out:]] for known, _, _, _ in splits]
+    all_res = [a for avs in res_avals for a in avs]
+    known_branches, unknown_branches, pos = [], [], 0
+    for (known, unknown, _, num_res), avs in zip(splits, res_avals):
+        known_branches.append(_known_branch(known, n_out, pos, avs, all_res))
+        unknown_branches.append(_unknown_branch(unknown, pos, num_res, all_res))
+        pos += num_res
+    outs = cond_p.bind(index, *ops, branches=tuple(known_branches))
+    primal_out, res = outs[:n_out], outs[n_out:]
+    nz_tangents = [t for t in tangents[1:] if type(t) is not Zero]
+    tangent_out = cond_p.bind(index, *res, *nz_tangents, branches=tuple(unknown_branches))
+    return primal_out, tangent_out
+
+
+ad.primitive_jvps[cond_p] = _cond_jvp
+
+
 def _cond_transpose(cts, index, *ops, branches):
     if ad.is_undefined_primal(index):
         raise NotImplementedError("cond is not linear in its index")
@@ -311,7 +317,10 @@ def _cond_transpose(cts, index, *ops, branches):
     return [None] + [next(it) if l else None for l in linear]
 
 
-def _cond_batch(vals, dims, *, branches, axis_size=None, axis_name=None):
+ad.primitive_transposes[cond_p] = _cond_transpose
+
+
+def _cond_batch_rule(vals, dims, *, branches, axis_size=None, axis_name=None):
     index, *ops = vals
     d_index, *d_ops = dims
     size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
@@ -342,31 +351,15 @@ def _cond_batch(vals, dims, *, branches, axis_size=None, axis_name=None):
     return outs, [0] * len(outs)
 
 
-ad.primitive_jvps[cond_p] = _cond_jvp
-ad.primitive_transposes[cond_p] = _cond_transpose
-_cond_batch.needs_axis = True
-batching.primitive_batchers[cond_p] = _cond_batch
+_cond_batch_rule.needs_axis = True
+batching.primitive_batchers[cond_p] = _cond_batch_rule
 
 
 # --------------------------------------------------------------------------------------------------------------
 # while_loop
 # --------------------------------------------------------------------------------------------------------------
 
-def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    return list(body_jaxpr.out_avals)
-
-
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc = list(args[:cond_nconsts])
-    bc = list(args[cond_nconsts:cond_nconsts + body_nconsts])
-    carry = list(args[cond_nconsts + body_nconsts:])
-    while bool(call_closed_jaxpr(cond_jaxpr, cc + carry)[0]):
-        carry = call_closed_jaxpr(body_jaxpr, bc + carry)
-    return carry
-
-
-while_p = standard_primitive("while", _while_abstract_eval, _while_impl, multiple_results=True,
-                             weak_type=_cond_weak)
+while_p = standard_primitive("while", multiple_results=True, weak_type=_control_flow_weak_type)
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
@@ -409,6 +402,13 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     return tree_unflatten(tree, outs)
 
 
+def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    return list(body_jaxpr.out_avals)
+
+
+abstract_eval_rules[while_p] = _while_abstract_eval
+
+
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, init = primals[:nc], primals[nc:nc + nb], primals[nc + nb:]
@@ -442,7 +442,10 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     return p_out, t_out
 
 
-def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, axis_size=None,
+ad.primitive_jvps[while_p] = _while_jvp
+
+
+def _while_batch_rule(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, axis_size=None,
                  axis_name=None):
     nc, nb = cond_nconsts, body_nconsts
     size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
@@ -501,38 +504,15 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     return outs, [0] * len(outs)
 
 
-ad.primitive_jvps[while_p] = _while_jvp
-_while_batch.needs_axis = True
-batching.primitive_batchers[while_p] = _while_batch
+_while_batch_rule.needs_axis = True
+batching.primitive_batchers[while_p] = _while_batch_rule
 
 
 # --------------------------------------------------------------------------------------------------------------
 # scan
 # --------------------------------------------------------------------------------------------------------------
 
-def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
-    outs = jaxpr.out_avals
-    carry = list(outs[:num_carry])
-    ys = [ShapedArray((length,) + a.shape, a.dtype, a.weak_type) for a in outs[num_carry:]]
-    return carry + ys
-
-
-def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
-    consts = list(args[:num_consts])
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = args[num_consts + num_carry:]
-    y_avals = jaxpr.out_avals[num_carry:]
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
-    order = range(length - 1, -1, -1) if reverse else range(length)
-    for i in order:
-        outs = call_closed_jaxpr(jaxpr, consts + carry + [x[i] for x in xs])
-        carry = outs[:num_carry]
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[i] = y
-    return carry + ys
-
-
-scan_p = standard_primitive("scan", _scan_abstract_eval, _scan_impl, multiple_results=True, weak_type=_cond_weak)
+scan_p = standard_primitive("scan", multiple_results=True, weak_type=_control_flow_weak_type)
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
@@ -609,6 +589,16 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     return tree_unflatten(init_tree, outs[:nk]), tree_unflatten(out_tree_box[-1], outs[nk:])
 
 
+def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
+    outs = jaxpr.out_avals
+    carry = list(outs[:num_carry])
+    ys = [ShapedArray((length,) + a.shape, a.dtype, a.weak_type) for a in outs[num_carry:]]
+    return carry + ys
+
+
+abstract_eval_rules[scan_p] = _scan_abstract_eval
+
+
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
     nc, nk = num_consts, num_carry
     nx = len(primals) - nc - nk
@@ -657,6 +647,9 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     return list(carry_out) + list(ys), carry_t + list(t_outs[n_tk:])
 
 
+ad.primitive_jvps[scan_p] = _scan_jvp
+
+
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll=1):
     nc, nk = num_consts, num_carry
     consts, init, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
@@ -700,7 +693,10 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
             + [next(it_x) if l else None for l in x_lin])
 
 
-def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, axis_size=None,
+ad.primitive_transposes[scan_p] = _scan_transpose
+
+
+def _scan_batch_rule(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, axis_size=None,
                 axis_name=None):
     nc, nk = num_consts, num_carry
     size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
@@ -724,10 +720,8 @@ def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
     return outs, [0 if b else None for b in k_b] + [1 if b else None for b in out_b[nk:]]
 
 
-ad.primitive_jvps[scan_p] = _scan_jvp
-ad.primitive_transposes[scan_p] = _scan_transpose
-_scan_batch.needs_axis = True
-batching.primitive_batchers[scan_p] = _scan_batch
+_scan_batch_rule.needs_axis = True
+batching.primitive_batchers[scan_p] = _scan_batch_rule
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -18,14 +18,16 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from .. import core, dtypes
-from ..backends.numpy import convolution as impl
-from ..core import ShapedArray
+from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
-from ..interpreters.ad import Zero
 from . import elementwise as ew
 from . import structural as st
 from .utils import standard_primitive
 
+
+# --------------------------------------------------------------------------------------------------------------
+# Parameters: dimension numbers and padding
+# --------------------------------------------------------------------------------------------------------------
 
 class ConvDimensionNumbers(NamedTuple):
     """Which dimensions are which, as tuples of dimension indices.
@@ -128,54 +130,54 @@ def _dilate(n: int, d: int) -> int:
     return 0 if n == 0 else 1 + d * (n - 1)
 
 
-def _conv_shape_rule(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-                     feature_group_count, batch_group_count, precision=None, preferred_element_type=None):
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    if lhs.dtype != rhs.dtype:
-        raise TypeError(f"conv_general_dilated requires operands of one dtype, got {lhs.dtype.name} and "
-                        f"{rhs.dtype.name}")
-    nsp = lhs.ndim - 2
-    for name, v in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
-                    ("rhs_dilation", rhs_dilation)):
-        if len(v) != nsp:
-            raise TypeError(f"conv_general_dilated: {name} {tuple(v)} must have one entry per spatial dimension "
-                            f"({nsp})")
-    if any(s < 1 for s in window_strides) or any(d < 1 for d in lhs_dilation + rhs_dilation):
-        raise TypeError("conv_general_dilated: strides and dilations must be positive")
-    g, b = feature_group_count, batch_group_count
-    if g < 1 or b < 1 or (g > 1 and b > 1):
-        raise TypeError(f"conv_general_dilated: feature_group_count={g} and batch_group_count={b} must be >= 1 and "
-                        "not both > 1")
-    n, c = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
-    o, i = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
-    if c % g or c // g != i:
-        raise TypeError(f"conv_general_dilated: lhs feature dimension ({c}) must equal feature_group_count ({g}) "
-                        f"times the rhs input feature dimension ({i}); lhs shape {lhs.shape}, rhs shape {rhs.shape}")
-    if o % g:
-        raise TypeError(f"conv_general_dilated: rhs output feature dimension ({o}) must be a multiple of "
-                        f"feature_group_count ({g})")
-    if n % b or o % b:
-        raise TypeError(f"conv_general_dilated: lhs batch ({n}) and rhs output features ({o}) must be multiples of "
-                        f"batch_group_count ({b})")
-    spatial = []
-    for k in range(nsp):
-        size = _dilate(lhs.shape[lhs_spec[2 + k]], lhs_dilation[k]) + padding[k][0] + padding[k][1]
-        span = _dilate(rhs.shape[rhs_spec[2 + k]], rhs_dilation[k])
-        spatial.append(max(0, (size - span) // window_strides[k] + 1) if size >= span else 0)
-    canonical = [n // b, o] + spatial
-    shape = [0] * lhs.ndim
-    for pos, dim in enumerate(out_spec):
-        shape[dim] = canonical[pos]
-    dt = preferred_element_type if preferred_element_type is not None else lhs.dtype
-    return ShapedArray(tuple(shape), dt)
-
-
-conv_general_dilated_p = standard_primitive("conv_general_dilated", _conv_shape_rule, impl.conv_general_dilated,
-                                            weak_type="all")
-
-
 def _ints(xs) -> tuple:
     return tuple(int(x) for x in xs)
+
+
+def conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding, lhs_dilation,
+                         rhs_dilation) -> list[tuple[int, int]]:
+    """Padding of the transposed (input-gradient) convolution: used by reduce_window_sum's transpose too."""
+    pads = []
+    for n, k, s, m, (lo, _), ld, rd in zip(in_shape, window_dimensions, window_strides, out_shape, padding,
+                                           lhs_dilation, rhs_dilation):
+        span = _dilate(k, rd)
+        before = span - lo - 1
+        pads.append((before, _dilate(n, ld) + span - 1 - _dilate(m, s) - before))
+    return pads
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Reshaping helpers (moving a dimension into/out of another)
+# --------------------------------------------------------------------------------------------------------------
+
+def _merge_axis_into(src: int, dst: int, x):
+    """Merges axis `src` into axis `dst` as its major part; `dst` is indexed before the removal of `src`."""
+    shape = core.get_aval(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    pos = perm.index(dst)
+    perm.insert(pos, src)
+    x = st.transpose(x, perm)
+    new_shape = [shape[i] for i in perm]
+    new_shape[pos:pos + 2] = [new_shape[pos] * new_shape[pos + 1]]
+    return st.reshape(x, new_shape)
+
+
+def _split_axis(axis: int, major: int, minor: int, x):
+    """Splits axis `axis` of size major * minor into (major, minor) at positions (axis, axis + 1)."""
+    shape = list(core.get_aval(x).shape)
+    shape[axis:axis + 1] = [major, minor]
+    return st.reshape(x, shape)
+
+
+def _swap_first_two(spec: tuple) -> tuple:
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# conv_general_dilated and its conveniences
+# --------------------------------------------------------------------------------------------------------------
+
+conv_general_dilated_p = standard_primitive("conv_general_dilated", weak_type="all")
 
 
 def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_dilation=None, rhs_dilation=None,
@@ -220,7 +222,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
                   rhs_dilation=rhs_dilation, dimension_numbers=dn, feature_group_count=int(feature_group_count),
                   batch_group_count=int(batch_group_count), precision=None, preferred_element_type=pet)
     # Validate here too: the eager path runs the NumPy implementation without abstract evaluation.
-    _conv_shape_rule(core.get_aval(lhs), core.get_aval(rhs), **params)
+    _conv_general_dilated_abstract_eval(core.get_aval(lhs), core.get_aval(rhs), **params)
     return conv_general_dilated_p.bind(lhs, rhs, **params)
 
 
@@ -300,47 +302,50 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding, rhs_dilation=None,
                                 preferred_element_type=preferred_element_type)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Reshaping helpers (moving a dimension into/out of another)
-# --------------------------------------------------------------------------------------------------------------
+def _conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                                        dimension_numbers, feature_group_count, batch_group_count, precision=None,
+                                        preferred_element_type=None):
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"conv_general_dilated requires operands of one dtype, got {lhs.dtype.name} and "
+                        f"{rhs.dtype.name}")
+    nsp = lhs.ndim - 2
+    for name, v in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
+                    ("rhs_dilation", rhs_dilation)):
+        if len(v) != nsp:
+            raise TypeError(f"conv_general_dilated: {name} {tuple(v)} must have one entry per spatial dimension "
+                            f"({nsp})")
+    if any(s < 1 for s in window_strides) or any(d < 1 for d in lhs_dilation + rhs_dilation):
+        raise TypeError("conv_general_dilated: strides and dilations must be positive")
+    g, b = feature_group_count, batch_group_count
+    if g < 1 or b < 1 or (g > 1 and b > 1):
+        raise TypeError(f"conv_general_dilated: feature_group_count={g} and batch_group_count={b} must be >= 1 and "
+                        "not both > 1")
+    n, c = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
+    o, i = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    if c % g or c // g != i:
+        raise TypeError(f"conv_general_dilated: lhs feature dimension ({c}) must equal feature_group_count ({g}) "
+                        f"times the rhs input feature dimension ({i}); lhs shape {lhs.shape}, rhs shape {rhs.shape}")
+    if o % g:
+        raise TypeError(f"conv_general_dilated: rhs output feature dimension ({o}) must be a multiple of "
+                        f"feature_group_count ({g})")
+    if n % b or o % b:
+        raise TypeError(f"conv_general_dilated: lhs batch ({n}) and rhs output features ({o}) must be multiples of "
+                        f"batch_group_count ({b})")
+    spatial = []
+    for k in range(nsp):
+        size = _dilate(lhs.shape[lhs_spec[2 + k]], lhs_dilation[k]) + padding[k][0] + padding[k][1]
+        span = _dilate(rhs.shape[rhs_spec[2 + k]], rhs_dilation[k])
+        spatial.append(max(0, (size - span) // window_strides[k] + 1) if size >= span else 0)
+    canonical = [n // b, o] + spatial
+    shape = [0] * lhs.ndim
+    for pos, dim in enumerate(out_spec):
+        shape[dim] = canonical[pos]
+    dt = preferred_element_type if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(tuple(shape), dt)
 
-def _merge_axis_into(src: int, dst: int, x):
-    """Merges axis `src` into axis `dst` as its major part; `dst` is indexed before the removal of `src`."""
-    shape = core.get_aval(x).shape
-    perm = [i for i in range(len(shape)) if i != src]
-    pos = perm.index(dst)
-    perm.insert(pos, src)
-    x = st.transpose(x, perm)
-    new_shape = [shape[i] for i in perm]
-    new_shape[pos:pos + 2] = [new_shape[pos] * new_shape[pos + 1]]
-    return st.reshape(x, new_shape)
 
-
-def _split_axis(axis: int, major: int, minor: int, x):
-    """Splits axis `axis` of size major * minor into (major, minor) at positions (axis, axis + 1)."""
-    shape = list(core.get_aval(x).shape)
-    shape[axis:axis + 1] = [major, minor]
-    return st.reshape(x, shape)
-
-
-def _swap_first_two(spec: tuple) -> tuple:
-    return (spec[1], spec[0]) + tuple(spec[2:])
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Differentiation
-# --------------------------------------------------------------------------------------------------------------
-
-def _conv_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    t_lhs, t_rhs = tangents
-    out = conv_general_dilated_p.bind(lhs, rhs, **params)
-    t = Zero(core.get_aval(out))
-    if type(t_lhs) is not Zero:
-        t = ad.add_tangents(t, conv_general_dilated_p.bind(t_lhs, rhs, **params))
-    if type(t_rhs) is not Zero:
-        t = ad.add_tangents(t, conv_general_dilated_p.bind(lhs, t_rhs, **params))
-    return out, t
+abstract_eval_rules[conv_general_dilated_p] = _conv_general_dilated_abstract_eval
 
 
 def _like_cotangent(x, ct):
@@ -350,8 +355,11 @@ def _like_cotangent(x, ct):
     return x if core.get_aval(x).dtype == ct_dtype else ew.convert_element_type(x, ct_dtype)
 
 
-def _transpose_lhs(ct, lhs_shape, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-                   feature_group_count, batch_group_count, lhs_dtype):
+def _conv_general_dilated_transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                                        dimension_numbers, feature_group_count, batch_group_count, precision=None,
+                                        preferred_element_type=None):
+    """The lhs cotangent: the output cotangent convolved with the spatially reversed kernel."""
+    lhs_shape, lhs_dtype = lhs.aval.shape, lhs.aval.dtype
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     r_shape = core.get_aval(rhs).shape
     ct_shape = core.get_aval(ct).shape
@@ -379,8 +387,11 @@ def _transpose_lhs(ct, lhs_shape, rhs, *, window_strides, padding, lhs_dilation,
     return out
 
 
-def _transpose_rhs(ct, lhs, rhs_shape, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-                   feature_group_count, batch_group_count, rhs_dtype):
+def _conv_general_dilated_transpose_rhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                                        dimension_numbers, feature_group_count, batch_group_count, precision=None,
+                                        preferred_element_type=None):
+    """The rhs cotangent: the lhs convolved with the output cotangent used as a kernel."""
+    rhs_shape, rhs_dtype = rhs.aval.shape, rhs.aval.dtype
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     l_shape = core.get_aval(lhs).shape
     ct_shape = core.get_aval(ct).shape
@@ -400,32 +411,12 @@ def _transpose_rhs(ct, lhs, rhs_shape, *, window_strides, padding, lhs_dilation,
         batch_group_count=feature_group_count, precision=None, preferred_element_type=rhs_dtype)
 
 
-def _conv_transpose_rule(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-                         feature_group_count, batch_group_count, precision=None, preferred_element_type=None):
-    if type(ct) is Zero:
-        return [None, None]
-    kw = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
-              dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
-              batch_group_count=batch_group_count)
-    res = [None, None]
-    if ad.is_undefined_primal(lhs) and ad.is_undefined_primal(rhs):
-        raise NotImplementedError("conv_general_dilated is not linear in both operands at once")
-    if ad.is_undefined_primal(lhs):
-        res[0] = _transpose_lhs(ct, lhs.aval.shape, rhs, lhs_dtype=lhs.aval.dtype, **kw)
-    if ad.is_undefined_primal(rhs):
-        res[1] = _transpose_rhs(ct, lhs, rhs.aval.shape, rhs_dtype=rhs.aval.dtype, **kw)
-    return res
+ad.defbilinear(conv_general_dilated_p, _conv_general_dilated_transpose_lhs, _conv_general_dilated_transpose_rhs)
 
 
-ad.primitive_jvps[conv_general_dilated_p] = _conv_jvp
-ad.primitive_transposes[conv_general_dilated_p] = _conv_transpose_rule
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Batching: fold the vmapped dimension into the batch, the output features or the feature groups
-# --------------------------------------------------------------------------------------------------------------
-
-def _conv_batch(vals, dims, *, dimension_numbers, feature_group_count, batch_group_count, **params):
+def _conv_general_dilated_batch_rule(vals, dims, *, dimension_numbers, feature_group_count, batch_group_count,
+                                     **params):
+    """Folds the vmapped dimension into the batch, the output features or the feature groups."""
     lhs, rhs = vals
     d_lhs, d_rhs = dims
     lhs_spec, rhs_spec, out_spec = dimension_numbers
@@ -440,7 +431,7 @@ def _conv_batch(vals, dims, *, dimension_numbers, feature_group_count, batch_gro
         # An empty batch: nothing to fold; build the (empty) result from the per-example output type.
         l_aval = core.get_aval(lhs) if d_lhs is None else _drop_axis(core.get_aval(lhs), d_lhs)
         r_aval = core.get_aval(rhs) if d_rhs is None else _drop_axis(core.get_aval(rhs), d_rhs)
-        out_aval = _conv_shape_rule(l_aval, r_aval, feature_group_count=G, batch_group_count=B, **kw)
+        out_aval = _conv_general_dilated_abstract_eval(l_aval, r_aval, feature_group_count=G, batch_group_count=B, **kw)
         return st.full((0,) + out_aval.shape, 0, out_aval.dtype), 0
 
     def bind(l, r, g, b):
@@ -497,16 +488,4 @@ def _drop_axis(aval: ShapedArray, axis: int) -> ShapedArray:
     return ShapedArray(aval.shape[:axis] + aval.shape[axis + 1:], aval.dtype)
 
 
-batching.primitive_batchers[conv_general_dilated_p] = _conv_batch
-
-
-def conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding, lhs_dilation,
-                         rhs_dilation) -> list[tuple[int, int]]:
-    """Padding of the transposed (input-gradient) convolution: used by reduce_window_sum's transpose too."""
-    pads = []
-    for n, k, s, m, (lo, _), ld, rd in zip(in_shape, window_dimensions, window_strides, out_shape, padding,
-                                           lhs_dilation, rhs_dilation):
-        span = _dilate(k, rd)
-        before = span - lo - 1
-        pads.append((before, _dilate(n, ld) + span - 1 - _dilate(m, s) - before))
-    return pads
+batching.primitive_batchers[conv_general_dilated_p] = _conv_general_dilated_batch_rule

@@ -12,7 +12,6 @@ from typing import Callable
 import numpy as np
 
 from .. import core
-from ..backends.numpy import reductions as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -21,30 +20,28 @@ from . import structural as st
 from .utils import standard_primitive
 
 
-def _cum_rule(x, *, axis, reverse=False):
+# --------------------------------------------------------------------------------------------------------------
+# Shared rules
+# --------------------------------------------------------------------------------------------------------------
+
+def _cumulative_abstract_eval(x, *, axis, reverse=False):
     if not 0 <= axis < x.ndim:
         raise TypeError(f"cumulative reduction: axis {axis} out of bounds for shape {x.shape}")
     return ShapedArray(x.shape, x.dtype)
 
 
-def _cum_batch(prim):
+def _cumulative_batch_rule(prim):
     def rule(vals, dims, *, axis, reverse=False):
         (x,), (d,) = vals, dims
         return prim.bind(x, axis=axis + 1 if axis >= d else axis, reverse=reverse), d
     return rule
 
 
-def _make(name, fn):
-    prim = standard_primitive(name, _cum_rule, fn, weak_type="first")
-    batching.primitive_batchers[prim] = _cum_batch(prim)
+def _cumulative_primitive(name):
+    """Creates a cumulative reduction (parameters `axis`, `reverse`) with the shared shape and batching rules."""
+    prim = standard_primitive(name, _cumulative_abstract_eval, weak_type="first")
+    batching.primitive_batchers[prim] = _cumulative_batch_rule(prim)
     return prim
-
-
-cumsum_p = _make("cumsum", impl.cumsum)
-cumprod_p = _make("cumprod", impl.cumprod)
-cummax_p = _make("cummax", impl.cummax)
-cummin_p = _make("cummin", impl.cummin)
-cumlogsumexp_p = _make("cumlogsumexp", impl.cumlogsumexp)
 
 
 def _bind(prim, x, axis, reverse):
@@ -55,9 +52,40 @@ def _bind(prim, x, axis, reverse):
     return prim.bind(x, axis=int(axis) % nd, reverse=bool(reverse))
 
 
+def _cumulative_jvp(prim, combine):
+    """The JVP of a cumulative reduction: the JVP of the log-depth `associative_scan` of its `combine`."""
+    def jvp(primals, tangents, *, axis, reverse=False):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        _, t_out = ad.jvp_flat(lambda v: [associative_scan(combine, v, reverse=reverse, axis=axis)], [x], [t])
+        return out, t_out[0]
+    return jvp
+
+
+def _logaddexp(a, b):
+    m = ew.max(a, b)
+    return ew.add(m, ew.log1p(ew.exp(ew.neg(ew.abs(ew.sub(a, b))))))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The primitives
+# --------------------------------------------------------------------------------------------------------------
+
+cumsum_p = _cumulative_primitive("cumsum")
+
+
 def cumsum(x, axis: int = 0, reverse: bool = False):
     """Cumulative sum along `axis` (from the end if `reverse`)."""
     return _bind(cumsum_p, x, axis, reverse)
+
+
+def _cumsum_transpose(ct, x, *, axis, reverse=False):
+    return [None if type(ct) is Zero else cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+ad.deflinear(cumsum_p, _cumsum_transpose)
+
+cumprod_p = _cumulative_primitive("cumprod")
 
 
 def cumprod(x, axis: int = 0, reverse: bool = False):
@@ -65,9 +93,19 @@ def cumprod(x, axis: int = 0, reverse: bool = False):
     return _bind(cumprod_p, x, axis, reverse)
 
 
+ad.primitive_jvps[cumprod_p] = _cumulative_jvp(cumprod_p, ew.mul)
+
+cummax_p = _cumulative_primitive("cummax")
+
+
 def cummax(x, axis: int = 0, reverse: bool = False):
     """Cumulative maximum along `axis`."""
     return _bind(cummax_p, x, axis, reverse)
+
+
+ad.primitive_jvps[cummax_p] = _cumulative_jvp(cummax_p, ew.max)
+
+cummin_p = _cumulative_primitive("cummin")
 
 
 def cummin(x, axis: int = 0, reverse: bool = False):
@@ -75,14 +113,22 @@ def cummin(x, axis: int = 0, reverse: bool = False):
     return _bind(cummin_p, x, axis, reverse)
 
 
+ad.primitive_jvps[cummin_p] = _cumulative_jvp(cummin_p, ew.min)
+
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp")
+
+
 def cumlogsumexp(x, axis: int = 0, reverse: bool = False):
     """Cumulative log(sum(exp(x))) along `axis`."""
     return _bind(cumlogsumexp_p, x, axis, reverse)
 
 
-ad.deflinear(cumsum_p, lambda ct, x, *, axis, reverse=False: [
-    None if type(ct) is Zero else cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp(cumlogsumexp_p, _logaddexp)
 
+
+# --------------------------------------------------------------------------------------------------------------
+# associative_scan
+# --------------------------------------------------------------------------------------------------------------
 
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     """Inclusive scan of an associative binary `fn` over `axis` in O(log n) depth.
@@ -147,23 +193,3 @@ def _interleave(a, b, axis):
     if core.get_aval(a).dtype == np.bool_:
         return ew.bitwise_or(pa, pb)
     return ew.add(pa, pb)
-
-
-def _logaddexp(a, b):
-    m = ew.max(a, b)
-    return ew.add(m, ew.log1p(ew.exp(ew.neg(ew.abs(ew.sub(a, b))))))
-
-
-def _scan_jvp(prim, combine):
-    def jvp(primals, tangents, *, axis, reverse=False):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, axis=axis, reverse=reverse)
-        _, t_out = ad.jvp_flat(lambda v: [associative_scan(combine, v, reverse=reverse, axis=axis)], [x], [t])
-        return out, t_out[0]
-    return jvp
-
-
-ad.primitive_jvps[cumprod_p] = _scan_jvp(cumprod_p, ew.mul)
-ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, ew.max)
-ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, ew.min)
-ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, _logaddexp)

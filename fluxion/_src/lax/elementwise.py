@@ -3,6 +3,10 @@
 Operands of an n-ary elementwise primitive have one dtype and either the output's shape or rank 0 (a scalar is
 broadcast, as JAX allows for literals: `add a 1.0:f32[]`). `fluxion.numpy` inserts explicit `broadcast_in_dim`
 equations for any other broadcasting, so the rules here only ever handle "same shape or scalar".
+
+The first section holds what the primitives share: the shape/dtype rule factory, the batching rule, the public
+wrapper factories (lax-level: no dtype promotion; Python scalars adopt the other operand's dtype) and the JVP
+helpers. Then each primitive has one block: its definition, public wrapper, JVP, transpose (if linear).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy.elementwise import IMPLS
 from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -21,7 +24,7 @@ from .utils import standard_primitive
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Shape/dtype rules
+# Shared rules
 # --------------------------------------------------------------------------------------------------------------
 
 def _broadcast_shapes(name: str, avals) -> tuple:
@@ -54,17 +57,18 @@ _KIND_CHECKS: dict[str, Callable[[np.dtype], bool]] = {
 }
 
 
-def _nary_rule(name: str, kind: str, out_dtype: Callable | None = None) -> Callable:
+def _nary_abstract_eval(name: str, kind: str, out_dtype: Callable | None = None) -> Callable:
+    """The shape/dtype rule of an n-ary elementwise op: one dtype of `kind`, same shapes or scalars."""
     check = _KIND_CHECKS[kind]
 
-    def rule(*avals, **params):
+    def abstract_eval(*avals, **params):
         dt = _check_same_dtypes(name, avals)
         if not check(dt):
             raise TypeError(f"lax.{name} does not accept dtype {dt.name}")
         shape = _broadcast_shapes(name, avals)
         return ShapedArray(shape, out_dtype(dt) if out_dtype else dt)
 
-    return rule
+    return abstract_eval
 
 
 def _real_dtype(dt: np.dtype) -> np.dtype:
@@ -75,11 +79,8 @@ def _bool_dtype(dt: np.dtype) -> np.dtype:
     return dtypes.bool_
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Batching: same-shape-or-scalar operands
-# --------------------------------------------------------------------------------------------------------------
-
 def _elementwise_batch_rule(prim):
+    """The batching rule of an elementwise primitive with same-shape-or-scalar operands."""
     def rule(vals, dims, **params):
         logical = [core.get_aval(v).shape if d is None else
                    core.get_aval(v).shape[:d] + core.get_aval(v).shape[d + 1:] for v, d in zip(vals, dims)]
@@ -107,192 +108,11 @@ def _elementwise_batch_rule(prim):
     return rule
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Definitions
-# --------------------------------------------------------------------------------------------------------------
-
-def _unop(name: str, kind: str = "float", out_dtype=None, weak_type="all"):
-    prim = standard_primitive(name, _nary_rule(name, kind, out_dtype), IMPLS[name], weak_type=weak_type)
+def _nary(name: str, kind: str, out_dtype: Callable | None = None, weak_type="all"):
+    """Creates an n-ary elementwise primitive with the shared shape/dtype rule and batching rule."""
+    prim = standard_primitive(name, _nary_abstract_eval(name, kind, out_dtype), weak_type=weak_type)
     batching.primitive_batchers[prim] = _elementwise_batch_rule(prim)
     return prim
-
-
-def _binop(name: str, kind: str = "num", out_dtype=None, weak_type="all"):
-    prim = standard_primitive(name, _nary_rule(name, kind, out_dtype), IMPLS[name], weak_type=weak_type)
-    batching.primitive_batchers[prim] = _elementwise_batch_rule(prim)
-    return prim
-
-
-neg_p = _unop("neg", "num")
-sign_p = _unop("sign", "num")
-floor_p = _unop("floor", "realfloat")
-ceil_p = _unop("ceil", "realfloat")
-round_p = _unop("round", "realfloat")
-is_finite_p = _unop("is_finite", "realfloat", _bool_dtype, weak_type="never")
-exp_p = _unop("exp")
-exp2_p = _unop("exp2")
-log_p = _unop("log")
-log1p_p = _unop("log1p")
-expm1_p = _unop("expm1")
-tanh_p = _unop("tanh")
-logistic_p = _unop("logistic")
-sin_p = _unop("sin")
-cos_p = _unop("cos")
-tan_p = _unop("tan")
-asin_p = _unop("asin")
-acos_p = _unop("acos")
-atan_p = _unop("atan")
-sinh_p = _unop("sinh")
-cosh_p = _unop("cosh")
-asinh_p = _unop("asinh")
-acosh_p = _unop("acosh")
-atanh_p = _unop("atanh")
-sqrt_p = _unop("sqrt")
-rsqrt_p = _unop("rsqrt")
-cbrt_p = _unop("cbrt", "realfloat")
-abs_p = _unop("abs", "num", _real_dtype)
-not_p = _unop("not", "int")
-real_p = _unop("real", "float", _real_dtype)
-imag_p = _unop("imag", "float", _real_dtype)
-conj_p = _unop("conj", "float")
-square_p = _unop("square", "num")
-erf_p = _unop("erf", "realfloat")
-erfc_p = _unop("erfc", "realfloat")
-erf_inv_p = _unop("erf_inv", "realfloat")
-lgamma_p = _unop("lgamma", "realfloat")
-digamma_p = _unop("digamma", "realfloat")
-population_count_p = _unop("population_count", "int")
-
-
-def _polygamma_rule(x, *, m):
-    if not dtypes.is_float(x.dtype):
-        raise TypeError(f"lax.polygamma requires a floating operand, got {x.dtype.name}")
-    return ShapedArray(x.shape, x.dtype)
-
-
-polygamma_p = standard_primitive("polygamma", _polygamma_rule, IMPLS["polygamma"])
-batching.primitive_batchers[polygamma_p] = _elementwise_batch_rule(polygamma_p)
-clz_p = _unop("clz", "int")
-
-add_p = _binop("add")
-sub_p = _binop("sub")
-mul_p = _binop("mul")
-div_p = _binop("div")
-rem_p = _binop("rem")
-max_p = _binop("max", "any")
-min_p = _binop("min", "any")
-atan2_p = _binop("atan2", "realfloat")
-nextafter_p = _binop("nextafter", "realfloat")
-and_p = _binop("and", "int")
-or_p = _binop("or", "int")
-xor_p = _binop("xor", "int")
-shift_left_p = _binop("shift_left", "int")
-shift_right_logical_p = _binop("shift_right_logical", "int")
-shift_right_arithmetic_p = _binop("shift_right_arithmetic", "int")
-eq_p = _binop("eq", "any", _bool_dtype, weak_type="never")
-ne_p = _binop("ne", "any", _bool_dtype, weak_type="never")
-lt_p = _binop("lt", "any", _bool_dtype, weak_type="never")
-le_p = _binop("le", "any", _bool_dtype, weak_type="never")
-gt_p = _binop("gt", "any", _bool_dtype, weak_type="never")
-ge_p = _binop("ge", "any", _bool_dtype, weak_type="never")
-complex_p = _binop("complex", "realfloat", lambda d: dtypes.complex128 if d == dtypes.float64 else dtypes.complex64)
-
-
-def _pow_rule(x, y):
-    if not dtypes.is_inexact(x.dtype):
-        raise TypeError(f"lax.pow requires a floating or complex base, got {x.dtype.name}")
-    if y.dtype != x.dtype and not dtypes.is_integer(y.dtype):
-        raise TypeError(f"lax.pow requires the exponent to have the base's dtype or an integer dtype, got "
-                        f"{x.dtype.name} and {y.dtype.name}")
-    return ShapedArray(_broadcast_shapes("pow", [x, y]), x.dtype)
-
-
-pow_p = standard_primitive("pow", _pow_rule, IMPLS["pow"], weak_type="first")
-batching.primitive_batchers[pow_p] = _elementwise_batch_rule(pow_p)
-
-
-def _integer_pow_rule(x, *, y):
-    if x.dtype == dtypes.bool_:
-        raise TypeError("lax.integer_pow does not accept bool")
-    return ShapedArray(x.shape, x.dtype)
-
-
-integer_pow_p = standard_primitive("integer_pow", _integer_pow_rule, IMPLS["integer_pow"])
-batching.primitive_batchers[integer_pow_p] = _elementwise_batch_rule(integer_pow_p)
-
-
-def _convert_rule(x, *, new_dtype, weak_type=False):
-    return ShapedArray(x.shape, new_dtype)
-
-
-convert_element_type_p = standard_primitive(
-    "convert_element_type", _convert_rule, IMPLS["convert_element_type"],
-    weak_type=lambda args, params: params.get("weak_type", False))
-batching.primitive_batchers[convert_element_type_p] = _elementwise_batch_rule(convert_element_type_p)
-
-
-def _bitcast_rule(x, *, new_dtype):
-    a, b = x.dtype.itemsize, np.dtype(new_dtype).itemsize
-    if a == b:
-        return ShapedArray(x.shape, new_dtype)
-    if a > b:
-        return ShapedArray(x.shape + (a // b,), new_dtype)
-    if not x.shape or x.shape[-1] != b // a:
-        raise TypeError(f"bitcast_convert_type from {x.dtype.name} to {np.dtype(new_dtype).name} needs a last "
-                        f"dimension of size {b // a}, got shape {x.shape}")
-    return ShapedArray(x.shape[:-1], new_dtype)
-
-
-bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_rule, IMPLS["bitcast_convert_type"],
-                                            weak_type="never")
-
-
-def _bitcast_batch(vals, dims, *, new_dtype):
-    (x,), (d,) = vals, dims
-    x = batching.moveaxis(x, d, 0, core.get_aval(x).shape[d])
-    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), 0
-
-
-batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch
-ad.defjvp_zero(bitcast_convert_type_p)
-
-
-def _select_n_rule(which, *cases):
-    if not cases:
-        raise TypeError("select_n requires at least one case")
-    dt = _check_same_dtypes("select_n", list(cases))
-    if which.dtype != dtypes.bool_ and not dtypes.is_integer(which.dtype):
-        raise TypeError(f"select_n's selector must be bool or integer, got {which.dtype.name}")
-    shape = _broadcast_shapes("select_n", list(cases))
-    if which.shape and which.shape != shape and shape:
-        raise TypeError(f"select_n selector shape {which.shape} must be scalar or equal to the case shape {shape}")
-    return ShapedArray(shape or which.shape, dt)
-
-
-def _select_weak(args, params):
-    return all(getattr(a, "weak_type", False) for a in args[1:])
-
-
-select_n_p = standard_primitive("select_n", _select_n_rule, IMPLS["select_n"], weak_type=_select_weak)
-batching.primitive_batchers[select_n_p] = _elementwise_batch_rule(select_n_p)
-
-
-def _clamp_rule(lo, x, hi):
-    _check_same_dtypes("clamp", [lo, x, hi])
-    for b in (lo, hi):
-        if b.shape and b.shape != x.shape:
-            raise TypeError(f"clamp bounds must be scalars or have the operand's shape {x.shape}, got {b.shape}")
-    return ShapedArray(x.shape, x.dtype)
-
-
-clamp_p = standard_primitive("clamp", _clamp_rule, IMPLS["clamp"], weak_type=lambda a, p: bool(
-    getattr(a[1], "weak_type", False)))
-batching.primitive_batchers[clamp_p] = _elementwise_batch_rule(clamp_p)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Public wrappers (lax-level: no dtype promotion; Python scalars adopt the other operand's dtype)
-# --------------------------------------------------------------------------------------------------------------
 
 _PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
@@ -319,7 +139,7 @@ def _lift_scalars(*args):
 
 
 def _check(prim, *args):
-    """Runs the shape/dtype rule for a user-facing lax call (the eager path skips it for speed)."""
+    """Runs the shape/dtype rule for a user-facing lax call (binding skips it eagerly, so wrappers validate)."""
     abstract_eval_rules[prim](*[core.get_aval(a) for a in args])
 
 
@@ -344,86 +164,514 @@ def _make_binary(prim):
     return op
 
 
+def _bcast_like(t, ans):
+    """Broadcasts a scalar tangent contribution to the output's shape."""
+    ts, s = core.get_aval(t).shape, core.get_aval(ans).shape
+    if ts == s:
+        return t
+    from .structural import broadcast_in_dim
+    return broadcast_in_dim(t, s, ())
+
+
+def _unbroadcast(ct, operand_aval: ShapedArray):
+    """Sums a cotangent over the dimensions a scalar operand was broadcast along."""
+    if type(ct) is Zero:
+        return ct
+    if core.get_aval(ct).shape == operand_aval.shape:
+        return ct
+    from .reductions import reduce_sum
+    return reduce_sum(ct, tuple(range(core.get_aval(ct).ndim)))
+
+
+def defjvp_broadcasting(prim, *jvp_rules: Callable | None) -> None:
+    """Registers the JVP of an elementwise primitive whose operands may be scalars among arrays.
+
+    Each rule is `rule(t, ans, *primals, **params)` (None: no derivative for that operand) giving its operand's
+    contribution to the output tangent; a contribution of a scalar operand is broadcast to the output's shape
+    before the contributions are summed (`ad.defjvp2` does the rest).
+    """
+    def broadcasting(rule):
+        return lambda t, ans, *primals, **params: _bcast_like(rule(t, ans, *primals, **params), ans)
+
+    ad.defjvp2(prim, *[None if r is None else broadcasting(r) for r in jvp_rules])
+
+
+def _const(x, v):
+    """The weakly typed scalar `v` in the dtype of `x` (an array, tracer or UndefinedPrimal)."""
+    return core.Array(np.asarray(v, core.get_aval(x).dtype), True)
+
+
+def _one(x):
+    return _const(x, 1)
+
+
+def _zeros_like(x):
+    from .structural import full
+    a = core.get_aval(x)
+    return full(a.shape, 0, a.dtype)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Unary operations
+# --------------------------------------------------------------------------------------------------------------
+
+neg_p = _nary("neg", "num")
 neg = _make_unary(neg_p)
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+
+sign_p = _nary("sign", "num")
 sign = _make_unary(sign_p)
+ad.defjvp_zero(sign_p)
+
+floor_p = _nary("floor", "realfloat")
 floor = _make_unary(floor_p)
+ad.defjvp_zero(floor_p)
+
+ceil_p = _nary("ceil", "realfloat")
 ceil = _make_unary(ceil_p)
-is_finite = _make_unary(is_finite_p)
-exp = _make_unary(exp_p)
-exp2 = _make_unary(exp2_p)
-log = _make_unary(log_p)
-log1p = _make_unary(log1p_p)
-expm1 = _make_unary(expm1_p)
-tanh = _make_unary(tanh_p)
-logistic = _make_unary(logistic_p)
-sin = _make_unary(sin_p)
-cos = _make_unary(cos_p)
-tan = _make_unary(tan_p)
-asin = _make_unary(asin_p)
-acos = _make_unary(acos_p)
-atan = _make_unary(atan_p)
-sinh = _make_unary(sinh_p)
-cosh = _make_unary(cosh_p)
-asinh = _make_unary(asinh_p)
-acosh = _make_unary(acosh_p)
-atanh = _make_unary(atanh_p)
-sqrt = _make_unary(sqrt_p)
-rsqrt = _make_unary(rsqrt_p)
-cbrt = _make_unary(cbrt_p)
-abs = _make_unary(abs_p)  # noqa: A001  (mirrors lax.abs)
-bitwise_not = _make_unary(not_p)
-real = _make_unary(real_p)
-imag = _make_unary(imag_p)
-conj = _make_unary(conj_p)
-square = _make_unary(square_p)
-erf = _make_unary(erf_p)
-erfc = _make_unary(erfc_p)
-erf_inv = _make_unary(erf_inv_p)
-lgamma = _make_unary(lgamma_p)
-digamma = _make_unary(digamma_p)
-population_count = _make_unary(population_count_p)
-clz = _make_unary(clz_p)
+ad.defjvp_zero(ceil_p)
 
-add = _make_binary(add_p)
-sub = _make_binary(sub_p)
-mul = _make_binary(mul_p)
-div = _make_binary(div_p)
-rem = _make_binary(rem_p)
-max = _make_binary(max_p)  # noqa: A001
-min = _make_binary(min_p)  # noqa: A001
-atan2 = _make_binary(atan2_p)
-nextafter = _make_binary(nextafter_p)
-bitwise_and = _make_binary(and_p)
-bitwise_or = _make_binary(or_p)
-bitwise_xor = _make_binary(xor_p)
-shift_left = _make_binary(shift_left_p)
-shift_right_logical = _make_binary(shift_right_logical_p)
-shift_right_arithmetic = _make_binary(shift_right_arithmetic_p)
-eq = _make_binary(eq_p)
-ne = _make_binary(ne_p)
-lt = _make_binary(lt_p)
-le = _make_binary(le_p)
-gt = _make_binary(gt_p)
-ge = _make_binary(ge_p)
-complex = _make_binary(complex_p)  # noqa: A001
-
-
-def pow(x, y):  # noqa: A001
-    """`x ** y` elementwise; `x` floating or complex, `y` of `x`'s dtype or an integer dtype."""
-    x, y = _lift_scalars(x, y)
-    return pow_p.bind(x, y)
-
-
-def integer_pow(x, y: int):
-    """`x ** y` for a static Python integer `y` (lowered to repeated multiplication by XLA)."""
-    (x,) = _lift_scalars(x)
-    return integer_pow_p.bind(x, y=int(y))
+round_p = _nary("round", "realfloat")
 
 
 def round(x, rounding_method: int = 0):  # noqa: A001
     """Rounds to the nearest integer; `rounding_method` 0 = away from zero (lax default), 1 = to nearest even."""
     (x,) = _lift_scalars(x)
+    _check(round_p, x)
     return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+ad.defjvp_zero(round_p)
+
+is_finite_p = _nary("is_finite", "realfloat", _bool_dtype, weak_type="never")
+is_finite = _make_unary(is_finite_p)
+ad.defjvp_zero(is_finite_p)
+
+exp_p = _nary("exp", "float")
+exp = _make_unary(exp_p)
+ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
+
+exp2_p = _nary("exp2", "float")
+exp2 = _make_unary(exp2_p)
+ad.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
+
+log_p = _nary("log", "float")
+log = _make_unary(log_p)
+ad.defjvp(log_p, lambda t, x: div(t, x))
+
+log1p_p = _nary("log1p", "float")
+log1p = _make_unary(log1p_p)
+ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _one(x))))
+
+expm1_p = _nary("expm1", "float")
+expm1 = _make_unary(expm1_p)
+ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _one(x))))
+
+tanh_p = _nary("tanh", "float")
+tanh = _make_unary(tanh_p)
+ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(_one(x), square(ans))))
+
+logistic_p = _nary("logistic", "float")
+logistic = _make_unary(logistic_p)
+ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_one(x), ans))))
+
+sin_p = _nary("sin", "float")
+sin = _make_unary(sin_p)
+ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+
+cos_p = _nary("cos", "float")
+cos = _make_unary(cos_p)
+ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+
+tan_p = _nary("tan", "float")
+tan = _make_unary(tan_p)
+ad.defjvp2(tan_p, lambda t, ans, x: mul(t, add(_one(x), square(ans))))
+
+asin_p = _nary("asin", "float")
+asin = _make_unary(asin_p)
+ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_one(x), square(x)))))
+
+acos_p = _nary("acos", "float")
+acos = _make_unary(acos_p)
+ad.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(_one(x), square(x))))))
+
+atan_p = _nary("atan", "float")
+atan = _make_unary(atan_p)
+ad.defjvp(atan_p, lambda t, x: div(t, add(_one(x), square(x))))
+
+sinh_p = _nary("sinh", "float")
+sinh = _make_unary(sinh_p)
+ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+
+cosh_p = _nary("cosh", "float")
+cosh = _make_unary(cosh_p)
+ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+
+asinh_p = _nary("asinh", "float")
+asinh = _make_unary(asinh_p)
+ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _one(x)))))
+
+acosh_p = _nary("acosh", "float")
+acosh = _make_unary(acosh_p)
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, _one(x)), add(x, _one(x))))))
+
+atanh_p = _nary("atanh", "float")
+atanh = _make_unary(atanh_p)
+ad.defjvp(atanh_p, lambda t, x: div(t, sub(_one(x), square(x))))
+
+sqrt_p = _nary("sqrt", "float")
+sqrt = _make_unary(sqrt_p)
+ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(_const(x, 2), ans)))
+
+rsqrt_p = _nary("rsqrt", "float")
+rsqrt = _make_unary(rsqrt_p)
+ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+
+cbrt_p = _nary("cbrt", "realfloat")
+cbrt = _make_unary(cbrt_p)
+ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, div(_const(x, 1 / 3), square(ans))))
+
+abs_p = _nary("abs", "num", _real_dtype)
+abs = _make_unary(abs_p)  # noqa: A001  (mirrors lax.abs)
+
+
+def _abs_jvp(t, x):
+    a = core.get_aval(x)
+    if dtypes.is_complex(a.dtype):
+        ans = abs(x)
+        return real(mul(conj(x), div(t, convert_element_type(ans, a.dtype))))
+    return mul(t, sign(x))
+
+
+ad.defjvp(abs_p, _abs_jvp)
+
+not_p = _nary("not", "int")
+bitwise_not = _make_unary(not_p)
+ad.defjvp_zero(not_p)
+
+real_p = _nary("real", "float", _real_dtype)
+real = _make_unary(real_p)
+ad.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.aval.dtype)])
+
+imag_p = _nary("imag", "float", _real_dtype)
+imag = _make_unary(imag_p)
+ad.deflinear(imag_p, lambda ct, x: [mul(complex(_zeros_like(ct), neg(ct)), _one(x))])
+
+conj_p = _nary("conj", "float")
+conj = _make_unary(conj_p)
+ad.deflinear(conj_p, lambda ct, x: [conj(ct)])
+
+square_p = _nary("square", "num")
+square = _make_unary(square_p)
+ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
+
+erf_p = _nary("erf", "realfloat")
+erf = _make_unary(erf_p)
+ad.defjvp(erf_p, lambda t, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(square(x))))))
+
+erfc_p = _nary("erfc", "realfloat")
+erfc = _make_unary(erfc_p)
+ad.defjvp(erfc_p, lambda t, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(square(x))))))
+
+erf_inv_p = _nary("erf_inv", "realfloat")
+erf_inv = _make_unary(erf_inv_p)
+ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(square(ans)))))
+
+lgamma_p = _nary("lgamma", "realfloat")
+lgamma = _make_unary(lgamma_p)
+ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+
+digamma_p = _nary("digamma", "realfloat")
+digamma = _make_unary(digamma_p)
+ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma_p.bind(x, m=1)))
+
+
+polygamma_p = standard_primitive("polygamma")
+
+
+def polygamma(m, x):
+    """The m-th derivative of digamma at x (m a non-negative static integer)."""
+    (x,) = _lift_scalars(x)
+    mv = core.concrete_value(m)
+    if mv is None or np.ndim(mv) != 0:
+        raise TypeError("lax.polygamma requires a static scalar integer order m")
+    _polygamma_abstract_eval(core.get_aval(x), m=int(mv))
+    return polygamma_p.bind(x, m=int(mv))
+
+
+def _polygamma_abstract_eval(x, *, m):
+    if not dtypes.is_float(x.dtype):
+        raise TypeError(f"lax.polygamma requires a floating operand, got {x.dtype.name}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+abstract_eval_rules[polygamma_p] = _polygamma_abstract_eval
+ad.defjvp(polygamma_p, lambda t, x, *, m: mul(t, polygamma_p.bind(x, m=m + 1)))
+batching.primitive_batchers[polygamma_p] = _elementwise_batch_rule(polygamma_p)
+
+population_count_p = _nary("population_count", "int")
+population_count = _make_unary(population_count_p)
+ad.defjvp_zero(population_count_p)
+
+clz_p = _nary("clz", "int")
+clz = _make_unary(clz_p)
+ad.defjvp_zero(clz_p)
+
+
+integer_pow_p = standard_primitive("integer_pow")
+
+
+def integer_pow(x, y: int):
+    """`x ** y` for a static Python integer `y` (lowered to repeated multiplication by XLA)."""
+    (x,) = _lift_scalars(x)
+    _integer_pow_abstract_eval(core.get_aval(x), y=int(y))
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def _integer_pow_abstract_eval(x, *, y):
+    if x.dtype == dtypes.bool_:
+        raise TypeError("lax.integer_pow does not accept bool")
+    return ShapedArray(x.shape, x.dtype)
+
+
+abstract_eval_rules[integer_pow_p] = _integer_pow_abstract_eval
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return _zeros_like(t)
+    d = mul(_const(x, y), integer_pow(x, y - 1)) if y != 1 else _bcast_like(_one(x), x)
+    return mul(t, d)
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+batching.primitive_batchers[integer_pow_p] = _elementwise_batch_rule(integer_pow_p)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Binary arithmetic
+# --------------------------------------------------------------------------------------------------------------
+
+add_p = _nary("add", "num")
+add = _make_binary(add_p)
+defjvp_broadcasting(add_p, lambda tx, ans, x, y: tx, lambda ty, ans, x, y: ty)
+
+
+def _add_transpose(ct, x, y):
+    return [_unbroadcast(ct, x.aval) if ad.is_undefined_primal(x) else None,
+            _unbroadcast(ct, y.aval) if ad.is_undefined_primal(y) else None]
+
+
+ad.primitive_transposes[add_p] = _add_transpose
+
+sub_p = _nary("sub", "num")
+sub = _make_binary(sub_p)
+defjvp_broadcasting(sub_p, lambda tx, ans, x, y: tx, lambda ty, ans, x, y: neg(ty))
+
+
+def _sub_transpose(ct, x, y):
+    return [_unbroadcast(ct, x.aval) if ad.is_undefined_primal(x) else None,
+            _unbroadcast(neg(ct), y.aval) if ad.is_undefined_primal(y) and type(ct) is not Zero else None]
+
+
+ad.primitive_transposes[sub_p] = _sub_transpose
+
+mul_p = _nary("mul", "num")
+mul = _make_binary(mul_p)
+defjvp_broadcasting(mul_p, lambda tx, ans, x, y: mul(tx, y), lambda ty, ans, x, y: mul(x, ty))
+
+
+def _mul_transpose(ct, x, y):
+    if type(ct) is Zero:
+        return [None, None]
+    if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
+        raise NotImplementedError("mul is not linear in both operands at once")
+    if ad.is_undefined_primal(x):
+        return [_unbroadcast(mul(ct, y), x.aval), None]
+    return [None, _unbroadcast(mul(x, ct), y.aval)]
+
+
+ad.primitive_transposes[mul_p] = _mul_transpose
+
+div_p = _nary("div", "num")
+div = _make_binary(div_p)
+defjvp_broadcasting(div_p, lambda tx, ans, x, y: div(tx, y), lambda ty, ans, x, y: neg(mul(ty, div(ans, y))))
+
+
+def _div_transpose(ct, x, y):
+    if type(ct) is Zero or not ad.is_undefined_primal(x):
+        return [None, None]
+    if ad.is_undefined_primal(y):
+        raise NotImplementedError("div is linear only in its numerator")
+    return [_unbroadcast(div(ct, y), x.aval), None]
+
+
+ad.primitive_transposes[div_p] = _div_transpose
+
+rem_p = _nary("rem", "num")
+rem = _make_binary(rem_p)
+
+
+def _rem_jvp_y(t, ans, x, y):
+    # rem(x, y) = x - y * trunc(x / y), so d/dy = -trunc(x / y).
+    q = div(x, y)
+    trunc = mul(sign(q), floor(abs(q)))
+    return neg(mul(t, trunc))
+
+
+defjvp_broadcasting(rem_p, lambda tx, ans, x, y: tx, _rem_jvp_y)
+
+
+pow_p = standard_primitive("pow", weak_type="first")
+
+
+def pow(x, y):  # noqa: A001
+    """`x ** y` elementwise; `x` floating or complex, `y` of `x`'s dtype or an integer dtype."""
+    x, y = _lift_scalars(x, y)
+    _check(pow_p, x, y)
+    return pow_p.bind(x, y)
+
+
+def _pow_abstract_eval(x, y):
+    if not dtypes.is_inexact(x.dtype):
+        raise TypeError(f"lax.pow requires a floating or complex base, got {x.dtype.name}")
+    if y.dtype != x.dtype and not dtypes.is_integer(y.dtype):
+        raise TypeError(f"lax.pow requires the exponent to have the base's dtype or an integer dtype, got "
+                        f"{x.dtype.name} and {y.dtype.name}")
+    return ShapedArray(_broadcast_shapes("pow", [x, y]), x.dtype)
+
+
+abstract_eval_rules[pow_p] = _pow_abstract_eval
+
+
+def _pow_jvp_x(tx, ans, x, y):
+    yf = y if core.get_aval(y).dtype == core.get_aval(x).dtype else convert_element_type(y, core.get_aval(x).dtype)
+    # d/dx x^y = y * x^(y-1); written with select so that y == 0 gives 0 rather than 0 * inf.
+    dx = mul(yf, pow(x, sub(yf, _one(yf))))
+    if core.get_aval(dx).shape == core.get_aval(yf).shape:
+        dx = select_n(eq(yf, _zeros_like(yf)), dx, _zeros_like(dx))
+    return mul(tx, dx)
+
+
+def _pow_jvp_y(ty, ans, x, y):
+    # d/dy x^y = log(x) x^y, with the convention 0 at x == 0 (as JAX).
+    safe_log = select_n(eq(x, _zeros_like(x)), log(x), _zeros_like(x))
+    return mul(ty, mul(safe_log, ans))
+
+
+defjvp_broadcasting(pow_p, _pow_jvp_x, _pow_jvp_y)
+batching.primitive_batchers[pow_p] = _elementwise_batch_rule(pow_p)
+
+
+def _minmax_jvp(prim):
+    def jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = prim.bind(x, y)
+        # Ties split the gradient evenly, as JAX does.
+        pick_x = select_n(eq(out, x), _zeros_like(out), _bcast_like(_one(out), out))
+        pick_y = select_n(eq(out, y), _zeros_like(out), _bcast_like(_one(out), out))
+        both = mul(pick_x, pick_y)
+        wx = sub(pick_x, mul(both, _const(out, 0.5)))
+        wy = sub(pick_y, mul(both, _const(out, 0.5)))
+        t = Zero(core.get_aval(out))
+        if type(tx) is not Zero:
+            t = ad.add_tangents(t, mul(_bcast_like(tx, out), wx))
+        if type(ty) is not Zero:
+            t = ad.add_tangents(t, mul(_bcast_like(ty, out), wy))
+        return out, t
+    return jvp
+
+
+max_p = _nary("max", "any")
+max = _make_binary(max_p)  # noqa: A001
+ad.primitive_jvps[max_p] = _minmax_jvp(max_p)
+
+min_p = _nary("min", "any")
+min = _make_binary(min_p)  # noqa: A001
+ad.primitive_jvps[min_p] = _minmax_jvp(min_p)
+
+atan2_p = _nary("atan2", "realfloat")
+atan2 = _make_binary(atan2_p)
+defjvp_broadcasting(atan2_p, lambda tx, ans, x, y: mul(tx, div(y, add(square(x), square(y)))),
+                    lambda ty, ans, x, y: mul(ty, div(neg(x), add(square(x), square(y)))))
+
+nextafter_p = _nary("nextafter", "realfloat")
+nextafter = _make_binary(nextafter_p)
+ad.defjvp_zero(nextafter_p)
+
+complex_p = _nary("complex", "realfloat",
+                   lambda d: dtypes.complex128 if d == dtypes.float64 else dtypes.complex64)
+complex = _make_binary(complex_p)  # noqa: A001
+
+
+def _complex_transpose(ct, x, y):
+    return [_unbroadcast(real(ct), x.aval) if ad.is_undefined_primal(x) else None,
+            _unbroadcast(neg(imag(ct)), y.aval) if ad.is_undefined_primal(y) else None]
+
+
+ad.deflinear(complex_p, _complex_transpose)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Bitwise operations and comparisons (no derivative: integer or boolean results)
+# --------------------------------------------------------------------------------------------------------------
+
+and_p = _nary("and", "int")
+bitwise_and = _make_binary(and_p)
+ad.defjvp_zero(and_p)
+
+or_p = _nary("or", "int")
+bitwise_or = _make_binary(or_p)
+ad.defjvp_zero(or_p)
+
+xor_p = _nary("xor", "int")
+bitwise_xor = _make_binary(xor_p)
+ad.defjvp_zero(xor_p)
+
+shift_left_p = _nary("shift_left", "int")
+shift_left = _make_binary(shift_left_p)
+ad.defjvp_zero(shift_left_p)
+
+shift_right_logical_p = _nary("shift_right_logical", "int")
+shift_right_logical = _make_binary(shift_right_logical_p)
+ad.defjvp_zero(shift_right_logical_p)
+
+shift_right_arithmetic_p = _nary("shift_right_arithmetic", "int")
+shift_right_arithmetic = _make_binary(shift_right_arithmetic_p)
+ad.defjvp_zero(shift_right_arithmetic_p)
+
+eq_p = _nary("eq", "any", _bool_dtype, weak_type="never")
+eq = _make_binary(eq_p)
+ad.defjvp_zero(eq_p)
+
+ne_p = _nary("ne", "any", _bool_dtype, weak_type="never")
+ne = _make_binary(ne_p)
+ad.defjvp_zero(ne_p)
+
+lt_p = _nary("lt", "any", _bool_dtype, weak_type="never")
+lt = _make_binary(lt_p)
+ad.defjvp_zero(lt_p)
+
+le_p = _nary("le", "any", _bool_dtype, weak_type="never")
+le = _make_binary(le_p)
+ad.defjvp_zero(le_p)
+
+gt_p = _nary("gt", "any", _bool_dtype, weak_type="never")
+gt = _make_binary(gt_p)
+ad.defjvp_zero(gt_p)
+
+ge_p = _nary("ge", "any", _bool_dtype, weak_type="never")
+ge = _make_binary(ge_p)
+ad.defjvp_zero(ge_p)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Conversions
+# --------------------------------------------------------------------------------------------------------------
+
+convert_element_type_p = standard_primitive(
+    "convert_element_type", weak_type=lambda args, params: params.get("weak_type", False))
 
 
 def convert_element_type(x, new_dtype) -> Any:
@@ -444,6 +692,34 @@ def _convert_weak(x, new_dtype, weak_type: bool):
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 
+def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype)
+
+
+abstract_eval_rules[convert_element_type_p] = _convert_element_type_abstract_eval
+
+
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    old = core.get_aval(x).dtype
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype) or not dtypes.is_inexact(old):
+        return out, Zero(core.get_aval(out))
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False):
+    if type(ct) is Zero:
+        return [None]
+    old = x.aval.dtype
+    return [convert_element_type_p.bind(ct, new_dtype=old, weak_type=x.aval.weak_type)]
+
+
+ad.primitive_jvps[convert_element_type_p] = _convert_element_type_jvp
+ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
+batching.primitive_batchers[convert_element_type_p] = _elementwise_batch_rule(convert_element_type_p)
+
+bitcast_convert_type_p = standard_primitive("bitcast_convert_type", weak_type="never")
 
 
 def bitcast_convert_type(x, new_dtype):
@@ -452,6 +728,42 @@ def bitcast_convert_type(x, new_dtype):
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype)
                                        if np.dtype(new_dtype).itemsize <= 4 or dtypes.x64_enabled()
                                        else np.dtype(new_dtype))
+
+
+def _bitcast_convert_type_abstract_eval(x, *, new_dtype):
+    a, b = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if a == b:
+        return ShapedArray(x.shape, new_dtype)
+    if a > b:
+        return ShapedArray(x.shape + (a // b,), new_dtype)
+    if not x.shape or x.shape[-1] != b // a:
+        raise TypeError(f"bitcast_convert_type from {x.dtype.name} to {np.dtype(new_dtype).name} needs a last "
+                        f"dimension of size {b // a}, got shape {x.shape}")
+    return ShapedArray(x.shape[:-1], new_dtype)
+
+
+abstract_eval_rules[bitcast_convert_type_p] = _bitcast_convert_type_abstract_eval
+ad.defjvp_zero(bitcast_convert_type_p)
+
+
+def _bitcast_convert_type_batch_rule(vals, dims, *, new_dtype):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0, core.get_aval(x).shape[d])
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), 0
+
+
+batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batch_rule
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Selection
+# --------------------------------------------------------------------------------------------------------------
+
+def _select_n_weak_type(args, params):
+    return all(getattr(a, "weak_type", False) for a in args[1:])
+
+
+select_n_p = standard_primitive("select_n", weak_type=_select_n_weak_type)
 
 
 def select_n(which, *cases):
@@ -466,307 +778,19 @@ def select(pred, on_true, on_false):
     return select_n(pred, on_false, on_true)
 
 
-def clamp(min, x, max):  # noqa: A002
-    """Clamps `x` to [min, max] elementwise; bounds are scalars or have `x`'s shape."""
-    lo, x, hi = _lift_scalars(min, x, max)
-    return clamp_p.bind(lo, x, hi)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Differentiation rules
-# --------------------------------------------------------------------------------------------------------------
-
-def _bcast_like(t, ans):
-    """Broadcasts a scalar tangent contribution to the output's shape."""
-    ts, s = core.get_aval(t).shape, core.get_aval(ans).shape
-    if ts == s:
-        return t
-    from .structural import broadcast_in_dim
-    return broadcast_in_dim(t, s, ())
-
-
-def _unbroadcast(ct, operand_aval: ShapedArray):
-    """Sums a cotangent over the dimensions a scalar operand was broadcast along."""
-    if type(ct) is Zero:
-        return ct
-    if core.get_aval(ct).shape == operand_aval.shape:
-        return ct
-    from .reductions import reduce_sum
-    return reduce_sum(ct, tuple(range(core.get_aval(ct).ndim)))
-
-
-def _one(x):
-    return core.Array(np.ones((), core.get_aval(x).dtype), True)
-
-
-def _const(x, v):
-    return core.Array(np.asarray(v, core.get_aval(x).dtype), True)
-
-
-ad.defjvp(neg_p, lambda t, x: neg(t))
-ad.defjvp_zero(sign_p)
-ad.defjvp_zero(floor_p)
-ad.defjvp_zero(ceil_p)
-ad.defjvp_zero(round_p)
-ad.defjvp_zero(is_finite_p)
-ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
-ad.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
-ad.defjvp(log_p, lambda t, x: div(t, x))
-ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _one(x))))
-ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _one(x))))
-ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(_one(x), square(ans))))
-ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_one(x), ans))))
-ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-ad.defjvp2(tan_p, lambda t, ans, x: mul(t, add(_one(x), square(ans))))
-ad.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_one(x), square(x)))))
-ad.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(_one(x), square(x))))))
-ad.defjvp(atan_p, lambda t, x: div(t, add(_one(x), square(x))))
-ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
-ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _one(x)))))
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, _one(x)), add(x, _one(x))))))
-ad.defjvp(atanh_p, lambda t, x: div(t, sub(_one(x), square(x))))
-ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(_const(x, 2), ans)))
-ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
-ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, div(_const(x, 1 / 3), square(ans))))
-ad.defjvp_zero(not_p)
-ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
-ad.defjvp(erf_p, lambda t, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(square(x))))))
-ad.defjvp(erfc_p, lambda t, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(square(x))))))
-ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(square(ans)))))
-ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
-ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma_p.bind(x, m=1)))
-ad.defjvp(polygamma_p, lambda t, x, *, m: mul(t, polygamma_p.bind(x, m=m + 1)))
-
-
-def polygamma(m, x):
-    """The m-th derivative of digamma at x (m a non-negative static integer)."""
-    (x,) = _lift_scalars(x)
-    mv = core.concrete_value(m)
-    if mv is None or np.ndim(mv) != 0:
-        raise TypeError("lax.polygamma requires a static scalar integer order m")
-    return polygamma_p.bind(x, m=int(mv))
-ad.defjvp_zero(population_count_p)
-ad.defjvp_zero(clz_p)
-
-
-def _abs_jvp(t, x):
-    a = core.get_aval(x)
-    if dtypes.is_complex(a.dtype):
-        ans = abs(x)
-        return real(mul(conj(x), div(t, convert_element_type(ans, a.dtype))))
-    return mul(t, sign(x))
-
-
-ad.defjvp(abs_p, _abs_jvp)
-ad.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.aval.dtype)])
-ad.deflinear(imag_p, lambda ct, x: [mul(complex(_zeros_like(ct), neg(ct)), _one_c(x.aval))])
-ad.deflinear(conj_p, lambda ct, x: [conj(ct)])
-
-
-def _zeros_like(x):
-    from .structural import full
-    a = core.get_aval(x)
-    return full(a.shape, 0, a.dtype)
-
-
-def _one_c(aval):
-    return core.Array(np.ones((), aval.dtype), True)
-
-
-ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
-
-
-def _add_transpose(ct, x, y):
-    return [_unbroadcast(ct, x.aval) if ad.is_undefined_primal(x) else None,
-            _unbroadcast(ct, y.aval) if ad.is_undefined_primal(y) else None]
-
-
-def _sub_transpose(ct, x, y):
-    return [_unbroadcast(ct, x.aval) if ad.is_undefined_primal(x) else None,
-            _unbroadcast(neg(ct), y.aval) if ad.is_undefined_primal(y) and type(ct) is not Zero else None]
-
-
-def _add_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = add(x, y)
-    if type(tx) is Zero:
-        return out, _bcast_like(ty, out)
-    if type(ty) is Zero:
-        return out, _bcast_like(tx, out)
-    return out, add(tx, ty)
-
-
-def _sub_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = sub(x, y)
-    if type(tx) is Zero:
-        return out, _bcast_like(neg(ty), out)
-    if type(ty) is Zero:
-        return out, _bcast_like(tx, out)
-    return out, sub(tx, ty)
-
-
-ad.primitive_jvps[add_p] = _add_jvp
-ad.primitive_transposes[add_p] = _add_transpose
-ad.primitive_jvps[sub_p] = _sub_jvp
-ad.primitive_transposes[sub_p] = _sub_transpose
-
-
-def _mul_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = mul(x, y)
-    t = Zero(core.get_aval(out))
-    if type(tx) is not Zero:
-        t = ad.add_tangents(t, _bcast_like(mul(tx, y), out))
-    if type(ty) is not Zero:
-        t = ad.add_tangents(t, _bcast_like(mul(x, ty), out))
-    return out, t
-
-
-def _mul_transpose(ct, x, y):
-    if type(ct) is Zero:
-        return [None, None]
-    if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
-        raise NotImplementedError("mul is not linear in both operands at once")
-    if ad.is_undefined_primal(x):
-        return [_unbroadcast(mul(ct, y), x.aval), None]
-    return [None, _unbroadcast(mul(x, ct), y.aval)]
-
-
-ad.primitive_jvps[mul_p] = _mul_jvp
-ad.primitive_transposes[mul_p] = _mul_transpose
-
-
-def _div_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = div(x, y)
-    t = Zero(core.get_aval(out))
-    if type(tx) is not Zero:
-        t = ad.add_tangents(t, _bcast_like(div(tx, y), out))
-    if type(ty) is not Zero:
-        t = ad.add_tangents(t, _bcast_like(neg(mul(ty, div(out, y))), out))
-    return out, t
-
-
-def _div_transpose(ct, x, y):
-    if type(ct) is Zero or not ad.is_undefined_primal(x):
-        return [None, None]
-    if ad.is_undefined_primal(y):
-        raise NotImplementedError("div is linear only in its numerator")
-    return [_unbroadcast(div(ct, y), x.aval), None]
-
-
-ad.primitive_jvps[div_p] = _div_jvp
-ad.primitive_transposes[div_p] = _div_transpose
-
-
-def _rem_jvp_y(t, x, y):
-    # rem(x, y) = x - y * trunc(x / y), so d/dy = -trunc(x / y).
-    q = div(x, y)
-    trunc = mul(sign(q), floor(abs(q)))
-    return neg(mul(t, trunc))
-
-
-ad.defjvp(rem_p, lambda t, x, y: _bcast_like(t, rem(x, y)), lambda t, x, y: _bcast_like(_rem_jvp_y(t, x, y),
-                                                                                        rem(x, y)))
-
-
-def _minmax_jvp(select_first):
-    def jvp(primals, tangents):
-        x, y = primals
-        tx, ty = tangents
-        out = select_first.bind(x, y)
-        # Ties split the gradient evenly, as JAX does.
-        pick_x = select_n(eq(out, x), _zeros_like(out), _bcast_like(_one(out), out))
-        pick_y = select_n(eq(out, y), _zeros_like(out), _bcast_like(_one(out), out))
-        both = mul(pick_x, pick_y)
-        wx = sub(pick_x, mul(both, _const(out, 0.5)))
-        wy = sub(pick_y, mul(both, _const(out, 0.5)))
-        t = Zero(core.get_aval(out))
-        if type(tx) is not Zero:
-            t = ad.add_tangents(t, mul(_bcast_like(tx, out), wx))
-        if type(ty) is not Zero:
-            t = ad.add_tangents(t, mul(_bcast_like(ty, out), wy))
-        return out, t
-    return jvp
-
-
-ad.primitive_jvps[max_p] = _minmax_jvp(max_p)
-ad.primitive_jvps[min_p] = _minmax_jvp(min_p)
-ad.defjvp(atan2_p,
-          lambda t, x, y: _bcast_like(mul(t, div(y, add(square(x), square(y)))), atan2(x, y)),
-          lambda t, x, y: _bcast_like(mul(t, div(neg(x), add(square(x), square(y)))), atan2(x, y)))
-ad.defjvp_zero(nextafter_p)
-for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_arithmetic_p,
-           eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
-    ad.defjvp_zero(_p)
-
-
-def _complex_transpose(ct, x, y):
-    return [_unbroadcast(real(ct), x.aval) if ad.is_undefined_primal(x) else None,
-            _unbroadcast(neg(imag(ct)), y.aval) if ad.is_undefined_primal(y) else None]
-
-
-ad.deflinear(complex_p, _complex_transpose)
-
-
-def _pow_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = pow(x, y)
-    t = Zero(core.get_aval(out))
-    if type(tx) is not Zero:
-        ya = core.get_aval(y)
-        yf = y if ya.dtype == core.get_aval(x).dtype else convert_element_type(y, core.get_aval(x).dtype)
-        # d/dx x^y = y * x^(y-1); written with select so that y == 0 gives 0 rather than 0 * inf.
-        dx = mul(yf, pow(x, sub(yf, _one(yf))))
-        dx = select_n(eq(yf, _zeros_like(yf)), dx, _zeros_like(dx)) if core.get_aval(dx).shape == \
-            core.get_aval(yf).shape else dx
-        t = ad.add_tangents(t, _bcast_like(mul(tx, dx), out))
-    if type(ty) is not Zero:
-        # d/dy x^y = log(x) x^y, with the convention 0 at x == 0 (as JAX).
-        safe_log = select_n(eq(x, _zeros_like(x)), log(x), _zeros_like(x))
-        t = ad.add_tangents(t, _bcast_like(mul(ty, mul(safe_log, out)), out))
-    return out, t
-
-
-ad.primitive_jvps[pow_p] = _pow_jvp
-
-
-def _integer_pow_jvp(t, x, *, y):
-    if y == 0:
-        return _zeros_like(t)
-    d = mul(_const(x, y), integer_pow(x, y - 1)) if y != 1 else _bcast_like(_one(x), x)
-    return mul(t, d)
-
-
-ad.defjvp(integer_pow_p, _integer_pow_jvp)
-
-
-def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
-    (x,), (t,) = primals, tangents
-    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    old = core.get_aval(x).dtype
-    if type(t) is Zero or not dtypes.is_inexact(new_dtype) or not dtypes.is_inexact(old):
-        return out, Zero(core.get_aval(out))
-    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-
-def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
-    if type(ct) is Zero:
-        return [None]
-    old = x.aval.dtype
-    return [convert_element_type_p.bind(ct, new_dtype=old, weak_type=x.aval.weak_type)]
-
-
-ad.primitive_jvps[convert_element_type_p] = _convert_jvp
-ad.primitive_transposes[convert_element_type_p] = _convert_transpose
+def _select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    dt = _check_same_dtypes("select_n", list(cases))
+    if which.dtype != dtypes.bool_ and not dtypes.is_integer(which.dtype):
+        raise TypeError(f"select_n's selector must be bool or integer, got {which.dtype.name}")
+    shape = _broadcast_shapes("select_n", list(cases))
+    if which.shape and which.shape != shape and shape:
+        raise TypeError(f"select_n selector shape {which.shape} must be scalar or equal to the case shape {shape}")
+    return ShapedArray(shape or which.shape, dt)
+
+
+abstract_eval_rules[select_n_p] = _select_n_abstract_eval
 
 
 def _select_n_jvp(primals, tangents):
@@ -798,6 +822,27 @@ def _select_n_transpose(ct, which, *cases):
 
 ad.primitive_jvps[select_n_p] = _select_n_jvp
 ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _elementwise_batch_rule(select_n_p)
+
+clamp_p = standard_primitive("clamp", weak_type=lambda a, p: bool(getattr(a[1], "weak_type", False)))
+
+
+def clamp(min, x, max):  # noqa: A002
+    """Clamps `x` to [min, max] elementwise; bounds are scalars or have `x`'s shape."""
+    lo, x, hi = _lift_scalars(min, x, max)
+    _check(clamp_p, lo, x, hi)
+    return clamp_p.bind(lo, x, hi)
+
+
+def _clamp_abstract_eval(lo, x, hi):
+    _check_same_dtypes("clamp", [lo, x, hi])
+    for b in (lo, hi):
+        if b.shape and b.shape != x.shape:
+            raise TypeError(f"clamp bounds must be scalars or have the operand's shape {x.shape}, got {b.shape}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+abstract_eval_rules[clamp_p] = _clamp_abstract_eval
 
 
 def _clamp_jvp(primals, tangents):
@@ -818,3 +863,4 @@ def _clamp_jvp(primals, tangents):
 
 
 ad.primitive_jvps[clamp_p] = _clamp_jvp
+batching.primitive_batchers[clamp_p] = _elementwise_batch_rule(clamp_p)

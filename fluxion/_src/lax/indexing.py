@@ -26,8 +26,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import indexing as impl
-from ..core import ShapedArray
+from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
 from . import elementwise as ew
@@ -123,7 +122,7 @@ def _static_fill(fill_value):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Shape rules
+# Shared helpers: shape checks, gather/scatter conversions, batching
 # --------------------------------------------------------------------------------------------------------------
 
 def _check_dims(name: str, what: str, dims: tuple, bound: int, sorted_required: bool = False) -> None:
@@ -164,7 +163,97 @@ def _check_batching(name: str, operand: ShapedArray, indices: ShapedArray, op_bd
         raise TypeError(f"{name}: operand_batching_dims {op_bdims} overlap the indexed dims {idx_map}")
 
 
-def _gather_shape_rule(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted=False,
+def _gather_dnums_of_scatter(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+    """The gather that reads back, with the shape of `updates`, the windows a scatter writes."""
+    return GatherDimensionNumbers(offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+                                  start_index_map=dn.scatter_dims_to_operand_dims,
+                                  operand_batching_dims=dn.operand_batching_dims,
+                                  start_indices_batching_dims=dn.scatter_indices_batching_dims)
+
+
+def scatter_dnums_of_gather(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    return ScatterDimensionNumbers(update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+                                   scatter_dims_to_operand_dims=dn.start_index_map,
+                                   operand_batching_dims=dn.operand_batching_dims,
+                                   scatter_indices_batching_dims=dn.start_indices_batching_dims)
+
+
+def _scatter_slice_sizes(operand_shape, updates_shape, dn: ScatterDimensionNumbers) -> tuple:
+    sizes, w = [], 0
+    for d in range(len(operand_shape)):
+        if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
+            sizes.append(1)
+        else:
+            sizes.append(updates_shape[dn.update_window_dims[w]])
+            w += 1
+    return tuple(sizes)
+
+
+def _gather_windows(x, indices, updates_shape, dn: ScatterDimensionNumbers, mode, indices_are_sorted=False,
+                    unique_indices=False):
+    """Reads the windows of `x` a scatter with `dn` would write, shaped like its updates (0 when out of bounds)."""
+    shape = core.get_aval(x).shape
+    return gather_p.bind(x, indices, dimension_numbers=_gather_dnums_of_scatter(dn),
+                         slice_sizes=_scatter_slice_sizes(shape, updates_shape, dn),
+                         indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode,
+                         fill_value=0 if mode is GatherScatterMode.FILL_OR_DROP else None)
+
+
+def _zeros(aval_or_x, dtype=None):
+    a = aval_or_x if isinstance(aval_or_x, ShapedArray) else core.get_aval(aval_or_x)
+    return st.full(a.shape, 0, dtype or a.dtype)
+
+
+def _shift(dims: tuple, by: int = 1) -> tuple:
+    return tuple(d + by for d in dims)
+
+
+def _batch_size(vals, dims) -> int:
+    return next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# gather
+# --------------------------------------------------------------------------------------------------------------
+
+gather_p = standard_primitive("gather", weak_type="first")
+
+
+def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int], *,
+           unique_indices: bool = False, indices_are_sorted: bool = False,
+           mode: "str | GatherScatterMode | None" = None, fill_value=None):
+    """Gathers slices of `operand` at `start_indices` (XLA's Gather).
+
+    Args:
+      operand: array to slice.
+      start_indices: integer array whose last dimension is the index vector (one start per
+        `dimension_numbers.start_index_map` entry).
+      dimension_numbers: a `GatherDimensionNumbers`.
+      slice_sizes: the slice size of every operand dimension (1 for collapsed and batching dims).
+      unique_indices, indices_are_sorted: hints (no effect on the NumPy backend).
+      mode: out-of-bounds handling, a `GatherScatterMode` or 'clip'/'fill'/'promise_in_bounds'
+        (None means FILL_OR_DROP, as in JAX).
+      fill_value: the value of out-of-bounds windows in FILL_OR_DROP mode (default: NaN for inexact dtypes, the
+        minimum for signed, the maximum for unsigned integers, True for bool).
+
+    Returns:
+      An array of operand's dtype (see the module docstring for its shape).
+
+    Raises:
+      TypeError: inconsistent dimension numbers, slice sizes or index shapes.
+    """
+    operand, start_indices = st._as_array(operand), st._as_array(start_indices)
+    mode = GatherScatterMode.from_any(mode)
+    fill = _static_fill(fill_value) if mode is GatherScatterMode.FILL_OR_DROP else None
+    params = dict(dimension_numbers=_canon_gather_dnums(dimension_numbers), slice_sizes=_ints(slice_sizes),
+                  indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices), mode=mode,
+                  fill_value=fill)
+    # Validate here too: the eager path runs the NumPy implementation without abstract evaluation.
+    _gather_abstract_eval(core.get_aval(operand), core.get_aval(start_indices), **params)
+    return gather_p.bind(operand, start_indices, **params)
+
+
+def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted=False,
                        unique_indices=False, mode=None, fill_value=None):
     dn = dimension_numbers
     name = "gather"
@@ -204,7 +293,74 @@ def _gather_shape_rule(operand, indices, *, dimension_numbers, slice_sizes, indi
     return ShapedArray(tuple(shape), operand.dtype)
 
 
-def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted=False,
+abstract_eval_rules[gather_p] = _gather_abstract_eval
+
+
+def _gather_jvp(primals, tangents, **params):
+    operand, indices = primals
+    t = tangents[0]
+    out = gather_p.bind(operand, indices, **params)
+    if type(t) is Zero:
+        return out, Zero(core.get_aval(out))
+    # The fill value is a constant: its tangent is zero.
+    tparams = dict(params, fill_value=0 if params["mode"] is GatherScatterMode.FILL_OR_DROP else None)
+    return out, gather_p.bind(t, indices, **tparams)
+
+
+ad.primitive_jvps[gather_p] = _gather_jvp
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted, unique_indices,
+                      mode, fill_value):
+    if ad.is_undefined_primal(indices):
+        raise NotImplementedError("gather is not linear in its indices")
+    if type(ct) is Zero or not ad.is_undefined_primal(operand):
+        return [None, None]
+    zeros = _zeros(operand.aval)
+    out = scatter_add_p.bind(zeros, indices, ct, dimension_numbers=scatter_dnums_of_gather(dimension_numbers),
+                             indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+    return [out, None]
+
+
+ad.primitive_transposes[gather_p] = _gather_transpose
+
+
+def _gather_batch_rule(vals, dims, *, dimension_numbers, slice_sizes, **params):
+    operand, indices = vals
+    d_op, d_idx = dims
+    size = _batch_size(vals, dims)
+    dn = dimension_numbers
+    if d_idx is None:
+        # The batch dim becomes a full-size window dim; it is the first operand window dim, hence output dim 0.
+        operand = batching.moveaxis(operand, d_op, 0, size)
+        new = GatherDimensionNumbers((0,) + _shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
+                                     _shift(dn.start_index_map), _shift(dn.operand_batching_dims),
+                                     dn.start_indices_batching_dims)
+        return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=(size,) + tuple(slice_sizes),
+                             **params), 0
+    indices = batching.moveaxis(indices, d_idx, 0, size)
+    if d_op is None:
+        # A new leading batch dim of the indices becomes the first (non-offset) output dim.
+        new = GatherDimensionNumbers(_shift(dn.offset_dims), dn.collapsed_slice_dims, dn.start_index_map,
+                                     dn.operand_batching_dims, _shift(dn.start_indices_batching_dims))
+        return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=tuple(slice_sizes), **params), 0
+    operand = batching.moveaxis(operand, d_op, 0, size)
+    new = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims), _shift(dn.start_index_map),
+                                 (0,) + _shift(dn.operand_batching_dims),
+                                 (0,) + _shift(dn.start_indices_batching_dims))
+    # (A batching dim's slice size is 1, or 0 for an empty batch.)
+    return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=(min(size, 1),) + tuple(slice_sizes),
+                         **params), 0
+
+
+batching.primitive_batchers[gather_p] = _gather_batch_rule
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The scatter family (scatter_add, scatter, scatter_mul, scatter_min, scatter_max) and scatter_apply
+# --------------------------------------------------------------------------------------------------------------
+
+def _scatter_abstract_eval(operand, indices, updates, *, dimension_numbers, indices_are_sorted=False,
                         unique_indices=False, mode=None, **_):
     dn = dimension_numbers
     name = "scatter"
@@ -234,50 +390,35 @@ def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices
     return ShapedArray(operand.shape, operand.dtype)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Primitives and public functions
-# --------------------------------------------------------------------------------------------------------------
+def _scatter_batch_rule(prim):
+    def rule(vals, dims, *, dimension_numbers, **params):
+        operand, indices, updates = vals
+        d_op, d_idx, d_upd = dims
+        size = _batch_size(vals, dims)
+        dn = dimension_numbers
+        operand = batching.moveaxis(operand, d_op, 0, size)
+        updates = batching.moveaxis(updates, d_upd, 0, size)
+        if d_idx is None:
+            # Shared indices: the batch dim is an extra full-size window (operand dim 0 <-> updates dim 0).
+            new = ScatterDimensionNumbers((0,) + _shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
+                                          _shift(dn.scatter_dims_to_operand_dims), _shift(dn.operand_batching_dims),
+                                          dn.scatter_indices_batching_dims)
+        else:
+            # Per-example indices: a batching dim pairing operand dim 0, indices dim 0 and updates dim 0.
+            indices = batching.moveaxis(indices, d_idx, 0, size)
+            new = ScatterDimensionNumbers(_shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
+                                          _shift(dn.scatter_dims_to_operand_dims),
+                                          (0,) + _shift(dn.operand_batching_dims),
+                                          (0,) + _shift(dn.scatter_indices_batching_dims))
+        return prim.bind(operand, indices, updates, dimension_numbers=new, **params), 0
+    return rule
 
-gather_p = standard_primitive("gather", _gather_shape_rule, impl.gather, weak_type="first")
-scatter_p = standard_primitive("scatter", _scatter_shape_rule, impl.scatter, weak_type="first")
-scatter_add_p = standard_primitive("scatter-add", _scatter_shape_rule, impl.scatter_add, weak_type="first")
-scatter_mul_p = standard_primitive("scatter-mul", _scatter_shape_rule, impl.scatter_mul, weak_type="first")
-scatter_min_p = standard_primitive("scatter-min", _scatter_shape_rule, impl.scatter_min, weak_type="first")
-scatter_max_p = standard_primitive("scatter-max", _scatter_shape_rule, impl.scatter_max, weak_type="first")
 
-
-def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int], *,
-           unique_indices: bool = False, indices_are_sorted: bool = False,
-           mode: "str | GatherScatterMode | None" = None, fill_value=None):
-    """Gathers slices of `operand` at `start_indices` (XLA's Gather).
-
-    Args:
-      operand: array to slice.
-      start_indices: integer array whose last dimension is the index vector (one start per
-        `dimension_numbers.start_index_map` entry).
-      dimension_numbers: a `GatherDimensionNumbers`.
-      slice_sizes: the slice size of every operand dimension (1 for collapsed and batching dims).
-      unique_indices, indices_are_sorted: hints (no effect on the NumPy backend).
-      mode: out-of-bounds handling, a `GatherScatterMode` or 'clip'/'fill'/'promise_in_bounds'
-        (None means FILL_OR_DROP, as in JAX).
-      fill_value: the value of out-of-bounds windows in FILL_OR_DROP mode (default: NaN for inexact dtypes, the
-        minimum for signed, the maximum for unsigned integers, True for bool).
-
-    Returns:
-      An array of operand's dtype (see the module docstring for its shape).
-
-    Raises:
-      TypeError: inconsistent dimension numbers, slice sizes or index shapes.
-    """
-    operand, start_indices = st._as_array(operand), st._as_array(start_indices)
-    mode = GatherScatterMode.from_any(mode)
-    fill = _static_fill(fill_value) if mode is GatherScatterMode.FILL_OR_DROP else None
-    params = dict(dimension_numbers=_canon_gather_dnums(dimension_numbers), slice_sizes=_ints(slice_sizes),
-                  indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices), mode=mode,
-                  fill_value=fill)
-    # Validate here too: the eager path runs the NumPy implementation without abstract evaluation.
-    _gather_shape_rule(core.get_aval(operand), core.get_aval(start_indices), **params)
-    return gather_p.bind(operand, start_indices, **params)
+def _scatter_primitive(name):
+    """Creates a scatter-family primitive with the shared shape/dtype rule and batching rule."""
+    prim = standard_primitive(name, _scatter_abstract_eval, weak_type="first")
+    batching.primitive_batchers[prim] = _scatter_batch_rule(prim)
+    return prim
 
 
 def _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted, unique_indices,
@@ -292,7 +433,7 @@ def _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers, in
                   indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices),
                   mode=GatherScatterMode.from_any(mode))
     # Validate here too: the eager path runs the NumPy implementation without abstract evaluation.
-    _scatter_shape_rule(o_aval, core.get_aval(scatter_indices), core.get_aval(updates), **params)
+    _scatter_abstract_eval(o_aval, core.get_aval(scatter_indices), core.get_aval(updates), **params)
     return prim.bind(operand, scatter_indices, updates, **params)
 
 
@@ -315,16 +456,16 @@ def _scatter_doc(verb: str) -> str:
     """
 
 
-def scatter(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _scatter_bind(scatter_p, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted,
-                         unique_indices, mode)
+scatter_add_p = _scatter_primitive("scatter-add")
 
 
 def scatter_add(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
     return _scatter_bind(scatter_add_p, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted,
                          unique_indices, mode)
+
+
+scatter_add.__doc__ = _scatter_doc("adding (repeated indices accumulate)")
 
 
 def scatter_sub(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
@@ -334,10 +475,208 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers: ScatterDim
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
 
 
+scatter_sub.__doc__ = _scatter_doc("subtracting (repeated indices accumulate)")
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    operand, indices, updates = primals
+    t_op, _, t_upd = tangents
+    out = scatter_add_p.bind(operand, indices, updates, **params)
+    if type(t_op) is Zero and type(t_upd) is Zero:
+        return out, Zero(core.get_aval(out))
+    if type(t_upd) is Zero:
+        return out, t_op
+    return out, scatter_add_p.bind(ad.instantiate_zeros(t_op), indices, t_upd, **params)
+
+
+ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                           unique_indices, mode):
+    if ad.is_undefined_primal(indices):
+        raise NotImplementedError("scatter_add is not linear in its indices")
+    if type(ct) is Zero:
+        return [None, None, None]
+    ct_op = ct if ad.is_undefined_primal(operand) else None
+    ct_upd = None
+    if ad.is_undefined_primal(updates):
+        ct_upd = _gather_windows(ct, indices, updates.aval.shape, dimension_numbers, mode, indices_are_sorted,
+                                 unique_indices)
+    return [ct_op, None, ct_upd]
+
+
+ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+
+scatter_p = _scatter_primitive("scatter")
+
+
+def scatter(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
+            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    return _scatter_bind(scatter_p, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted,
+                         unique_indices, mode)
+
+
+scatter.__doc__ = _scatter_doc("overwriting (with repeated indices the last update wins on this backend)")
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
+    operand, indices, updates = primals
+    t_op, _, t_upd = tangents
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    out = scatter_p.bind(operand, indices, updates, **params)
+    if type(t_op) is Zero and type(t_upd) is Zero:
+        return out, Zero(core.get_aval(out))
+    if unique_indices:
+        # With unique indices scatter is linear in (operand, updates) jointly.
+        return out, scatter_p.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_upd), **params)
+    # Repeated indices: number the updates' scatter positions 1..n and scatter those ids; an update element wins
+    # its target position iff reading the ids back gives its own id. Operand positions keep their tangent iff no
+    # update wrote them (id 0).
+    u_shape = core.get_aval(updates).shape
+    scatter_axes = [i for i in range(len(u_shape)) if i not in dimension_numbers.update_window_dims]
+    n = int(np.prod([u_shape[i] for i in scatter_axes], dtype=np.int64))
+    ids = st.reshape(ew.add(st.iota(np.int32, n), np.int32(1)), [u_shape[i] for i in scatter_axes])
+    ids = st.broadcast_in_dim(ids, u_shape, tuple(scatter_axes))
+    written = scatter_p.bind(_zeros(core.get_aval(operand), np.int32), indices, ids, **params)
+    winners = ew.eq(_gather_windows(written, indices, u_shape, dimension_numbers, mode), ids)
+    kept = ew.eq(written, np.int32(0))
+    t_out = Zero(core.get_aval(out))
+    if type(t_op) is not Zero:
+        t_out = ew.select_n(kept, _zeros(t_op), t_op)
+    if type(t_upd) is not Zero:
+        contrib = ew.select_n(winners, _zeros(t_upd), t_upd)
+        t_out = ad.add_tangents(t_out, scatter_add_p.bind(_zeros(core.get_aval(out)), indices, contrib, **params))
+    return out, t_out
+
+
+ad.primitive_jvps[scatter_p] = _scatter_jvp
+
+
+def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices,
+                       mode):
+    if not unique_indices:
+        raise NotImplementedError("scatter transpose is only implemented for unique_indices=True (the JVP of a "
+                                  "scatter with repeated indices is expressed with scatter_add instead)")
+    if type(ct) is Zero:
+        return [None, None, None]
+    res = [None, None, None]
+    u_aval = updates.aval if ad.is_undefined_primal(updates) else core.get_aval(updates)
+    if ad.is_undefined_primal(operand):
+        res[0] = scatter_p.bind(ct, indices, _zeros(u_aval), dimension_numbers=dimension_numbers,
+                                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+    if ad.is_undefined_primal(updates):
+        res[2] = _gather_windows(ct, indices, u_aval.shape, dimension_numbers, mode, indices_are_sorted,
+                                 unique_indices)
+    return res
+
+
+ad.primitive_transposes[scatter_p] = _scatter_transpose
+
+scatter_mul_p = _scatter_primitive("scatter-mul")
+
+
 def scatter_mul(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
     return _scatter_bind(scatter_mul_p, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted,
                          unique_indices, mode)
+
+
+scatter_mul.__doc__ = _scatter_doc("multiplying (repeated indices accumulate)")
+
+
+def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
+    operand, indices, updates = primals
+    t_op, _, t_upd = tangents
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    out = scatter_mul_p.bind(operand, indices, updates, **params)
+    t_out = Zero(core.get_aval(out))
+    if type(t_op) is not Zero:
+        t_out = scatter_mul_p.bind(t_op, indices, updates, **params)
+    if type(t_upd) is not Zero:
+        u_shape = core.get_aval(updates).shape
+        if unique_indices:
+            at_targets = _gather_windows(operand, indices, u_shape, dimension_numbers, mode)
+            t_out = ad.add_tangents(t_out, scatter_add_p.bind(_zeros(core.get_aval(out)), indices,
+                                                              ew.mul(t_upd, at_targets), **params))
+        else:
+            others = _product_of_others(updates, indices, core.get_aval(operand), dimension_numbers, params)
+            summed = scatter_add_p.bind(_zeros(core.get_aval(out)), indices, ew.mul(t_upd, others), **params)
+            t_out = ad.add_tangents(t_out, ew.mul(operand, summed))
+    return out, t_out
+
+
+ad.primitive_jvps[scatter_mul_p] = _scatter_mul_jvp
+
+
+def _product_of_others(updates, indices, operand_aval, dn, params):
+    """For each update element, the product of the *other* updates scattered to the same position.
+
+    Computed without dividing by zero: with Z zeros among a position's updates and P the product of its nonzero
+    ones, the others' product of a nonzero update u is P / u if Z == 0 (else 0), and of a zero update is P if
+    Z == 1 (else 0). (JAX only differentiates scatter_mul's updates for unique indices.) The value is exact
+    everywhere; its own derivative (a second derivative of scatter_mul) is exact only away from exact zeros.
+    """
+    dt = operand_aval.dtype
+    u_shape = core.get_aval(updates).shape
+    zero, one = st.full(u_shape, 0, dt), st.full(u_shape, 1, dt)
+    is_zero = ew.eq(updates, zero)
+    nonzero = ew.select_n(is_zero, updates, one)
+    prod_nz = scatter_mul_p.bind(st.full(operand_aval.shape, 1, dt), indices, nonzero, **params)
+    n_zero = scatter_add_p.bind(_zeros(operand_aval), indices, ew.convert_element_type(is_zero, dt), **params)
+    prod_nz = _gather_windows(prod_nz, indices, u_shape, dn, params["mode"])
+    n_zero = _gather_windows(n_zero, indices, u_shape, dn, params["mode"])
+    if_nonzero = ew.select_n(ew.eq(n_zero, zero), zero, ew.div(prod_nz, nonzero))
+    if_zero = ew.select_n(ew.eq(n_zero, one), zero, prod_nz)
+    return ew.select_n(is_zero, if_nonzero, if_zero)
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                           unique_indices, mode):
+    if ad.is_undefined_primal(updates) or ad.is_undefined_primal(indices):
+        raise NotImplementedError("scatter_mul is linear only in its operand")
+    if type(ct) is Zero:
+        return [None, None, None]
+    # Multiplying each position by the product of its updates is a diagonal map, hence self-adjoint.
+    return [scatter_mul_p.bind(ct, indices, updates, dimension_numbers=dimension_numbers,
+                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode),
+            None, None]
+
+
+ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+
+
+def _scatter_extremal_jvp(prim):
+    def jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
+        operand, indices, updates = primals
+        t_op, _, t_upd = tangents
+        params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                      unique_indices=unique_indices, mode=mode)
+        out = prim.bind(operand, indices, updates, **params)
+        out_aval = core.get_aval(out)
+        if type(t_op) is Zero and type(t_upd) is Zero:
+            return out, Zero(out_aval)
+        dt = out_aval.dtype
+        u_shape = core.get_aval(updates).shape
+        # Every contributor equal to the result shares the tangent evenly (operand and tied updates alike).
+        op_won = ew.convert_element_type(ew.eq(operand, out), dt)
+        upd_won = ew.convert_element_type(
+            ew.eq(updates, _gather_windows(out, indices, u_shape, dimension_numbers, mode)), dt)
+        count = ew.add(op_won, scatter_add_p.bind(_zeros(out_aval), indices, upd_won, **params))
+        count = ew.max(count, st.full(out_aval.shape, 1, dt))
+        total = Zero(out_aval)
+        if type(t_op) is not Zero:
+            total = ew.mul(t_op, op_won)
+        if type(t_upd) is not Zero:
+            total = ad.add_tangents(total, scatter_add_p.bind(_zeros(out_aval), indices, ew.mul(t_upd, upd_won),
+                                                              **params))
+        return out, ew.div(total, count)
+    return jvp
+
+
+scatter_min_p = _scatter_primitive("scatter-min")
 
 
 def scatter_min(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
@@ -346,18 +685,24 @@ def scatter_min(operand, scatter_indices, updates, dimension_numbers: ScatterDim
                          unique_indices, mode)
 
 
+scatter_min.__doc__ = _scatter_doc("taking the minimum")
+
+
+ad.primitive_jvps[scatter_min_p] = _scatter_extremal_jvp(scatter_min_p)
+
+scatter_max_p = _scatter_primitive("scatter-max")
+
+
 def scatter_max(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
     return _scatter_bind(scatter_max_p, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted,
                          unique_indices, mode)
 
 
-scatter.__doc__ = _scatter_doc("overwriting (with repeated indices the last update wins on this backend)")
-scatter_add.__doc__ = _scatter_doc("adding (repeated indices accumulate)")
-scatter_sub.__doc__ = _scatter_doc("subtracting (repeated indices accumulate)")
-scatter_mul.__doc__ = _scatter_doc("multiplying (repeated indices accumulate)")
-scatter_min.__doc__ = _scatter_doc("taking the minimum")
 scatter_max.__doc__ = _scatter_doc("taking the maximum")
+
+
+ad.primitive_jvps[scatter_max_p] = _scatter_extremal_jvp(scatter_max_p)
 
 
 def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers: ScatterDimensionNumbers, *,
@@ -401,327 +746,6 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers: S
     for r in range(repeats):
         out = ew.select_n(ew.gt(counts, np.int32(r)), out, func(out))
     return out
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Conversions between gather and scatter dimension numbers
-# --------------------------------------------------------------------------------------------------------------
-
-def _gather_dnums_of_scatter(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
-    """The gather that reads back, with the shape of `updates`, the windows a scatter writes."""
-    return GatherDimensionNumbers(offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
-                                  start_index_map=dn.scatter_dims_to_operand_dims,
-                                  operand_batching_dims=dn.operand_batching_dims,
-                                  start_indices_batching_dims=dn.scatter_indices_batching_dims)
-
-
-def scatter_dnums_of_gather(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
-    return ScatterDimensionNumbers(update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
-                                   scatter_dims_to_operand_dims=dn.start_index_map,
-                                   operand_batching_dims=dn.operand_batching_dims,
-                                   scatter_indices_batching_dims=dn.start_indices_batching_dims)
-
-
-def _scatter_slice_sizes(operand_shape, updates_shape, dn: ScatterDimensionNumbers) -> tuple:
-    sizes, w = [], 0
-    for d in range(len(operand_shape)):
-        if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
-            sizes.append(1)
-        else:
-            sizes.append(updates_shape[dn.update_window_dims[w]])
-            w += 1
-    return tuple(sizes)
-
-
-def _gather_windows(x, indices, updates_shape, dn: ScatterDimensionNumbers, mode, indices_are_sorted=False,
-                    unique_indices=False):
-    """Reads the windows of `x` a scatter with `dn` would write, shaped like its updates (0 when out of bounds)."""
-    shape = core.get_aval(x).shape
-    return gather_p.bind(x, indices, dimension_numbers=_gather_dnums_of_scatter(dn),
-                         slice_sizes=_scatter_slice_sizes(shape, updates_shape, dn),
-                         indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode,
-                         fill_value=0 if mode is GatherScatterMode.FILL_OR_DROP else None)
-
-
-def _zeros(aval_or_x, dtype=None):
-    a = aval_or_x if isinstance(aval_or_x, ShapedArray) else core.get_aval(aval_or_x)
-    return st.full(a.shape, 0, dtype or a.dtype)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Differentiation
-# --------------------------------------------------------------------------------------------------------------
-
-def _gather_jvp(primals, tangents, **params):
-    operand, indices = primals
-    t = tangents[0]
-    out = gather_p.bind(operand, indices, **params)
-    if type(t) is Zero:
-        return out, Zero(core.get_aval(out))
-    # The fill value is a constant: its tangent is zero.
-    tparams = dict(params, fill_value=0 if params["mode"] is GatherScatterMode.FILL_OR_DROP else None)
-    return out, gather_p.bind(t, indices, **tparams)
-
-
-def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted, unique_indices,
-                      mode, fill_value):
-    if ad.is_undefined_primal(indices):
-        raise NotImplementedError("gather is not linear in its indices")
-    if type(ct) is Zero or not ad.is_undefined_primal(operand):
-        return [None, None]
-    zeros = _zeros(operand.aval)
-    out = scatter_add_p.bind(zeros, indices, ct, dimension_numbers=scatter_dnums_of_gather(dimension_numbers),
-                             indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
-    return [out, None]
-
-
-ad.primitive_jvps[gather_p] = _gather_jvp
-ad.primitive_transposes[gather_p] = _gather_transpose
-
-
-def _scatter_add_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    t_op, _, t_upd = tangents
-    out = scatter_add_p.bind(operand, indices, updates, **params)
-    if type(t_op) is Zero and type(t_upd) is Zero:
-        return out, Zero(core.get_aval(out))
-    if type(t_upd) is Zero:
-        return out, t_op
-    return out, scatter_add_p.bind(ad.instantiate_zeros(t_op), indices, t_upd, **params)
-
-
-def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-                           unique_indices, mode):
-    if ad.is_undefined_primal(indices):
-        raise NotImplementedError("scatter_add is not linear in its indices")
-    if type(ct) is Zero:
-        return [None, None, None]
-    ct_op = ct if ad.is_undefined_primal(operand) else None
-    ct_upd = None
-    if ad.is_undefined_primal(updates):
-        ct_upd = _gather_windows(ct, indices, updates.aval.shape, dimension_numbers, mode, indices_are_sorted,
-                                 unique_indices)
-    return [ct_op, None, ct_upd]
-
-
-ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
-ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
-
-
-def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
-    operand, indices, updates = primals
-    t_op, _, t_upd = tangents
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
-    out = scatter_p.bind(operand, indices, updates, **params)
-    if type(t_op) is Zero and type(t_upd) is Zero:
-        return out, Zero(core.get_aval(out))
-    if unique_indices:
-        # With unique indices scatter is linear in (operand, updates) jointly.
-        return out, scatter_p.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_upd), **params)
-    # Repeated indices: number the updates' scatter positions 1..n and scatter those ids; an update element wins
-    # its target position iff reading the ids back gives its own id. Operand positions keep their tangent iff no
-    # update wrote them (id 0).
-    u_shape = core.get_aval(updates).shape
-    scatter_axes = [i for i in range(len(u_shape)) if i not in dimension_numbers.update_window_dims]
-    n = int(np.prod([u_shape[i] for i in scatter_axes], dtype=np.int64))
-    ids = st.reshape(ew.add(st.iota(np.int32, n), np.int32(1)), [u_shape[i] for i in scatter_axes])
-    ids = st.broadcast_in_dim(ids, u_shape, tuple(scatter_axes))
-    written = scatter_p.bind(_zeros(core.get_aval(operand), np.int32), indices, ids, **params)
-    winners = ew.eq(_gather_windows(written, indices, u_shape, dimension_numbers, mode), ids)
-    kept = ew.eq(written, np.int32(0))
-    t_out = Zero(core.get_aval(out))
-    if type(t_op) is not Zero:
-        t_out = ew.select_n(kept, _zeros(t_op), t_op)
-    if type(t_upd) is not Zero:
-        contrib = ew.select_n(winners, _zeros(t_upd), t_upd)
-        t_out = ad.add_tangents(t_out, scatter_add_p.bind(_zeros(core.get_aval(out)), indices, contrib, **params))
-    return out, t_out
-
-
-def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices,
-                       mode):
-    if not unique_indices:
-        raise NotImplementedError("scatter transpose is only implemented for unique_indices=True (the JVP of a "
-                                  "scatter with repeated indices is expressed with scatter_add instead)")
-    if type(ct) is Zero:
-        return [None, None, None]
-    res = [None, None, None]
-    u_aval = updates.aval if ad.is_undefined_primal(updates) else core.get_aval(updates)
-    if ad.is_undefined_primal(operand):
-        res[0] = scatter_p.bind(ct, indices, _zeros(u_aval), dimension_numbers=dimension_numbers,
-                                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
-    if ad.is_undefined_primal(updates):
-        res[2] = _gather_windows(ct, indices, u_aval.shape, dimension_numbers, mode, indices_are_sorted,
-                                 unique_indices)
-    return res
-
-
-ad.primitive_jvps[scatter_p] = _scatter_jvp
-ad.primitive_transposes[scatter_p] = _scatter_transpose
-
-
-def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
-    operand, indices, updates = primals
-    t_op, _, t_upd = tangents
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
-    out = scatter_mul_p.bind(operand, indices, updates, **params)
-    t_out = Zero(core.get_aval(out))
-    if type(t_op) is not Zero:
-        t_out = scatter_mul_p.bind(t_op, indices, updates, **params)
-    if type(t_upd) is not Zero:
-        u_shape = core.get_aval(updates).shape
-        if unique_indices:
-            at_targets = _gather_windows(operand, indices, u_shape, dimension_numbers, mode)
-            t_out = ad.add_tangents(t_out, scatter_add_p.bind(_zeros(core.get_aval(out)), indices,
-                                                              ew.mul(t_upd, at_targets), **params))
-        else:
-            others = _product_of_others(updates, indices, core.get_aval(operand), dimension_numbers, params)
-            summed = scatter_add_p.bind(_zeros(core.get_aval(out)), indices, ew.mul(t_upd, others), **params)
-            t_out = ad.add_tangents(t_out, ew.mul(operand, summed))
-    return out, t_out
-
-
-def _product_of_others(updates, indices, operand_aval, dn, params):
-    """For each update element, the product of the *other* updates scattered to the same position.
-
-    Computed without dividing by zero: with Z zeros among a position's updates and P the product of its nonzero
-    ones, the others' product of a nonzero update u is P / u if Z == 0 (else 0), and of a zero update is P if
-    Z == 1 (else 0). (JAX only differentiates scatter_mul's updates for unique indices.) The value is exact
-    everywhere; its own derivative (a second derivative of scatter_mul) is exact only away from exact zeros.
-    """
-    dt = operand_aval.dtype
-    u_shape = core.get_aval(updates).shape
-    zero, one = st.full(u_shape, 0, dt), st.full(u_shape, 1, dt)
-    is_zero = ew.eq(updates, zero)
-    nonzero = ew.select_n(is_zero, updates, one)
-    prod_nz = scatter_mul_p.bind(st.full(operand_aval.shape, 1, dt), indices, nonzero, **params)
-    n_zero = scatter_add_p.bind(_zeros(operand_aval), indices, ew.convert_element_type(is_zero, dt), **params)
-    prod_nz = _gather_windows(prod_nz, indices, u_shape, dn, params["mode"])
-    n_zero = _gather_windows(n_zero, indices, u_shape, dn, params["mode"])
-    if_nonzero = ew.select_n(ew.eq(n_zero, zero), zero, ew.div(prod_nz, nonzero))
-    if_zero = ew.select_n(ew.eq(n_zero, one), zero, prod_nz)
-    return ew.select_n(is_zero, if_nonzero, if_zero)
-
-
-def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-                           unique_indices, mode):
-    if ad.is_undefined_primal(updates) or ad.is_undefined_primal(indices):
-        raise NotImplementedError("scatter_mul is linear only in its operand")
-    if type(ct) is Zero:
-        return [None, None, None]
-    # Multiplying each position by the product of its updates is a diagonal map, hence self-adjoint.
-    return [scatter_mul_p.bind(ct, indices, updates, dimension_numbers=dimension_numbers,
-                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode),
-            None, None]
-
-
-ad.primitive_jvps[scatter_mul_p] = _scatter_mul_jvp
-ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
-
-
-def _scatter_extremal_jvp(prim):
-    def jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode):
-        operand, indices, updates = primals
-        t_op, _, t_upd = tangents
-        params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                      unique_indices=unique_indices, mode=mode)
-        out = prim.bind(operand, indices, updates, **params)
-        out_aval = core.get_aval(out)
-        if type(t_op) is Zero and type(t_upd) is Zero:
-            return out, Zero(out_aval)
-        dt = out_aval.dtype
-        u_shape = core.get_aval(updates).shape
-        # Every contributor equal to the result shares the tangent evenly (operand and tied updates alike).
-        op_won = ew.convert_element_type(ew.eq(operand, out), dt)
-        upd_won = ew.convert_element_type(
-            ew.eq(updates, _gather_windows(out, indices, u_shape, dimension_numbers, mode)), dt)
-        count = ew.add(op_won, scatter_add_p.bind(_zeros(out_aval), indices, upd_won, **params))
-        count = ew.max(count, st.full(out_aval.shape, 1, dt))
-        total = Zero(out_aval)
-        if type(t_op) is not Zero:
-            total = ew.mul(t_op, op_won)
-        if type(t_upd) is not Zero:
-            total = ad.add_tangents(total, scatter_add_p.bind(_zeros(out_aval), indices, ew.mul(t_upd, upd_won),
-                                                              **params))
-        return out, ew.div(total, count)
-    return jvp
-
-
-ad.primitive_jvps[scatter_min_p] = _scatter_extremal_jvp(scatter_min_p)
-ad.primitive_jvps[scatter_max_p] = _scatter_extremal_jvp(scatter_max_p)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Batching
-# --------------------------------------------------------------------------------------------------------------
-
-def _shift(dims: tuple, by: int = 1) -> tuple:
-    return tuple(d + by for d in dims)
-
-
-def _batch_size(vals, dims) -> int:
-    return next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
-
-
-def _gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
-    operand, indices = vals
-    d_op, d_idx = dims
-    size = _batch_size(vals, dims)
-    dn = dimension_numbers
-    if d_idx is None:
-        # The batch dim becomes a full-size window dim; it is the first operand window dim, hence output dim 0.
-        operand = batching.moveaxis(operand, d_op, 0, size)
-        new = GatherDimensionNumbers((0,) + _shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
-                                     _shift(dn.start_index_map), _shift(dn.operand_batching_dims),
-                                     dn.start_indices_batching_dims)
-        return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=(size,) + tuple(slice_sizes),
-                             **params), 0
-    indices = batching.moveaxis(indices, d_idx, 0, size)
-    if d_op is None:
-        # A new leading batch dim of the indices becomes the first (non-offset) output dim.
-        new = GatherDimensionNumbers(_shift(dn.offset_dims), dn.collapsed_slice_dims, dn.start_index_map,
-                                     dn.operand_batching_dims, _shift(dn.start_indices_batching_dims))
-        return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=tuple(slice_sizes), **params), 0
-    operand = batching.moveaxis(operand, d_op, 0, size)
-    new = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims), _shift(dn.start_index_map),
-                                 (0,) + _shift(dn.operand_batching_dims),
-                                 (0,) + _shift(dn.start_indices_batching_dims))
-    # (A batching dim's slice size is 1, or 0 for an empty batch.)
-    return gather_p.bind(operand, indices, dimension_numbers=new, slice_sizes=(min(size, 1),) + tuple(slice_sizes),
-                         **params), 0
-
-
-batching.primitive_batchers[gather_p] = _gather_batch
-
-
-def _scatter_batch(prim):
-    def rule(vals, dims, *, dimension_numbers, **params):
-        operand, indices, updates = vals
-        d_op, d_idx, d_upd = dims
-        size = _batch_size(vals, dims)
-        dn = dimension_numbers
-        operand = batching.moveaxis(operand, d_op, 0, size)
-        updates = batching.moveaxis(updates, d_upd, 0, size)
-        if d_idx is None:
-            # Shared indices: the batch dim is an extra full-size window (operand dim 0 <-> updates dim 0).
-            new = ScatterDimensionNumbers((0,) + _shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
-                                          _shift(dn.scatter_dims_to_operand_dims), _shift(dn.operand_batching_dims),
-                                          dn.scatter_indices_batching_dims)
-        else:
-            # Per-example indices: a batching dim pairing operand dim 0, indices dim 0 and updates dim 0.
-            indices = batching.moveaxis(indices, d_idx, 0, size)
-            new = ScatterDimensionNumbers(_shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
-                                          _shift(dn.scatter_dims_to_operand_dims),
-                                          (0,) + _shift(dn.operand_batching_dims),
-                                          (0,) + _shift(dn.scatter_indices_batching_dims))
-        return prim.bind(operand, indices, updates, dimension_numbers=new, **params), 0
-    return rule
-
-
-for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
-    batching.primitive_batchers[_p] = _scatter_batch(_p)
 
 
 # --------------------------------------------------------------------------------------------------------------

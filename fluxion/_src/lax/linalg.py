@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import linalg as impl
-from ..core import ShapedArray
+from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
 from . import elementwise as ew
@@ -93,7 +92,8 @@ def _check_square(name, a):
         raise TypeError(f"{name} requires a floating or complex matrix, got dtype {a.dtype.name}")
 
 
-def _batch_front(prim, n_matrix_args=1):
+def _leading_batch_rule(prim):
+    """The batching rule of a primitive on stacks of matrices: move every batch dimension to the front."""
     def rule(vals, dims, **params):
         size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
         vals = [batching.moveaxis(v, d, 0, size) for v, d in zip(vals, dims)]
@@ -104,21 +104,29 @@ def _batch_front(prim, n_matrix_args=1):
 
 # -- cholesky --------------------------------------------------------------------------------------------------------
 
-def _cholesky_rule(a):
-    _check_square("cholesky", a)
-    return ShapedArray(a.shape, a.dtype)
-
-
-cholesky_p = standard_primitive("cholesky", _cholesky_rule, impl.cholesky, weak_type="never")
+cholesky_p = standard_primitive("cholesky", weak_type="never")
 
 
 def cholesky(x, symmetrize_input: bool = True):
-    """Lower-triangular L with L @ L^T = x for symmetric positive-definite x (NaNs if not positive definite)."""
+    """Lower-triangular L with L @ L^T = x for symmetric positive-definite x (NaNs if not positive definite).
+
+    Raises:
+      TypeError: `x` is not a (stack of) square floating or complex matrices.
+    """
     x = st._as_array(x)
+    _cholesky_abstract_eval(core.get_aval(x))
     if symmetrize_input:
         x = ew.div(ew.add(x, ew.conj(_T(x)) if dtypes.is_complex(core.get_aval(x).dtype) else _T(x)),
                    _scalar(x, 2))
     return cholesky_p.bind(x)
+
+
+def _cholesky_abstract_eval(a):
+    _check_square("cholesky", a)
+    return ShapedArray(a.shape, a.dtype)
+
+
+abstract_eval_rules[cholesky_p] = _cholesky_abstract_eval
 
 
 def _cholesky_jvp(primals, tangents):
@@ -132,53 +140,73 @@ def _cholesky_jvp(primals, tangents):
 
 
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
-batching.primitive_batchers[cholesky_p] = _batch_front(cholesky_p)
+batching.primitive_batchers[cholesky_p] = _leading_batch_rule(cholesky_p)
 
 
 # -- triangular_solve ------------------------------------------------------------------------------------------------
 
-def _tri_solve_rule(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
-    _check_square("triangular_solve", a)
-    n = a.shape[-1]
-    if b.ndim < 2 or (b.shape[-2] if left_side else b.shape[-1]) != n:
-        raise TypeError(f"triangular_solve: b of shape {b.shape} does not match a of shape {a.shape} "
-                        f"(left_side={left_side})")
-    if a.dtype != b.dtype:
-        raise TypeError(f"triangular_solve requires a and b of one dtype, got {a.dtype.name} and {b.dtype.name}")
-    return ShapedArray(b.shape, b.dtype)
-
-
-triangular_solve_p = standard_primitive("triangular_solve", _tri_solve_rule, impl.triangular_solve,
-                                        weak_type="never")
+triangular_solve_p = standard_primitive("triangular_solve", weak_type="never")
 
 
 def triangular_solve(a, b, left_side: bool = False, lower: bool = False, transpose_a: bool = False,
                      conjugate_a: bool = False, unit_diagonal: bool = False):
-    """Solves a x = b (left_side) or x a = b for triangular a (the other triangle is ignored)."""
+    """Solves a x = b (left_side) or x a = b for triangular a (the other triangle is ignored).
+
+    Args:
+      a: (..., n, n) triangular matrices (floating or complex).
+      b: (..., n, k) if `left_side` else (..., k, n), of a's dtype; or one rank lower, a single vector per matrix.
+
+    Returns:
+      x, of b's shape and dtype.
+
+    Raises:
+      ValueError: `a` is not square or `b`'s shape does not match it.
+      TypeError: the dtypes differ or are not floating/complex.
+    """
     a, b = st._as_array(a), st._as_array(b)
-    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
-                                   conjugate_a=bool(conjugate_a), unit_diagonal=bool(unit_diagonal))
+    singleton = core.get_aval(b).ndim == core.get_aval(a).ndim - 1
+    if singleton:  # a single right-hand side vector per matrix, as jax.lax.linalg accepts
+        b = st.expand_dims(b, (core.get_aval(b).ndim if left_side else core.get_aval(b).ndim - 1,))
+    params = dict(left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+                  conjugate_a=bool(conjugate_a), unit_diagonal=bool(unit_diagonal))
+    _triangular_solve_abstract_eval(core.get_aval(a), core.get_aval(b), **params)
+    out = triangular_solve_p.bind(a, b, **params)
+    if singleton:
+        out = st.squeeze(out, (core.get_aval(out).ndim - 1 if left_side else core.get_aval(out).ndim - 2,))
+    return out
 
 
-def _tri_solve_jvp(primals, tangents, **p):
-    a, b = primals
-    da, db = tangents
-    x = triangular_solve_p.bind(a, b, **p)
-    t = Zero(core.get_aval(x))
-    if type(db) is not Zero:
-        t = ad.add_tangents(t, triangular_solve_p.bind(a, db, **p))
-    if type(da) is not Zero:
-        da = _tril(da) if p["lower"] else _triu(da)
-        if p["unit_diagonal"]:
-            da = ew.mul(da, ew.sub(_scalar(da, 1), _eye_like(da)))
-        dat = _T(da) if p["transpose_a"] else da
-        # left: x = op(a)^-1 b -> dx = -op(a)^-1 op(da) x; right: x = b op(a)^-1 -> dx = -x op(da) op(a)^-1
-        rhs = _mm(dat, x) if p["left_side"] else _mm(x, dat)
-        t = ad.add_tangents(t, ew.neg(triangular_solve_p.bind(a, rhs, **p)))
-    return x, t
+def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"triangular_solve: the first input a must be a (stack of) square matrices, got shape "
+                         f"{a.shape}")
+    n = a.shape[-1]
+    if b.ndim != a.ndim or (b.shape[-2] if left_side else b.shape[-1]) != n or b.shape[:-2] != a.shape[:-2]:
+        raise ValueError(f"triangular_solve: incompatible shapes for a {a.shape} and b {b.shape} "
+                         f"(left_side={left_side})")
+    if not dtypes.is_inexact(a.dtype) or a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve requires a and b of one floating or complex dtype, got {a.dtype.name} "
+                        f"and {b.dtype.name}")
+    return ShapedArray(b.shape, b.dtype)
 
 
-def _tri_solve_transpose(ct, a, b, **p):
+abstract_eval_rules[triangular_solve_p] = _triangular_solve_abstract_eval
+
+
+def _triangular_solve_jvp_a(da, x, a, b, **p):
+    da = _tril(da) if p["lower"] else _triu(da)
+    if p["unit_diagonal"]:
+        da = ew.mul(da, ew.sub(_scalar(da, 1), _eye_like(da)))
+    dat = _T(da) if p["transpose_a"] else da
+    # left: x = op(a)^-1 b -> dx = -op(a)^-1 op(da) x; right: x = b op(a)^-1 -> dx = -x op(da) op(a)^-1
+    rhs = _mm(dat, x) if p["left_side"] else _mm(x, dat)
+    return ew.neg(triangular_solve_p.bind(a, rhs, **p))
+
+
+ad.defjvp2(triangular_solve_p, _triangular_solve_jvp_a, lambda db, x, a, b, **p: triangular_solve_p.bind(a, db, **p))
+
+
+def _triangular_solve_transpose(ct, a, b, **p):
     if ad.is_undefined_primal(a):
         raise NotImplementedError("triangular_solve is linear only in b")
     if type(ct) is Zero:
@@ -188,25 +216,16 @@ def _tri_solve_transpose(ct, a, b, **p):
     return [None, triangular_solve_p.bind(a, ct, **q)]
 
 
-ad.primitive_jvps[triangular_solve_p] = _tri_solve_jvp
-ad.primitive_transposes[triangular_solve_p] = _tri_solve_transpose
-
-
-def _tri_solve_batch(vals, dims, **p):
-    a, b = vals
-    da, db = dims
-    size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
-    a = batching.moveaxis(a, da, 0, size)
-    b = batching.moveaxis(b, db, 0, size)
-    return triangular_solve_p.bind(a, b, **p), 0
-
-
-batching.primitive_batchers[triangular_solve_p] = _tri_solve_batch
+ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
+batching.primitive_batchers[triangular_solve_p] = _leading_batch_rule(triangular_solve_p)
 
 
 # -- solve -----------------------------------------------------------------------------------------------------------
 
-def _solve_rule(a, b):
+solve_p = standard_primitive("solve", weak_type="never")
+
+
+def _solve_abstract_eval(a, b):
     _check_square("solve", a)
     if b.ndim != a.ndim or b.shape[-2] != a.shape[-1] or b.shape[:-2] != a.shape[:-2]:
         raise TypeError(f"solve: b of shape {b.shape} is incompatible with a of shape {a.shape}")
@@ -215,7 +234,7 @@ def _solve_rule(a, b):
     return ShapedArray(b.shape, b.dtype)
 
 
-solve_p = standard_primitive("solve", _solve_rule, impl.solve, weak_type="never")
+abstract_eval_rules[solve_p] = _solve_abstract_eval
 
 
 def _solve_jvp(primals, tangents):
@@ -232,6 +251,9 @@ def _solve_jvp(primals, tangents):
     return x, solve_p.bind(a, rhs)
 
 
+ad.primitive_jvps[solve_p] = _solve_jvp
+
+
 def _solve_transpose(ct, a, b):
     if ad.is_undefined_primal(a):
         raise NotImplementedError("solve is linear only in b")
@@ -240,26 +262,21 @@ def _solve_transpose(ct, a, b):
     return [None, solve_p.bind(_T(a), ct)]
 
 
-ad.primitive_jvps[solve_p] = _solve_jvp
 ad.primitive_transposes[solve_p] = _solve_transpose
-def _solve_batch(vals, dims):
-    a, b = vals
-    da, db = dims
-    size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
-    return solve_p.bind(batching.moveaxis(a, da, 0, size), batching.moveaxis(b, db, 0, size)), 0
-
-
-batching.primitive_batchers[solve_p] = _solve_batch
+batching.primitive_batchers[solve_p] = _leading_batch_rule(solve_p)
 
 
 # -- det / slogdet ---------------------------------------------------------------------------------------------------
 
-def _det_rule(a):
+det_p = standard_primitive("det", weak_type="never")
+
+
+def _det_abstract_eval(a):
     _check_square("det", a)
     return ShapedArray(a.shape[:-2], a.dtype)
 
 
-det_p = standard_primitive("det", _det_rule, impl.det, weak_type="never")
+abstract_eval_rules[det_p] = _det_abstract_eval
 
 
 def _det_jvp(primals, tangents):
@@ -271,17 +288,19 @@ def _det_jvp(primals, tangents):
 
 
 ad.primitive_jvps[det_p] = _det_jvp
-batching.primitive_batchers[det_p] = _batch_front(det_p)
+batching.primitive_batchers[det_p] = _leading_batch_rule(det_p)
+
+slogdet_p = standard_primitive("slogdet", multiple_results=True, weak_type="never")
 
 
-def _slogdet_rule(a):
+def _slogdet_abstract_eval(a):
     _check_square("slogdet", a)
     real = np.dtype(np.float64) if a.dtype == dtypes.complex128 else (
         np.dtype(np.float32) if dtypes.is_complex(a.dtype) else a.dtype)
     return [ShapedArray(a.shape[:-2], a.dtype), ShapedArray(a.shape[:-2], real)]
 
 
-slogdet_p = standard_primitive("slogdet", _slogdet_rule, impl.slogdet, multiple_results=True, weak_type="never")
+abstract_eval_rules[slogdet_p] = _slogdet_abstract_eval
 
 
 def _slogdet_jvp(primals, tangents):
@@ -292,27 +311,35 @@ def _slogdet_jvp(primals, tangents):
 
 
 ad.primitive_jvps[slogdet_p] = _slogdet_jvp
-batching.primitive_batchers[slogdet_p] = _batch_front(slogdet_p)
+batching.primitive_batchers[slogdet_p] = _leading_batch_rule(slogdet_p)
 
 
 # -- eigh ------------------------------------------------------------------------------------------------------------
 
-def _eigh_rule(a, *, lower=True):
+eigh_p = standard_primitive("eigh", multiple_results=True, weak_type="never")
+
+
+def eigh(x, lower: bool = True, symmetrize_input: bool = True):
+    """Eigendecomposition of a symmetric matrix: returns (v, w) with x = v diag(w) v^T, w ascending.
+
+    Raises:
+      TypeError: `x` is not a (stack of) square floating or complex matrices.
+    """
+    x = st._as_array(x)
+    _eigh_abstract_eval(core.get_aval(x), lower=bool(lower))
+    if symmetrize_input:
+        x = ew.div(ew.add(x, _T(x)), _scalar(x, 2))
+    return eigh_p.bind(x, lower=bool(lower))
+
+
+def _eigh_abstract_eval(a, *, lower=True):
     _check_square("eigh", a)
     real = np.dtype(np.float64) if a.dtype == dtypes.complex128 else (
         np.dtype(np.float32) if dtypes.is_complex(a.dtype) else a.dtype)
     return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], real)]
 
 
-eigh_p = standard_primitive("eigh", _eigh_rule, impl.eigh, multiple_results=True, weak_type="never")
-
-
-def eigh(x, lower: bool = True, symmetrize_input: bool = True):
-    """Eigendecomposition of a symmetric matrix: returns (v, w) with x = v diag(w) v^T, w ascending."""
-    x = st._as_array(x)
-    if symmetrize_input:
-        x = ew.div(ew.add(x, _T(x)), _scalar(x, 2))
-    return eigh_p.bind(x, lower=bool(lower))
+abstract_eval_rules[eigh_p] = _eigh_abstract_eval
 
 
 def _eigh_jvp(primals, tangents, *, lower=True):
@@ -332,12 +359,26 @@ def _eigh_jvp(primals, tangents, *, lower=True):
 
 
 ad.primitive_jvps[eigh_p] = _eigh_jvp
-batching.primitive_batchers[eigh_p] = _batch_front(eigh_p)
+batching.primitive_batchers[eigh_p] = _leading_batch_rule(eigh_p)
 
 
 # -- qr --------------------------------------------------------------------------------------------------------------
 
-def _qr_rule(a, *, full_matrices):
+qr_p = standard_primitive("qr", multiple_results=True, weak_type="never")
+
+
+def qr(x, full_matrices: bool = True):
+    """QR decomposition: (q, r) with x = q r.
+
+    Raises:
+      TypeError: `x` has rank below 2.
+    """
+    x = st._as_array(x)
+    _qr_abstract_eval(core.get_aval(x), full_matrices=bool(full_matrices))
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+
+
+def _qr_abstract_eval(a, *, full_matrices):
     if a.ndim < 2:
         raise TypeError(f"qr requires a matrix, got shape {a.shape}")
     m, n = a.shape[-2:]
@@ -345,12 +386,7 @@ def _qr_rule(a, *, full_matrices):
     return [ShapedArray(a.shape[:-2] + (m, k), a.dtype), ShapedArray(a.shape[:-2] + (k, n), a.dtype)]
 
 
-qr_p = standard_primitive("qr", _qr_rule, impl.qr, multiple_results=True, weak_type="never")
-
-
-def qr(x, full_matrices: bool = True):
-    """QR decomposition: (q, r) with x = q r."""
-    return tuple(qr_p.bind(st._as_array(x), full_matrices=bool(full_matrices)))
+abstract_eval_rules[qr_p] = _qr_abstract_eval
 
 
 def _qr_jvp(primals, tangents, *, full_matrices):
@@ -370,12 +406,31 @@ def _qr_jvp(primals, tangents, *, full_matrices):
 
 
 ad.primitive_jvps[qr_p] = _qr_jvp
-batching.primitive_batchers[qr_p] = _batch_front(qr_p)
+batching.primitive_batchers[qr_p] = _leading_batch_rule(qr_p)
 
 
 # -- svd -------------------------------------------------------------------------------------------------------------
 
-def _svd_rule(a, *, full_matrices, compute_uv):
+svd_p = standard_primitive("svd", multiple_results=True, weak_type="never")
+
+
+def svd(x, full_matrices: bool = True, compute_uv: bool = True):
+    """Singular value decomposition: (u, s, vh) with x = u diag(s) vh, or s alone (compute_uv=False).
+
+    Raises:
+      TypeError: `x` has rank below 2.
+    """
+    x = st._as_array(x)
+    params = dict(full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    _svd_abstract_eval(core.get_aval(x), **params)
+    out = svd_p.bind(x, **params)
+    if not compute_uv:
+        return out[0]
+    s, u, vh = out
+    return u, s, vh
+
+
+def _svd_abstract_eval(a, *, full_matrices, compute_uv):
     if a.ndim < 2:
         raise TypeError(f"svd requires a matrix, got shape {a.shape}")
     m, n = a.shape[-2:]
@@ -389,16 +444,7 @@ def _svd_rule(a, *, full_matrices, compute_uv):
     return [s, ShapedArray(a.shape[:-2] + (m, um), a.dtype), ShapedArray(a.shape[:-2] + (vn, n), a.dtype)]
 
 
-svd_p = standard_primitive("svd", _svd_rule, impl.svd, multiple_results=True, weak_type="never")
-
-
-def svd(x, full_matrices: bool = True, compute_uv: bool = True):
-    """Singular value decomposition: (u, s, vh) with x = u diag(s) vh, or s alone (compute_uv=False)."""
-    out = svd_p.bind(st._as_array(x), full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
-    if not compute_uv:
-        return out[0]
-    s, u, vh = out
-    return u, s, vh
+abstract_eval_rules[svd_p] = _svd_abstract_eval
 
 
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
@@ -436,4 +482,4 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
 
 
 ad.primitive_jvps[svd_p] = _svd_jvp
-batching.primitive_batchers[svd_p] = _batch_front(svd_p)
+batching.primitive_batchers[svd_p] = _leading_batch_rule(svd_p)

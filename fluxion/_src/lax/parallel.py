@@ -35,7 +35,6 @@ from ..tree_util import tree_flatten, tree_map, tree_unflatten
 from . import elementwise as ew
 from . import reductions as red
 from . import structural as st
-from ..backends.numpy import register_impl
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -121,11 +120,11 @@ def _batch_at(main, prim, args, params):
     return batching.BatchTracer(trace, out, out_dim)
 
 
-def _collective(name, abstract_eval, impl, *, multiple_results=False, weak_type="first"):
+def _collective(name, abstract_eval=None, *, multiple_results=False, weak_type="first"):
     prim = _CollectivePrimitive(name, multiple_results=multiple_results, weak_type=weak_type)
-    # Registers the rules exactly as `standard_primitive` does, on our subclass instance.
-    core.abstract_eval_rules[prim] = abstract_eval
-    register_impl(prim, impl)
+    # Registers the shape rule (if given) exactly as `standard_primitive` does, on our subclass instance.
+    if abstract_eval is not None:
+        core.abstract_eval_rules[prim] = abstract_eval
     return prim
 
 
@@ -138,41 +137,21 @@ def _same(trace_axis, params) -> bool:
     return pmap_runtime.same_axis_name(trace_axis, params["axes"][0])
 
 
-def _slot(axes):
-    return pmap_runtime.current_replica(axes[0])
+def _leaf(x):
+    return st._as_array(x)
 
 
-# -- psum / pmax / pmin -------------------------------------------------------------------------------------------
+def _bool_to_int(x):
+    return ew.convert_element_type(x, np.int32) if core.get_aval(x).dtype == np.bool_ else x
 
-def _identity_avals(*avals, **params):
+
+# -- psum / pmean / pmax / pmin -----------------------------------------------------------------------------------
+
+def _collective_reduce_abstract_eval(*avals, **params):
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
 
 
-def _reduce_impl(np_op, what):
-    def impl(*xs, axes, axis_index_groups=None):
-        xs = [np.asarray(x) for x in xs]
-
-        def combine(vals):
-            outs = []
-            for k, x in enumerate(xs):
-                acc = np.array(vals[0][k], dtype=x.dtype, copy=True)  # fresh: never alias a replica's operand
-                for v in vals[1:]:
-                    np_op(acc, v[k], out=acc)
-                outs.append(acc)
-            return outs
-
-        return _slot(axes).exchange(xs, what, combine)
-    return impl
-
-
-psum_p = _collective("psum", _identity_avals, _reduce_impl(np.add, "psum"), multiple_results=True, weak_type="all")
-pmax_p = _collective("pmax", _identity_avals, _reduce_impl(np.maximum, "pmax"), multiple_results=True,
-                     weak_type="all")
-pmin_p = _collective("pmin", _identity_avals, _reduce_impl(np.minimum, "pmin"), multiple_results=True,
-                     weak_type="all")
-
-
-def _reduce_batcher(prim, reducer, unbatched):
+def _collective_reduce_batch_rule(prim, reducer, unbatched):
     def rule(vals, dims, *, axis_size, axis_name, **params):
         if not _same(axis_name, params):
             return prim.bind(*vals, **params), list(dims)
@@ -186,253 +165,7 @@ def _times(x, n):
     return ew.mul(x, st.full(a.shape, n, a.dtype))
 
 
-_register_batcher(psum_p, _reduce_batcher(psum_p, red.reduce_sum, _times))
-_register_batcher(pmax_p, _reduce_batcher(pmax_p, red.reduce_max, lambda x, n: x))
-_register_batcher(pmin_p, _reduce_batcher(pmin_p, red.reduce_min, lambda x, n: x))
-
-
-def _psum_jvp(primals, tangents, **params):
-    out = psum_p.bind(*primals, **params)
-    nonzero = [t for t in tangents if type(t) is not Zero]
-    summed = iter(psum_p.bind(*nonzero, **params) if nonzero else [])
-    return out, [Zero(core.get_aval(o)) if type(t) is Zero else next(summed) for o, t in zip(out, tangents)]
-
-
-def _psum_transpose(cts, *args, **params):
-    nonzero = [ct for ct in cts if type(ct) is not Zero]
-    summed = iter(psum_p.bind(*nonzero, **params) if nonzero else [])
-    return [None if type(ct) is Zero else next(summed) for ct in cts]
-
-
-ad.primitive_jvps[psum_p] = _psum_jvp
-ad.primitive_transposes[psum_p] = _psum_transpose
-
-
-# -- all_gather (tiled: concatenation along `dimension`) ----------------------------------------------------------
-
-def _check_dim(fname, x, dimension):
-    if not 0 <= dimension < x.ndim:
-        raise ValueError(f"{fname}: axis {dimension} is out of bounds for an operand of shape {x.shape}")
-
-
-def _all_gather_abstract(x, *, axes, dimension, size):
-    _check_dim("all_gather", x, dimension)
-    shape = list(x.shape)
-    shape[dimension] *= size
-    return ShapedArray(tuple(shape), x.dtype)
-
-
-def _all_gather_impl(x, *, axes, dimension, size):
-    return _slot(axes).exchange([np.asarray(x)], "all_gather",
-                                lambda vals: np.concatenate([v[0] for v in vals], axis=dimension))
-
-
-all_gather_p = _collective("all_gather", _all_gather_abstract, _all_gather_impl)
-
-
-def _gather_stacked(xs, dimension):
-    """Concatenates the rows of `xs` (replica axis first) along `dimension` of one row (replica-major)."""
-    shape = core.get_aval(xs).shape
-    n, row = shape[0], shape[1:]
-    moved = batching.moveaxis(xs, 0, dimension, n)
-    return st.reshape(moved, row[:dimension] + (n * row[dimension],) + row[dimension + 1:])
-
-
-def _all_gather_batch(vals, dims, *, axis_size, axis_name, axes, dimension, size):
-    (x,), (d,) = vals, dims
-    xs = batching.bdim_at_front(x, d, axis_size)
-    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
-        return all_gather_p.bind(xs, axes=axes, dimension=dimension + 1, size=size), 0
-    return _gather_stacked(xs, dimension), None
-
-
-_register_batcher(all_gather_p, _all_gather_batch)
-
-
-# -- psum_scatter (tiled: each replica keeps its block of `dimension`) --------------------------------------------
-
-def _psum_scatter_abstract(x, *, axes, dimension, size):
-    _check_dim("psum_scatter", x, dimension)
-    if x.shape[dimension] % size:
-        raise ValueError(f"psum_scatter: dimension {dimension} of the operand (shape {x.shape}) has size "
-                         f"{x.shape[dimension]}, which is not divisible by the axis size {size}")
-    shape = list(x.shape)
-    shape[dimension] //= size
-    return ShapedArray(tuple(shape), x.dtype)
-
-
-def _psum_scatter_impl(x, *, axes, dimension, size):
-    slot = _slot(axes)
-    x = np.asarray(x)
-
-    def combine(vals):
-        block = x.shape[dimension] // size
-        index = (slice(None),) * dimension + (slice(slot.index * block, (slot.index + 1) * block),)
-        acc = np.array(vals[0][0][index], dtype=x.dtype, copy=True)
-        for v in vals[1:]:
-            np.add(acc, v[0][index], out=acc)
-        return acc
-
-    return slot.exchange([x], "psum_scatter", combine)
-
-
-psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract, _psum_scatter_impl)
-
-
-def _psum_scatter_batch(vals, dims, *, axis_size, axis_name, axes, dimension, size):
-    (x,), (d,) = vals, dims
-    xs = batching.bdim_at_front(x, d, axis_size)
-    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
-        return psum_scatter_p.bind(xs, axes=axes, dimension=dimension + 1, size=size), 0
-    total = red.reduce_sum(xs, (0,))
-    shape = core.get_aval(total).shape
-    if shape[dimension] % axis_size:
-        raise ValueError(f"psum_scatter: dimension {dimension} of the operand (shape {shape}) has size "
-                         f"{shape[dimension]}, which is not divisible by the axis size {axis_size}")
-    split = shape[:dimension] + (axis_size, shape[dimension] // axis_size) + shape[dimension + 1:]
-    return st.reshape(total, split), dimension
-
-
-_register_batcher(psum_scatter_p, _psum_scatter_batch)
-
-ad.deflinear(all_gather_p, lambda ct, x, **p: [None if type(ct) is Zero else psum_scatter_p.bind(ct, **p)])
-ad.deflinear(psum_scatter_p, lambda ct, x, **p: [None if type(ct) is Zero else all_gather_p.bind(ct, **p)])
-
-
-# -- all_to_all (tiled) -------------------------------------------------------------------------------------------
-
-def _all_to_all_abstract(x, *, axes, split_axis, concat_axis, size):
-    _check_dim("all_to_all", x, split_axis)
-    _check_dim("all_to_all", x, concat_axis)
-    if x.shape[split_axis] % size:
-        raise ValueError(f"all_to_all: split_axis {split_axis} of the operand (shape {x.shape}) has size "
-                         f"{x.shape[split_axis]}, which is not divisible by the axis size {size}")
-    shape = list(x.shape)
-    shape[split_axis] //= size
-    shape[concat_axis] *= size
-    return ShapedArray(tuple(shape), x.dtype)
-
-
-def _all_to_all_impl(x, *, axes, split_axis, concat_axis, size):
-    slot = _slot(axes)
-
-    def combine(vals):
-        return np.concatenate([np.split(v[0], size, axis=split_axis)[slot.index] for v in vals], axis=concat_axis)
-
-    return slot.exchange([np.asarray(x)], "all_to_all", combine)
-
-
-all_to_all_p = _collective("all_to_all", _all_to_all_abstract, _all_to_all_impl)
-
-
-def _all_to_all_stacked(xs, split_axis, concat_axis):
-    """all_to_all on stacked replicas: row r of the result is replica r's output. xs: (n,) + per-replica shape."""
-    shape = core.get_aval(xs).shape
-    n, row = shape[0], shape[1:]
-    block = row[split_axis] // n
-    split = (n,) + row[:split_axis] + (n, block) + row[split_axis + 1:]
-    y = st.reshape(xs, split)
-    # Axis labels of y: 'src' (sending replica), then the row's dims with split_axis as ('dst', its block).
-    labels = ["src"] + [lbl for j in range(len(row)) for lbl in (["dst", j] if j == split_axis else [j])]
-    target = ["dst"] + [lbl for j in range(len(row)) for lbl in (["src", j] if j == concat_axis else [j])]
-    z = st.transpose(y, tuple(labels.index(t) for t in target))
-    out_row = list(row)
-    out_row[split_axis] = block
-    out_row[concat_axis] *= n
-    return st.reshape(z, (n,) + tuple(out_row))
-
-
-def _all_to_all_batch(vals, dims, *, axis_size, axis_name, axes, split_axis, concat_axis, size):
-    (x,), (d,) = vals, dims
-    xs = batching.bdim_at_front(x, d, axis_size)
-    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
-        return all_to_all_p.bind(xs, axes=axes, split_axis=split_axis + 1, concat_axis=concat_axis + 1,
-                                 size=size), 0
-    return _all_to_all_stacked(xs, split_axis, concat_axis), 0
-
-
-_register_batcher(all_to_all_p, _all_to_all_batch)
-ad.deflinear(all_to_all_p, lambda ct, x, *, axes, split_axis, concat_axis, size: [
-    None if type(ct) is Zero else all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis,
-                                                    size=size)])
-
-
-# -- ppermute -----------------------------------------------------------------------------------------------------
-
-def _ppermute_abstract(x, *, axes, perm):
-    return ShapedArray(x.shape, x.dtype)
-
-
-def _ppermute_impl(x, *, axes, perm):
-    slot = _slot(axes)
-    x = np.asarray(x)
-    source = {dst: src for src, dst in perm}.get(slot.index)
-
-    def combine(vals):
-        return np.zeros_like(x) if source is None else np.array(vals[source][0], copy=True)
-
-    return slot.exchange([x], "ppermute", combine)
-
-
-ppermute_p = _collective("ppermute", _ppermute_abstract, _ppermute_impl)
-
-
-def _ppermute_stacked(xs, perm):
-    """ppermute on stacked replicas (replica axis first): row dst = row src, rows without a source are zeros."""
-    shape = core.get_aval(xs).shape
-    n = shape[0]
-    source = {dst: src for src, dst in perm}
-    rows = []
-    for dst in range(n):
-        if dst in source:
-            rows.append(st.index_in_dim(xs, source[dst], 0, keepdims=True))
-        else:
-            rows.append(st.full((1,) + shape[1:], 0, core.get_aval(xs).dtype))
-    return st.concatenate(rows, 0) if n > 1 else rows[0]
-
-
-def _ppermute_batch(vals, dims, *, axis_size, axis_name, axes, perm):
-    (x,), (d,) = vals, dims
-    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
-        return ppermute_p.bind(x, axes=axes, perm=perm), d
-    return _ppermute_stacked(batching.bdim_at_front(x, d, axis_size), perm), 0
-
-
-_register_batcher(ppermute_p, _ppermute_batch)
-ad.deflinear(ppermute_p, lambda ct, x, *, axes, perm: [
-    None if type(ct) is Zero else ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))])
-
-
-# -- axis_index ---------------------------------------------------------------------------------------------------
-
-def _axis_index_abstract(*, axes):
-    return ShapedArray((), np.dtype(np.int32))
-
-
-def _axis_index_impl(*, axes):
-    return np.int32(_slot(axes).index)
-
-
-axis_index_p = _collective("axis_index", _axis_index_abstract, _axis_index_impl, weak_type="never")
-
-
-def _axis_index_batch(vals, dims, *, axis_size, axis_name, axes):
-    return st.iota(np.int32, axis_size), 0
-
-
-_register_batcher(axis_index_p, _axis_index_batch)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Public wrappers
-# --------------------------------------------------------------------------------------------------------------
-
-def _leaf(x):
-    return st._as_array(x)
-
-
-def _bool_to_int(x):
-    return ew.convert_element_type(x, np.int32) if core.get_aval(x).dtype == np.bool_ else x
+psum_p = _collective("psum", _collective_reduce_abstract_eval, multiple_results=True, weak_type="all")
 
 
 def psum(x: Any, axis_name: Any, *, axis_index_groups=None) -> Any:
@@ -476,6 +209,29 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups=None) -> Any:
     return tree_map(lambda v: v / n, summed)
 
 
+def _psum_jvp(primals, tangents, **params):
+    out = psum_p.bind(*primals, **params)
+    nonzero = [t for t in tangents if type(t) is not Zero]
+    summed = iter(psum_p.bind(*nonzero, **params) if nonzero else [])
+    return out, [Zero(core.get_aval(o)) if type(t) is Zero else next(summed) for o, t in zip(out, tangents)]
+
+
+ad.primitive_jvps[psum_p] = _psum_jvp
+
+
+def _psum_transpose(cts, *args, **params):
+    nonzero = [ct for ct in cts if type(ct) is not Zero]
+    summed = iter(psum_p.bind(*nonzero, **params) if nonzero else [])
+    return [None if type(ct) is Zero else next(summed) for ct in cts]
+
+
+ad.primitive_transposes[psum_p] = _psum_transpose
+_register_batcher(psum_p, _collective_reduce_batch_rule(psum_p, red.reduce_sum, _times))
+
+pmax_p = _collective("pmax", _collective_reduce_abstract_eval, multiple_results=True, weak_type="all")
+pmin_p = _collective("pmin", _collective_reduce_abstract_eval, multiple_results=True, weak_type="all")
+
+
 def _extremum(prim, fname):
     def op(x: Any, axis_name: Any, *, axis_index_groups=None) -> Any:
         _check_groups(axis_index_groups, fname)
@@ -493,7 +249,22 @@ def _extremum(prim, fname):
 
 
 pmax = _extremum(pmax_p, "pmax")
+ad.defnondifferentiable(pmax_p)
+_register_batcher(pmax_p, _collective_reduce_batch_rule(pmax_p, red.reduce_max, lambda x, n: x))
+
 pmin = _extremum(pmin_p, "pmin")
+ad.defnondifferentiable(pmin_p)
+_register_batcher(pmin_p, _collective_reduce_batch_rule(pmin_p, red.reduce_min, lambda x, n: x))
+
+
+# -- all_gather (tiled: concatenation along `dimension`) ----------------------------------------------------------
+
+def _check_dim(fname, x, dimension):
+    if not 0 <= dimension < x.ndim:
+        raise ValueError(f"{fname}: axis {dimension} is out of bounds for an operand of shape {x.shape}")
+
+
+all_gather_p = _collective("all_gather")
 
 
 def all_gather(x: Any, axis_name: Any, *, axis_index_groups=None, axis: int = 0, tiled: bool = False) -> Any:
@@ -530,6 +301,47 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups=None, axis: int = 0,
     return tree_map(one, x)
 
 
+def _all_gather_abstract_eval(x, *, axes, dimension, size):
+    _check_dim("all_gather", x, dimension)
+    shape = list(x.shape)
+    shape[dimension] *= size
+    return ShapedArray(tuple(shape), x.dtype)
+
+
+core.abstract_eval_rules[all_gather_p] = _all_gather_abstract_eval
+
+
+def _all_gather_transpose(ct, x, **params):
+    return [None if type(ct) is Zero else psum_scatter_p.bind(ct, **params)]
+
+
+ad.deflinear(all_gather_p, _all_gather_transpose)
+
+
+def _gather_stacked(xs, dimension):
+    """Concatenates the rows of `xs` (replica axis first) along `dimension` of one row (replica-major)."""
+    shape = core.get_aval(xs).shape
+    n, row = shape[0], shape[1:]
+    moved = batching.moveaxis(xs, 0, dimension, n)
+    return st.reshape(moved, row[:dimension] + (n * row[dimension],) + row[dimension + 1:])
+
+
+def _all_gather_batch_rule(vals, dims, *, axis_size, axis_name, axes, dimension, size):
+    (x,), (d,) = vals, dims
+    xs = batching.bdim_at_front(x, d, axis_size)
+    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
+        return all_gather_p.bind(xs, axes=axes, dimension=dimension + 1, size=size), 0
+    return _gather_stacked(xs, dimension), None
+
+
+_register_batcher(all_gather_p, _all_gather_batch_rule)
+
+
+# -- psum_scatter (tiled: each replica keeps its block of `dimension`) --------------------------------------------
+
+psum_scatter_p = _collective("psum_scatter")
+
+
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, axis_index_groups=None,
                  tiled: bool = False) -> Any:
     """psum(x), of which replica i keeps only block i along `scatter_dimension`.
@@ -561,50 +373,46 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, axis_ind
     return tree_map(one, x)
 
 
-def _dynamic_row(xs, index):
-    shape = core.get_aval(xs).shape
-    row = st.dynamic_slice(xs, [index] + [0] * (len(shape) - 1), (1,) + shape[1:])
-    return st.reshape(row, shape[1:])
+def _psum_scatter_abstract_eval(x, *, axes, dimension, size):
+    _check_dim("psum_scatter", x, dimension)
+    if x.shape[dimension] % size:
+        raise ValueError(f"psum_scatter: dimension {dimension} of the operand (shape {x.shape}) has size "
+                         f"{x.shape[dimension]}, which is not divisible by the axis size {size}")
+    shape = list(x.shape)
+    shape[dimension] //= size
+    return ShapedArray(tuple(shape), x.dtype)
 
 
-def _check_perm(perm, n: int) -> tuple:
-    pairs = tuple((int(s), int(d)) for s, d in perm)
-    srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
-    for s, d in pairs:
-        if not (0 <= s < n and 0 <= d < n):
-            raise ValueError(f"ppermute: pair ({s}, {d}) of perm is out of range for an axis of size {n}")
-    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
-        raise ValueError(f"ppermute: perm {list(pairs)} repeats a source or a destination index")
-    return pairs
+core.abstract_eval_rules[psum_scatter_p] = _psum_scatter_abstract_eval
 
 
-def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
-    """Sends each replica's `x` along the (source, destination) pairs of `perm`; replicas that are no
-    destination get zeros.
-
-    Raises:
-      ValueError: an index is out of range or a source/destination repeats.
-    """
-    names = _axis_names(axis_name)
-    n = axis_size(names)
-    pairs = _check_perm(perm, n)
-
-    def one(v):
-        v = _leaf(v)
-        if len(names) == 1:
-            return ppermute_p.bind(v, axes=names, perm=pairs)
-        # Several axes: permute the flattened index through a gather (rare; costs n copies).
-        stacked = all_gather(v, names)
-        return _dynamic_row(_ppermute_stacked(stacked, pairs), axis_index(names))
-
-    return tree_map(one, x)
+def _psum_scatter_transpose(ct, x, **params):
+    return [None if type(ct) is Zero else all_gather_p.bind(ct, **params)]
 
 
-def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
-    """Replica i receives the value of replica perm[i] (`perm` must be a permutation of range(n))."""
-    if sorted(perm) != list(range(len(perm))):
-        raise ValueError(f"pshuffle: `perm` does not represent a permutation: {perm}")
-    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+ad.deflinear(psum_scatter_p, _psum_scatter_transpose)
+
+
+def _psum_scatter_batch_rule(vals, dims, *, axis_size, axis_name, axes, dimension, size):
+    (x,), (d,) = vals, dims
+    xs = batching.bdim_at_front(x, d, axis_size)
+    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
+        return psum_scatter_p.bind(xs, axes=axes, dimension=dimension + 1, size=size), 0
+    total = red.reduce_sum(xs, (0,))
+    shape = core.get_aval(total).shape
+    if shape[dimension] % axis_size:
+        raise ValueError(f"psum_scatter: dimension {dimension} of the operand (shape {shape}) has size "
+                         f"{shape[dimension]}, which is not divisible by the axis size {axis_size}")
+    split = shape[:dimension] + (axis_size, shape[dimension] // axis_size) + shape[dimension + 1:]
+    return st.reshape(total, split), dimension
+
+
+_register_batcher(psum_scatter_p, _psum_scatter_batch_rule)
+
+
+# -- all_to_all (tiled) -------------------------------------------------------------------------------------------
+
+all_to_all_p = _collective("all_to_all")
 
 
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, axis_index_groups=None,
@@ -655,6 +463,155 @@ def _all_to_all_tiled(v, names, sa, ca, n):
     return _dynamic_row(_all_to_all_stacked(stacked, sa, ca), axis_index(names))
 
 
+def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, size):
+    _check_dim("all_to_all", x, split_axis)
+    _check_dim("all_to_all", x, concat_axis)
+    if x.shape[split_axis] % size:
+        raise ValueError(f"all_to_all: split_axis {split_axis} of the operand (shape {x.shape}) has size "
+                         f"{x.shape[split_axis]}, which is not divisible by the axis size {size}")
+    shape = list(x.shape)
+    shape[split_axis] //= size
+    shape[concat_axis] *= size
+    return ShapedArray(tuple(shape), x.dtype)
+
+
+core.abstract_eval_rules[all_to_all_p] = _all_to_all_abstract_eval
+
+
+def _all_to_all_transpose(ct, x, *, axes, split_axis, concat_axis, size):
+    if type(ct) is Zero:
+        return [None]
+    return [all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, size=size)]
+
+
+ad.deflinear(all_to_all_p, _all_to_all_transpose)
+
+
+def _all_to_all_stacked(xs, split_axis, concat_axis):
+    """all_to_all on stacked replicas: row r of the result is replica r's output. xs: (n,) + per-replica shape."""
+    shape = core.get_aval(xs).shape
+    n, row = shape[0], shape[1:]
+    block = row[split_axis] // n
+    split = (n,) + row[:split_axis] + (n, block) + row[split_axis + 1:]
+    y = st.reshape(xs, split)
+    # Axis labels of y: 'src' (sending replica), then the row's dims with split_axis as ('dst', its block).
+    labels = ["src"] + [lbl for j in range(len(row)) for lbl in (["dst", j] if j == split_axis else [j])]
+    target = ["dst"] + [lbl for j in range(len(row)) for lbl in (["src", j] if j == concat_axis else [j])]
+    z = st.transpose(y, tuple(labels.index(t) for t in target))
+    out_row = list(row)
+    out_row[split_axis] = block
+    out_row[concat_axis] *= n
+    return st.reshape(z, (n,) + tuple(out_row))
+
+
+def _all_to_all_batch_rule(vals, dims, *, axis_size, axis_name, axes, split_axis, concat_axis, size):
+    (x,), (d,) = vals, dims
+    xs = batching.bdim_at_front(x, d, axis_size)
+    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
+        return all_to_all_p.bind(xs, axes=axes, split_axis=split_axis + 1, concat_axis=concat_axis + 1,
+                                 size=size), 0
+    return _all_to_all_stacked(xs, split_axis, concat_axis), 0
+
+
+_register_batcher(all_to_all_p, _all_to_all_batch_rule)
+
+
+# -- ppermute -----------------------------------------------------------------------------------------------------
+
+ppermute_p = _collective("ppermute")
+
+
+def _check_perm(perm, n: int) -> tuple:
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
+    for s, d in pairs:
+        if not (0 <= s < n and 0 <= d < n):
+            raise ValueError(f"ppermute: pair ({s}, {d}) of perm is out of range for an axis of size {n}")
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+        raise ValueError(f"ppermute: perm {list(pairs)} repeats a source or a destination index")
+    return pairs
+
+
+def _dynamic_row(xs, index):
+    shape = core.get_aval(xs).shape
+    row = st.dynamic_slice(xs, [index] + [0] * (len(shape) - 1), (1,) + shape[1:])
+    return st.reshape(row, shape[1:])
+
+
+def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
+    """Sends each replica's `x` along the (source, destination) pairs of `perm`; replicas that are no
+    destination get zeros.
+
+    Raises:
+      ValueError: an index is out of range or a source/destination repeats.
+    """
+    names = _axis_names(axis_name)
+    n = axis_size(names)
+    pairs = _check_perm(perm, n)
+
+    def one(v):
+        v = _leaf(v)
+        if len(names) == 1:
+            return ppermute_p.bind(v, axes=names, perm=pairs)
+        # Several axes: permute the flattened index through a gather (rare; costs n copies).
+        stacked = all_gather(v, names)
+        return _dynamic_row(_ppermute_stacked(stacked, pairs), axis_index(names))
+
+    return tree_map(one, x)
+
+
+def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
+    """Replica i receives the value of replica perm[i] (`perm` must be a permutation of range(n))."""
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle: `perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def _ppermute_abstract_eval(x, *, axes, perm):
+    return ShapedArray(x.shape, x.dtype)
+
+
+core.abstract_eval_rules[ppermute_p] = _ppermute_abstract_eval
+
+
+def _ppermute_transpose(ct, x, *, axes, perm):
+    if type(ct) is Zero:
+        return [None]
+    return [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
+
+
+ad.deflinear(ppermute_p, _ppermute_transpose)
+
+
+def _ppermute_stacked(xs, perm):
+    """ppermute on stacked replicas (replica axis first): row dst = row src, rows without a source are zeros."""
+    shape = core.get_aval(xs).shape
+    n = shape[0]
+    source = {dst: src for src, dst in perm}
+    rows = []
+    for dst in range(n):
+        if dst in source:
+            rows.append(st.index_in_dim(xs, source[dst], 0, keepdims=True))
+        else:
+            rows.append(st.full((1,) + shape[1:], 0, core.get_aval(xs).dtype))
+    return st.concatenate(rows, 0) if n > 1 else rows[0]
+
+
+def _ppermute_batch_rule(vals, dims, *, axis_size, axis_name, axes, perm):
+    (x,), (d,) = vals, dims
+    if not pmap_runtime.same_axis_name(axis_name, axes[0]):
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    return _ppermute_stacked(batching.bdim_at_front(x, d, axis_size), perm), 0
+
+
+_register_batcher(ppermute_p, _ppermute_batch_rule)
+
+
+# -- axis_index ---------------------------------------------------------------------------------------------------
+
+axis_index_p = _collective("axis_index", weak_type="never")
+
+
 def axis_index(axis_name: Any):
     """This replica's index along the named axis (int32 scalar); for a tuple of names, the row-major index."""
     names = _axis_names(axis_name)
@@ -669,6 +626,20 @@ def axis_index(axis_name: Any):
     if index is None:
         return core.Array(np.int32(0))
     return index
+
+
+def _axis_index_abstract_eval(*, axes):
+    return ShapedArray((), np.dtype(np.int32))
+
+
+core.abstract_eval_rules[axis_index_p] = _axis_index_abstract_eval
+
+
+def _axis_index_batch_rule(vals, dims, *, axis_size, axis_name, axes):
+    return st.iota(np.int32, axis_size), 0
+
+
+_register_batcher(axis_index_p, _axis_index_batch_rule)
 
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin", "ppermute", "pshuffle",

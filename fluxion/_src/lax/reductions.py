@@ -1,4 +1,8 @@
-"""Reductions (`reduce_sum/max/min/prod/and/or`), arg-reductions (`argmax/argmin`) and `dot_general`."""
+"""Reductions (`reduce_sum/max/min/prod/and/or/xor`), arg-reductions (`argmax/argmin`) and `dot_general`.
+
+The reductions share one shape/dtype rule and one batching rule (made by `_reduce_primitive`); each primitive then
+has one block: its definition, public wrapper, JVP and transpose.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import reductions as impl
-from ..core import ShapedArray
+from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
 from . import elementwise as ew
@@ -16,18 +19,22 @@ from . import structural as st
 from .utils import standard_primitive
 
 
-def _reduce_rule(name, allow_bool=True):
-    def rule(x, *, axes):
+# --------------------------------------------------------------------------------------------------------------
+# Reductions
+# --------------------------------------------------------------------------------------------------------------
+
+def _reduce_abstract_eval(name, allow_bool=True):
+    def abstract_eval(x, *, axes):
         for a in axes:
             if not 0 <= a < x.ndim:
                 raise TypeError(f"{name}: axis {a} is out of bounds for an operand of shape {x.shape}")
         if not allow_bool and x.dtype == dtypes.bool_:
             raise TypeError(f"{name} does not accept bool operands")
         return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
-    return rule
+    return abstract_eval
 
 
-def _reduce_batch(prim):
+def _reduce_batch_rule(prim):
     def rule(vals, dims, *, axes):
         (x,), (d,) = vals, dims
         new_axes = tuple(a + 1 if a >= d else a for a in axes)
@@ -36,19 +43,11 @@ def _reduce_batch(prim):
     return rule
 
 
-def _make_reduce(name, fn, allow_bool=True):
-    prim = standard_primitive(name, _reduce_rule(name, allow_bool), fn, weak_type="first")
-    batching.primitive_batchers[prim] = _reduce_batch(prim)
+def _reduce_primitive(name, allow_bool=True):
+    """Creates a reduction primitive (parameter `axes`) with the shared shape/dtype rule and batching rule."""
+    prim = standard_primitive(name, _reduce_abstract_eval(name, allow_bool), weak_type="first")
+    batching.primitive_batchers[prim] = _reduce_batch_rule(prim)
     return prim
-
-
-reduce_sum_p = _make_reduce("reduce_sum", impl.reduce_sum, allow_bool=False)
-reduce_prod_p = _make_reduce("reduce_prod", impl.reduce_prod, allow_bool=False)
-reduce_max_p = _make_reduce("reduce_max", impl.reduce_max)
-reduce_min_p = _make_reduce("reduce_min", impl.reduce_min)
-reduce_and_p = _make_reduce("reduce_and", impl.reduce_and)
-reduce_or_p = _make_reduce("reduce_or", impl.reduce_or)
-reduce_xor_p = _make_reduce("reduce_xor", impl.reduce_xor)
 
 
 def _axes(x, axes) -> tuple:
@@ -67,41 +66,17 @@ def _bind_reduce(prim, x, axes):
     return prim.bind(x, axes=axes)
 
 
-def reduce_sum(x, axes: Sequence[int]):
-    """Sums `x` over `axes` (dtype preserved)."""
-    return _bind_reduce(reduce_sum_p, x, axes)
-
-
-def reduce_prod(x, axes: Sequence[int]):
-    """Multiplies `x` over `axes` (dtype preserved)."""
-    return _bind_reduce(reduce_prod_p, x, axes)
-
-
-def reduce_max(x, axes: Sequence[int]):
-    """Maximum of `x` over `axes` (-inf / the dtype's minimum for empty reductions)."""
-    return _bind_reduce(reduce_max_p, x, axes)
-
-
-def reduce_min(x, axes: Sequence[int]):
-    """Minimum of `x` over `axes` (+inf / the dtype's maximum for empty reductions)."""
-    return _bind_reduce(reduce_min_p, x, axes)
-
-
-def reduce_and(x, axes: Sequence[int]):
-    return _bind_reduce(reduce_and_p, x, axes)
-
-
-def reduce_or(x, axes: Sequence[int]):
-    return _bind_reduce(reduce_or_p, x, axes)
-
-
-def reduce_xor(x, axes: Sequence[int]):
-    return _bind_reduce(reduce_xor_p, x, axes)
-
-
 def _expand_back(y, in_shape, axes):
     kept = tuple(i for i in range(len(in_shape)) if i not in axes)
     return st.broadcast_in_dim(y, in_shape, kept)
+
+
+reduce_sum_p = _reduce_primitive("reduce_sum", allow_bool=False)
+
+
+def reduce_sum(x, axes: Sequence[int]):
+    """Sums `x` over `axes` (dtype preserved)."""
+    return _bind_reduce(reduce_sum_p, x, axes)
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
@@ -112,23 +87,12 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
 
-
-def _chooser_jvp(prim):
-    def jvp(primals, tangents, *, axes):
-        (x,), (t,) = primals, tangents
-        ans = prim.bind(x, axes=axes)
-        shape = core.get_aval(x).shape
-        location = ew.eq(x, _expand_back(ans, shape, axes))
-        dt = core.get_aval(x).dtype
-        loc = ew.convert_element_type(location, dt)
-        counts = reduce_sum(loc, axes)
-        picked = reduce_sum(ew.mul(t, loc), axes)
-        return ans, ew.div(picked, counts)
-    return jvp
+reduce_prod_p = _reduce_primitive("reduce_prod", allow_bool=False)
 
 
-ad.primitive_jvps[reduce_max_p] = _chooser_jvp(reduce_max_p)
-ad.primitive_jvps[reduce_min_p] = _chooser_jvp(reduce_min_p)
+def reduce_prod(x, axes: Sequence[int]):
+    """Multiplies `x` over `axes` (dtype preserved)."""
+    return _bind_reduce(reduce_prod_p, x, axes)
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
@@ -156,26 +120,90 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
 
 ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
-for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
-    ad.defjvp_zero(_p)
+
+
+def _reduce_chooser_jvp(prim):
+    """The JVP of max/min reductions: the mean of the tangents at the positions holding the extreme value."""
+    def jvp(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        shape = core.get_aval(x).shape
+        location = ew.eq(x, _expand_back(ans, shape, axes))
+        dt = core.get_aval(x).dtype
+        loc = ew.convert_element_type(location, dt)
+        counts = reduce_sum(loc, axes)
+        picked = reduce_sum(ew.mul(t, loc), axes)
+        return ans, ew.div(picked, counts)
+    return jvp
+
+
+reduce_max_p = _reduce_primitive("reduce_max")
+
+
+def reduce_max(x, axes: Sequence[int]):
+    """Maximum of `x` over `axes` (-inf / the dtype's minimum for empty reductions)."""
+    return _bind_reduce(reduce_max_p, x, axes)
+
+
+ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
+
+reduce_min_p = _reduce_primitive("reduce_min")
+
+
+def reduce_min(x, axes: Sequence[int]):
+    """Minimum of `x` over `axes` (+inf / the dtype's maximum for empty reductions)."""
+    return _bind_reduce(reduce_min_p, x, axes)
+
+
+ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
+
+reduce_and_p = _reduce_primitive("reduce_and")
+
+
+def reduce_and(x, axes: Sequence[int]):
+    """Logical (bool) or bitwise (integers) AND of `x` over `axes`."""
+    return _bind_reduce(reduce_and_p, x, axes)
+
+
+ad.defjvp_zero(reduce_and_p)
+
+reduce_or_p = _reduce_primitive("reduce_or")
+
+
+def reduce_or(x, axes: Sequence[int]):
+    """Logical (bool) or bitwise (integers) OR of `x` over `axes`."""
+    return _bind_reduce(reduce_or_p, x, axes)
+
+
+ad.defjvp_zero(reduce_or_p)
+
+reduce_xor_p = _reduce_primitive("reduce_xor")
+
+
+def reduce_xor(x, axes: Sequence[int]):
+    """Logical (bool) or bitwise (integers) XOR of `x` over `axes`."""
+    return _bind_reduce(reduce_xor_p, x, axes)
+
+
+ad.defjvp_zero(reduce_xor_p)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # argmax / argmin
 # --------------------------------------------------------------------------------------------------------------
 
-def _arg_rule(name):
-    def rule(x, *, axes, index_dtype):
+def _arg_abstract_eval(name):
+    def abstract_eval(x, *, axes, index_dtype):
         (axis,) = axes
         if not 0 <= axis < x.ndim:
             raise TypeError(f"{name}: axis {axis} out of bounds for shape {x.shape}")
         if x.shape[axis] == 0:
             raise ValueError(f"{name} of an empty dimension (shape {x.shape}, axis {axis}) is undefined")
         return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i != axis), index_dtype)
-    return rule
+    return abstract_eval
 
 
-def _arg_batch(prim):
+def _arg_batch_rule(prim):
     def rule(vals, dims, *, axes, index_dtype):
         (x,), (d,) = vals, dims
         (axis,) = axes
@@ -184,25 +212,46 @@ def _arg_batch(prim):
     return rule
 
 
-argmax_p = standard_primitive("argmax", _arg_rule("argmax"), impl.argmax, weak_type="never")
-argmin_p = standard_primitive("argmin", _arg_rule("argmin"), impl.argmin, weak_type="never")
-for _p in (argmax_p, argmin_p):
-    batching.primitive_batchers[_p] = _arg_batch(_p)
-    ad.defjvp_zero(_p)
+def _arg_primitive(name):
+    """Creates an arg-reduction primitive: shared shape and batching rules; an integer output (zero derivative)."""
+    prim = standard_primitive(name, _arg_abstract_eval(name), weak_type="never")
+    batching.primitive_batchers[prim] = _arg_batch_rule(prim)
+    ad.defjvp_zero(prim)
+    return prim
+
+
+def _bind_arg(prim, x, axis, index_dtype):
+    x = st._as_array(x)
+    aval = core.get_aval(x)
+    if not -aval.ndim <= int(axis) < aval.ndim:
+        raise ValueError(f"{prim.name}: axis {axis} is out of bounds for an operand of shape {aval.shape}")
+    params = dict(axes=(int(axis) % aval.ndim,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    abstract_eval_rules[prim](aval, **params)
+    return prim.bind(x, **params)
+
+
+argmax_p = _arg_primitive("argmax")
 
 
 def argmax(x, axis: int, index_dtype=np.int32):
-    """Index of the maximum along `axis` (the first one on ties and for NaN)."""
-    x = st._as_array(x)
-    axis = int(axis) % core.get_aval(x).ndim
-    return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    """Index of the maximum along `axis` (the first one on ties and for NaN).
+
+    Raises:
+      ValueError: `axis` is out of bounds, or the operand is empty along it.
+    """
+    return _bind_arg(argmax_p, x, axis, index_dtype)
+
+
+argmin_p = _arg_primitive("argmin")
 
 
 def argmin(x, axis: int, index_dtype=np.int32):
-    """Index of the minimum along `axis` (the first one on ties and for NaN)."""
-    x = st._as_array(x)
-    axis = int(axis) % core.get_aval(x).ndim
-    return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    """Index of the minimum along `axis` (the first one on ties and for NaN).
+
+    Raises:
+      ValueError: `axis` is out of bounds, or the operand is empty along it.
+    """
+    return _bind_arg(argmin_p, x, axis, index_dtype)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -213,32 +262,13 @@ def _free_dims(ndim, contract, batch):
     return [i for i in range(ndim) if i not in contract and i not in batch]
 
 
-def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    (lc, rc), (lb, rb) = dimension_numbers
-    if len(lc) != len(rc) or len(lb) != len(rb):
-        raise TypeError(f"dot_general: contracting/batch dimension lists must pair up, got {dimension_numbers}")
-    for a, b in zip(lc, rc):
-        if lhs.shape[a] != rhs.shape[b]:
-            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
-                            f"{lhs.shape} (dim {a}) and {rhs.shape} (dim {b})")
-    for a, b in zip(lb, rb):
-        if lhs.shape[a] != rhs.shape[b]:
-            raise TypeError(f"dot_general requires batch dimensions to have the same shape, got "
-                            f"{lhs.shape} (dim {a}) and {rhs.shape} (dim {b})")
-    if lhs.dtype != rhs.dtype:
-        raise TypeError(f"dot_general requires operands of one dtype, got {lhs.dtype.name} and {rhs.dtype.name}")
-    shape = tuple(lhs.shape[i] for i in lb) + tuple(lhs.shape[i] for i in _free_dims(lhs.ndim, lc, lb)) + \
-        tuple(rhs.shape[i] for i in _free_dims(rhs.ndim, rc, rb))
-    return ShapedArray(shape, preferred_element_type or lhs.dtype)
-
-
-dot_general_p = standard_primitive("dot_general", _dot_general_rule, impl.dot_general, weak_type="all")
-
-
 def _norm_dims(dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     return ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)), (tuple(int(i) for i in lb),
                                                                       tuple(int(i) for i in rb)))
+
+
+dot_general_p = standard_primitive("dot_general", weak_type="all")
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
@@ -257,7 +287,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type is not None else None
     dims = _norm_dims(dimension_numbers)
     # The eager path skips shape rules for speed; a user-facing call checks its operands first.
-    _dot_general_rule(core.get_aval(lhs), core.get_aval(rhs), dimension_numbers=dims, preferred_element_type=pet)
+    _dot_general_abstract_eval(core.get_aval(lhs), core.get_aval(rhs), dimension_numbers=dims,
+                               preferred_element_type=pet)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=None, preferred_element_type=pet)
 
 
@@ -271,7 +302,31 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)
 
 
-def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type, swap_ct=False):
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general: contracting/batch dimension lists must pair up, got {dimension_numbers}")
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
+                            f"{lhs.shape} (dim {a}) and {rhs.shape} (dim {b})")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires batch dimensions to have the same shape, got "
+                            f"{lhs.shape} (dim {a}) and {rhs.shape} (dim {b})")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"dot_general requires operands of one dtype, got {lhs.dtype.name} and {rhs.dtype.name}")
+    shape = tuple(lhs.shape[i] for i in lb) + tuple(lhs.shape[i] for i in _free_dims(lhs.ndim, lc, lb)) + \
+        tuple(rhs.shape[i] for i in _free_dims(rhs.ndim, rc, rb))
+    return ShapedArray(shape, preferred_element_type or lhs.dtype)
+
+
+abstract_eval_rules[dot_general_p] = _dot_general_abstract_eval
+
+
+def _dot_general_transpose_operand(ct, x_aval, y, dimension_numbers, swap_ct=False):
+    """The cotangent of the operand `x` of `dot_general(x, y)` (with `swap_ct`, of the rhs: the dimension numbers
+    are then given from the rhs's side and the cotangent's free dimensions are in the other order)."""
     (lc, rc), (lb, rb) = dimension_numbers
     y_aval = core.get_aval(y)
     x_kept = _free_dims(x_aval.ndim, lc, lb)
@@ -293,37 +348,19 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type,
     return st.transpose(out, tuple(int(i) for i in np.argsort(src)))
 
 
-def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    if type(ct) is Zero:
-        return [None, None]
+def _dot_general_transpose_lhs(ct, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    return _dot_general_transpose_operand(ct, lhs.aval, rhs, dimension_numbers)
+
+
+def _dot_general_transpose_rhs(ct, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    res = [None, None]
-    if ad.is_undefined_primal(lhs):
-        res[0] = _dot_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, preferred_element_type)
-    if ad.is_undefined_primal(rhs):
-        swapped = ((rc, lc), (rb, lb))
-        res[1] = _dot_transpose_lhs(ct, rhs.aval, lhs, swapped, preferred_element_type, swap_ct=True)
-    return res
+    return _dot_general_transpose_operand(ct, rhs.aval, lhs, ((rc, lc), (rb, lb)), swap_ct=True)
 
 
-def _dot_general_jvp(primals, tangents, *, dimension_numbers, precision=None, preferred_element_type=None):
-    lhs, rhs = primals
-    tl, tr = tangents
-    kw = dict(dimension_numbers=dimension_numbers, precision=precision, preferred_element_type=preferred_element_type)
-    out = dot_general_p.bind(lhs, rhs, **kw)
-    t = Zero(core.get_aval(out))
-    if type(tl) is not Zero:
-        t = ad.add_tangents(t, dot_general_p.bind(tl, rhs, **kw))
-    if type(tr) is not Zero:
-        t = ad.add_tangents(t, dot_general_p.bind(lhs, tr, **kw))
-    return out, t
+ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 
 
-ad.primitive_jvps[dot_general_p] = _dot_general_jvp
-ad.primitive_transposes[dot_general_p] = _dot_general_transpose
-
-
-def _dot_general_batch(vals, dims, *, dimension_numbers, precision=None, preferred_element_type=None):
+def _dot_general_batch_rule(vals, dims, *, dimension_numbers, precision=None, preferred_element_type=None):
     lhs, rhs = vals
     dl, dr = dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -350,4 +387,4 @@ def _dot_general_batch(vals, dims, *, dimension_numbers, precision=None, preferr
     return dot_general_p.bind(lhs, rhs, dimension_numbers=new, **kw), out_d
 
 
-batching.primitive_batchers[dot_general_p] = _dot_general_batch
+batching.primitive_batchers[dot_general_p] = _dot_general_batch_rule

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import core
-from ..backends.numpy import register_impl
-from ..core import Primitive, ShapedArray, abstract_eval_rules
+from ..core import Primitive, abstract_eval_rules
 
 
-def standard_primitive(name: str, abstract_eval: Callable, impl: Callable, *, multiple_results: bool = False,
+def standard_primitive(name: str, abstract_eval: Callable | None = None, *, multiple_results: bool = False,
                        weak_type: str | Callable = "all") -> Primitive:
-    """Creates a primitive and registers its shape/dtype rule and its NumPy implementation."""
+    """Creates a primitive, registering its shape/dtype rule if given.
+
+    Without `abstract_eval` the caller registers it (`abstract_eval_rules[foo_p] = _foo_abstract_eval`) below
+    the primitive's public wrapper, where the other rules follow. The implementation is registered by each
+    backend that supports the primitive (the NumPy backend in `fluxion._src.backends.numpy`, keyed by the
+    primitive object); lax itself never imports a backend.
+    """
     prim = Primitive(name, multiple_results=multiple_results, weak_type=weak_type)
-    abstract_eval_rules[prim] = abstract_eval
-    register_impl(prim, impl)
+    if abstract_eval is not None:
+        abstract_eval_rules[prim] = abstract_eval
     return prim
-
-
-def aval(x) -> ShapedArray:
-    return core.get_aval(x)
-
-
-def shape_of(x) -> tuple:
-    return core.get_aval(x).shape
 
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:

@@ -17,7 +17,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import core, dtypes
-from ..backends.numpy import windowed as impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
@@ -28,12 +27,30 @@ from .convolution import conv_vjp_lhs_padding, padtype_to_pads
 from .utils import standard_primitive
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Shared rules
+# --------------------------------------------------------------------------------------------------------------
+
+def identity(kind: str, dtype: np.dtype) -> np.ndarray:
+    """The identity element of 'sum', 'max' or 'min' for `dtype`: what padding and holes hold in a window."""
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return np.zeros((), dtype)
+    is_max = kind == "max"
+    if dtype == np.bool_:
+        return np.asarray(not is_max)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.asarray(info.min if is_max else info.max, dtype)
+    return np.asarray(-np.inf if is_max else np.inf, dtype)
+
+
 def _dilate(n: int, d: int) -> int:
     return 0 if n == 0 else 1 + d * (n - 1)
 
 
-def _window_rule(name):
-    def rule(x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+def _window_abstract_eval(name):
+    def abstract_eval(x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
         nd = x.ndim
         for what, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
                         ("padding", padding), ("base_dilation", base_dilation),
@@ -54,10 +71,10 @@ def _window_rule(name):
             span = _dilate(w, d)
             shape.append(max(0, (size - span) // s + 1) if size >= span else 0)
         return ShapedArray(tuple(shape), x.dtype)
-    return rule
+    return abstract_eval
 
 
-def _window_batch(prim):
+def _window_batch_rule(prim):
     def rule(vals, dims, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
         (x,), (d,) = vals, dims
 
@@ -72,15 +89,11 @@ def _window_batch(prim):
     return rule
 
 
-def _make(name, fn):
-    prim = standard_primitive(name, _window_rule(name), fn, weak_type="first")
-    batching.primitive_batchers[prim] = _window_batch(prim)
+def _window_primitive(name):
+    """Creates a windowed reduction with the shared shape/dtype rule and batching rule."""
+    prim = standard_primitive(name, _window_abstract_eval(name), weak_type="first")
+    batching.primitive_batchers[prim] = _window_batch_rule(prim)
     return prim
-
-
-reduce_window_sum_p = _make("reduce_window_sum", impl.reduce_window_sum)
-reduce_window_max_p = _make("reduce_window_max", impl.reduce_window_max)
-reduce_window_min_p = _make("reduce_window_min", impl.reduce_window_min)
 
 
 def _params(x, window_dimensions, window_strides, padding, base_dilation, window_dilation) -> dict:
@@ -109,11 +122,80 @@ def _bind(prim, operand, window_dimensions, window_strides, padding, base_dilati
     return prim.bind(operand, **params)
 
 
+def _window_offsets(window_dimensions):
+    return [tuple(int(i) for i in idx) for idx in np.ndindex(*window_dimensions)]
+
+
+def _strided_window_slices(x, fill, *, window_dimensions, window_strides, padding, base_dilation, window_dilation,
+                           out_shape):
+    """For each window offset (row-major), the slice of padded `x` holding that offset of every window."""
+    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)]
+    padded = st.pad(x, fill, cfg)
+    slices = []
+    for off in _window_offsets(window_dimensions):
+        starts = [o * d for o, d in zip(off, window_dilation)]
+        limits = [s + (m - 1) * st_ + 1 if m else s for s, m, st_ in zip(starts, out_shape, window_strides)]
+        slices.append(st.slice(padded, starts, limits, window_strides))
+    return slices
+
+
+def _window_chooser_jvp(prim, kind):
+    """The JVP of a max/min windowed reduction (see the module docstring)."""
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        out_aval = core.get_aval(out)
+        if type(t) is Zero:
+            return out, Zero(out_aval)
+        dt = out_aval.dtype
+        ident = core.Array(np.asarray(identity(kind, dt)))
+        values = _strided_window_slices(x, ident, out_shape=out_aval.shape, **params)
+        tans = _strided_window_slices(t, core.Array(np.zeros((), dt)), out_shape=out_aval.shape, **params)
+        # Take the tangent of the first position (row-major within the window) equal to the extreme value.
+        chosen = st.full(out_aval.shape, 0, dt)
+        found = st.full(out_aval.shape, False, np.bool_)
+        for v, tv in zip(values, tans):
+            hit = ew.bitwise_and(ew.eq(v, out), ew.bitwise_not(found))
+            chosen = ew.select_n(hit, chosen, tv)
+            found = ew.bitwise_or(found, hit)
+        return out, chosen
+    return jvp
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The primitives
+# --------------------------------------------------------------------------------------------------------------
+
+reduce_window_sum_p = _window_primitive("reduce_window_sum")
+
+
 def reduce_window_sum(operand, window_dimensions: Sequence[int], window_strides: Sequence[int] | None = None,
                       padding="VALID", base_dilation=None, window_dilation=None):
     """Sums over sliding windows (padding and holes count as 0). Output shape as XLA's ReduceWindow."""
     return _bind(reduce_window_sum_p, operand, window_dimensions, window_strides, padding, base_dilation,
                  window_dilation)
+
+
+def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding, base_dilation,
+                                 window_dilation):
+    if type(ct) is Zero:
+        return [None]
+    in_shape = operand.aval.shape
+    ct_shape = core.get_aval(ct).shape
+    pads = conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, ct_shape, padding, base_dilation,
+                                window_dilation)
+    cfg = [(lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides)]
+    padded = st.pad(ct, core.Array(np.zeros((), core.get_aval(ct).dtype)), cfg)
+    ones = (1,) * len(in_shape)
+    out = reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions, window_strides=base_dilation,
+                                   padding=((0, 0),) * len(in_shape), base_dilation=ones,
+                                   window_dilation=window_dilation)
+    return [out]
+
+
+ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+reduce_window_max_p = _window_primitive("reduce_window_max")
 
 
 def reduce_window_max(operand, window_dimensions: Sequence[int], window_strides: Sequence[int] | None = None,
@@ -123,6 +205,11 @@ def reduce_window_max(operand, window_dimensions: Sequence[int], window_strides:
                  window_dilation)
 
 
+ad.primitive_jvps[reduce_window_max_p] = _window_chooser_jvp(reduce_window_max_p, "max")
+
+reduce_window_min_p = _window_primitive("reduce_window_min")
+
+
 def reduce_window_min(operand, window_dimensions: Sequence[int], window_strides: Sequence[int] | None = None,
                       padding="VALID", base_dilation=None, window_dilation=None):
     """Minimum over sliding windows (padding and holes count as +inf / the dtype's maximum)."""
@@ -130,14 +217,26 @@ def reduce_window_min(operand, window_dimensions: Sequence[int], window_strides:
                  window_dilation)
 
 
-_MONOIDS = {}  # filled below: primitive of the binary op -> (windowed primitive, identity kind, binary op)
+ad.primitive_jvps[reduce_window_min_p] = _window_chooser_jvp(reduce_window_min_p, "min")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# reduce_window: the generic form
+# --------------------------------------------------------------------------------------------------------------
+
+# The binary operations `reduce_window` recognizes: primitive -> (windowed primitive, identity kind, binary op).
+_MONOIDS = {
+    ew.add_p: (reduce_window_sum_p, "sum", ew.add),
+    ew.max_p: (reduce_window_max_p, "max", ew.max),
+    ew.min_p: (reduce_window_min_p, "min", ew.min),
+}
 
 
 def _monoid_of(computation: Callable, dtype: np.dtype):
     """Recognizes `computation` as add/max/min by tracing it on two scalars of `dtype`."""
-    for fn, entry in ((ew.add, "add"), (ew.max, "max"), (ew.min, "min")):
-        if computation is fn:
-            return _MONOIDS[entry]
+    for entry in _MONOIDS.values():
+        if computation is entry[2]:
+            return entry
     aval = ShapedArray((), dtype)
     try:
         jaxpr, _, _ = pe.trace_to_jaxpr(lambda a, b: [computation(a, b)], [aval, aval])
@@ -148,7 +247,7 @@ def _monoid_of(computation: Callable, dtype: np.dtype):
     eqn = jaxpr.eqns[0]
     if list(eqn.invars) not in (jaxpr.invars, jaxpr.invars[::-1]) or eqn.outvars[0] is not jaxpr.outvars[0]:
         return None
-    return _MONOIDS.get(eqn.primitive.name)
+    return _MONOIDS.get(eqn.primitive)
 
 
 def reduce_window(operand, init_value, computation: Callable, window_dimensions: Sequence[int],
@@ -186,82 +285,8 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
     elif core.get_aval(init).dtype != aval.dtype:
         init = ew.convert_element_type(init, aval.dtype)
     concrete = core.concrete_value(init)
-    if concrete is not None and np.array_equal(np.asarray(concrete), impl.identity(kind, aval.dtype),
+    if concrete is not None and np.array_equal(np.asarray(concrete), identity(kind, aval.dtype),
                                                equal_nan=False):
         return out
     # XLA starts every window from init_value and skips padding: combine once with the init value.
     return op(out, init)
-
-
-_MONOIDS.update({
-    "add": (reduce_window_sum_p, "sum", ew.add),
-    "max": (reduce_window_max_p, "max", ew.max),
-    "min": (reduce_window_min_p, "min", ew.min),
-})
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Differentiation
-# --------------------------------------------------------------------------------------------------------------
-
-def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding, base_dilation,
-                                 window_dilation):
-    if type(ct) is Zero:
-        return [None]
-    in_shape = operand.aval.shape
-    ct_shape = core.get_aval(ct).shape
-    pads = conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, ct_shape, padding, base_dilation,
-                                window_dilation)
-    cfg = [(lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides)]
-    padded = st.pad(ct, core.Array(np.zeros((), core.get_aval(ct).dtype)), cfg)
-    ones = (1,) * len(in_shape)
-    out = reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions, window_strides=base_dilation,
-                                   padding=((0, 0),) * len(in_shape), base_dilation=ones,
-                                   window_dilation=window_dilation)
-    return [out]
-
-
-ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
-
-
-def _window_offsets(window_dimensions):
-    return [tuple(int(i) for i in idx) for idx in np.ndindex(*window_dimensions)]
-
-
-def _strided_window_slices(x, fill, *, window_dimensions, window_strides, padding, base_dilation, window_dilation,
-                           out_shape):
-    """For each window offset (row-major), the slice of padded `x` holding that offset of every window."""
-    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)]
-    padded = st.pad(x, fill, cfg)
-    slices = []
-    for off in _window_offsets(window_dimensions):
-        starts = [o * d for o, d in zip(off, window_dilation)]
-        limits = [s + (m - 1) * st_ + 1 if m else s for s, m, st_ in zip(starts, out_shape, window_strides)]
-        slices.append(st.slice(padded, starts, limits, window_strides))
-    return slices
-
-
-def _chooser_jvp(prim, kind):
-    def jvp(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, **params)
-        out_aval = core.get_aval(out)
-        if type(t) is Zero:
-            return out, Zero(out_aval)
-        dt = out_aval.dtype
-        ident = core.Array(np.asarray(impl.identity(kind, dt)))
-        values = _strided_window_slices(x, ident, out_shape=out_aval.shape, **params)
-        tans = _strided_window_slices(t, core.Array(np.zeros((), dt)), out_shape=out_aval.shape, **params)
-        # Take the tangent of the first position (row-major within the window) equal to the extreme value.
-        chosen = st.full(out_aval.shape, 0, dt)
-        found = st.full(out_aval.shape, False, np.bool_)
-        for v, tv in zip(values, tans):
-            hit = ew.bitwise_and(ew.eq(v, out), ew.bitwise_not(found))
-            chosen = ew.select_n(hit, chosen, tv)
-            found = ew.bitwise_or(found, hit)
-        return out, chosen
-    return jvp
-
-
-ad.primitive_jvps[reduce_window_max_p] = _chooser_jvp(reduce_window_max_p, "max")
-ad.primitive_jvps[reduce_window_min_p] = _chooser_jvp(reduce_window_min_p, "min")

@@ -103,7 +103,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "linear", keepdims: bool = False):
     """The q-th quantile(s) along `axis` (methods: linear, lower, higher, midpoint, nearest)."""
-    from .indexing import sort
+    from .sorting import sort
     a = promote_args_inexact("quantile", a)[0]
     q = asarray_arg(q)
     dt = core.get_aval(a).dtype

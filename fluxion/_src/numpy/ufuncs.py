@@ -494,8 +494,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """Elementwise `x if condition else y` (broadcasting, promotion of x and y)."""
     if x is None and y is None:
-        from . import indexing
-        return indexing.nonzero(condition, size=size, fill_value=fill_value)
+        from . import sorting
+        return sorting.nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to jnp.where, got "
                          f"{x} and {y}.")

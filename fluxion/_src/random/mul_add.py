@@ -9,45 +9,14 @@ that contraction; it is kept as its own primitive so that it survives jit, vmap 
 
 from __future__ import annotations
 
-from .. import dtypes
-from ..backends.numpy.special import mul_add as _mul_add_impl
-from ..core import ShapedArray
-from ..interpreters import ad, batching
+from .. import core, dtypes
+from ..core import ShapedArray, abstract_eval_rules
+from ..interpreters import batching
 from ..lax import elementwise as ew
-from ..lax.elementwise import _elementwise_batch_rule
+from ..lax.elementwise import _elementwise_batch_rule, defjvp_broadcasting
 from ..lax.utils import standard_primitive
 
-
-def _mul_add_rule(x, y, z):
-    if not (x.dtype == y.dtype == z.dtype) or not dtypes.is_float(x.dtype):
-        raise TypeError(f"mul_add requires three operands of one floating dtype, got {x.dtype.name}, "
-                        f"{y.dtype.name}, {z.dtype.name}")
-    shape = ()
-    for a in (x, y, z):
-        if a.shape:
-            if shape and a.shape != shape:
-                raise TypeError(f"mul_add operands must have equal shapes or be scalars, got {x.shape}, "
-                                f"{y.shape}, {z.shape}")
-            shape = a.shape
-    return ShapedArray(shape, x.dtype)
-
-
-mul_add_p = standard_primitive("mul_add", _mul_add_rule, _mul_add_impl)
-batching.primitive_batchers[mul_add_p] = _elementwise_batch_rule(mul_add_p)
-
-
-def _bcast(t, x, y, z):
-    out_shape = max((getattr(v, "shape", ()) for v in (x, y, z)), key=len)
-    if tuple(getattr(t, "shape", ())) == tuple(out_shape):
-        return t
-    from ..lax.structural import broadcast_in_dim
-    return broadcast_in_dim(t, tuple(out_shape), ())
-
-
-ad.defjvp(mul_add_p,
-          lambda t, x, y, z: _bcast(ew.mul(t, y), x, y, z),
-          lambda t, x, y, z: _bcast(ew.mul(x, t), x, y, z),
-          lambda t, x, y, z: _bcast(t, x, y, z))
+mul_add_p = standard_primitive("mul_add")
 
 
 def mul_add(x, y, z):
@@ -62,6 +31,25 @@ def mul_add(x, y, z):
     Raises:
       TypeError: the operands differ in dtype, are not floating, or have different non-scalar shapes.
     """
-    from .. import core
-    _mul_add_rule(*(core.get_aval(v) for v in (x, y, z)))  # the eager path skips abstract evaluation
+    _mul_add_abstract_eval(*(core.get_aval(v) for v in (x, y, z)))  # the eager path skips abstract evaluation
     return mul_add_p.bind(x, y, z)
+
+
+def _mul_add_abstract_eval(x, y, z):
+    if not (x.dtype == y.dtype == z.dtype) or not dtypes.is_float(x.dtype):
+        raise TypeError(f"mul_add requires three operands of one floating dtype, got {x.dtype.name}, "
+                        f"{y.dtype.name}, {z.dtype.name}")
+    shape = ()
+    for a in (x, y, z):
+        if a.shape:
+            if shape and a.shape != shape:
+                raise TypeError(f"mul_add operands must have equal shapes or be scalars, got {x.shape}, "
+                                f"{y.shape}, {z.shape}")
+            shape = a.shape
+    return ShapedArray(shape, x.dtype)
+
+
+abstract_eval_rules[mul_add_p] = _mul_add_abstract_eval
+defjvp_broadcasting(mul_add_p, lambda tx, ans, x, y, z: ew.mul(tx, y), lambda ty, ans, x, y, z: ew.mul(x, ty),
+                    lambda tz, ans, x, y, z: tz)
+batching.primitive_batchers[mul_add_p] = _elementwise_batch_rule(mul_add_p)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
-from ..backends.numpy.threefry import threefry2x32 as _threefry_impl
 from ..core import ShapedArray
 from ..interpreters import ad, batching
 from ..lax.elementwise import _elementwise_batch_rule
@@ -37,8 +36,7 @@ def _threefry_rule(k1, k2, x1, x2) -> list:
     return [out, out]
 
 
-threefry2x32_p = standard_primitive("threefry2x32", _threefry_rule, _threefry_impl, multiple_results=True,
-                                    weak_type="never")
+threefry2x32_p = standard_primitive("threefry2x32", _threefry_rule, multiple_results=True, weak_type="never")
 ad.defjvp_zero(threefry2x32_p)
 
 _elementwise_batch = _elementwise_batch_rule(threefry2x32_p)

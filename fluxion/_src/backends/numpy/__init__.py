@@ -2,6 +2,10 @@
 
 Implementations take and return raw NumPy values (arrays or NumPy scalars) of the exact dtypes the primitive's
 abstract evaluation promises; the tests check eager results against abstract evaluation for every primitive.
+
+The backend registers itself: each submodule imports its primitives from `lax` (and `random`, `custom_derivatives`)
+and registers one implementation per primitive object, next to that implementation. Importing this package
+imports them all (at the end of this file); `fluxion/__init__.py` imports it before anything can bind a primitive.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ impl_rules: dict = {}  # prim -> impl(*raw_values, **params) -> raw value (or li
 
 
 def register_impl(prim: Primitive, impl: Callable) -> None:
+    """Makes `impl(*raw_values, **params)` the NumPy implementation of `prim` (also `prim.impl`, the eager path)."""
     impl_rules[prim] = impl
     prim.impl = impl
 
@@ -109,3 +114,9 @@ def executable_text(executable: Callable, jaxpr: Jaxpr) -> str:
 
 
 register_impl(jit_p, _jit_impl)
+
+# The implementations register themselves on import. (Last in this file: they use register_impl and the jaxpr
+# interpreter above.)
+from . import (control_flow, convolution, custom_derivatives, elementwise, indexing, linalg,  # noqa: E402,F401
+               parallel, reductions, sorting, special, structural, threefry, windowed)
+from .elementwise import QUIET_PRIMITIVES as QUIET_PRIMITIVES  # noqa: E402

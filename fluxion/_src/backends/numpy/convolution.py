@@ -2,8 +2,9 @@
 
 The lhs is copied to a contiguous channels-last layout (N, spatial..., C), dilated and padded; its windows are read
 with `sliding_window_view` (a strided view, no copy) and copied once into a patch matrix laid out (group, positions,
-kernel taps x input features) with the features innermost, so the copy moves contiguous runs. A single `np.matmul` over the group axis then computes every output. Half-precision
-operands are multiplied in float32, as XLA's CPU backend accumulates them.
+kernel taps x input features) with the features innermost, so the copy moves contiguous runs. A single `np.matmul`
+over the group axis then computes every output. Half-precision operands are multiplied in float32, as XLA's CPU
+backend accumulates them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...lax import convolution as lc
+from . import register_impl
 from .structural import pad as _pad
 
 # Above this many patch-matrix elements the batch is processed in chunks to bound memory.
@@ -108,3 +111,6 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     if out_dtype == np.bool_:
         return np.ascontiguousarray(res != 0)
     return np.ascontiguousarray(res).astype(out_dtype, copy=False)
+
+
+register_impl(lc.conv_general_dilated_p, conv_general_dilated)

@@ -10,9 +10,22 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sp
 
+from ...lax import elementwise as ew
+from . import register_impl
 from . import special as _special  # erf_inv evaluated as XLA does (bit-exact random.normal)
 
 _ERR = dict(all="ignore")
+
+QUIET_PRIMITIVES = frozenset({
+    ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.tan_p, ew.asin_p, ew.acos_p, ew.sinh_p, ew.cosh_p,
+    ew.acosh_p, ew.atanh_p, ew.sqrt_p, ew.rsqrt_p, ew.div_p, ew.rem_p, ew.pow_p, ew.integer_pow_p, ew.atan2_p,
+})
+"""The primitives whose NumPy implementations run with floating-point warnings silenced.
+
+These can overflow, divide by zero or leave their domain; XLA then returns inf/nan quietly, and so must the
+backend (NumPy would warn). Code generators that call NumPy directly for these primitives must silence warnings
+the same way (the compiler imports this set).
+"""
 
 
 def _quiet(fn):
@@ -21,6 +34,11 @@ def _quiet(fn):
             return fn(*args, **params)
     impl.__name__ = getattr(fn, "__name__", "impl")
     return impl
+
+
+def _register(prim, fn) -> None:
+    """Registers `fn` for `prim`, silencing floating-point warnings for the primitives in QUIET_PRIMITIVES."""
+    register_impl(prim, _quiet(fn) if prim in QUIET_PRIMITIVES else fn)
 
 
 def _same_dtype(fn):
@@ -34,6 +52,72 @@ def _same_dtype(fn):
     return impl
 
 
+# -- NumPy ufuncs that match XLA as they are ----------------------------------------------------------------------
+
+_register(ew.neg_p, np.negative)
+_register(ew.floor_p, np.floor)
+_register(ew.ceil_p, np.ceil)
+_register(ew.exp_p, np.exp)
+_register(ew.exp2_p, np.exp2)
+_register(ew.log_p, np.log)
+_register(ew.log1p_p, np.log1p)
+_register(ew.expm1_p, np.expm1)
+_register(ew.tanh_p, np.tanh)
+_register(ew.sin_p, np.sin)
+_register(ew.cos_p, np.cos)
+_register(ew.tan_p, np.tan)
+_register(ew.asin_p, np.arcsin)
+_register(ew.acos_p, np.arccos)
+_register(ew.atan_p, np.arctan)
+_register(ew.sinh_p, np.sinh)
+_register(ew.cosh_p, np.cosh)
+_register(ew.asinh_p, np.arcsinh)
+_register(ew.acosh_p, np.arccosh)
+_register(ew.atanh_p, np.arctanh)
+_register(ew.sqrt_p, np.sqrt)
+_register(ew.cbrt_p, np.cbrt)
+_register(ew.abs_p, np.abs)
+_register(ew.not_p, np.invert)
+_register(ew.real_p, np.real)
+_register(ew.imag_p, np.imag)
+_register(ew.conj_p, np.conj)
+_register(ew.square_p, np.square)
+_register(ew.add_p, np.add)
+_register(ew.sub_p, np.subtract)
+_register(ew.mul_p, np.multiply)
+_register(ew.max_p, np.maximum)
+_register(ew.min_p, np.minimum)
+_register(ew.atan2_p, np.arctan2)
+_register(ew.and_p, np.bitwise_and)
+_register(ew.or_p, np.bitwise_or)
+_register(ew.xor_p, np.bitwise_xor)
+_register(ew.eq_p, np.equal)
+_register(ew.ne_p, np.not_equal)
+_register(ew.lt_p, np.less)
+_register(ew.le_p, np.less_equal)
+_register(ew.gt_p, np.greater)
+_register(ew.ge_p, np.greater_equal)
+
+# -- special functions: SciPy, kept in the operand's dtype; erf_inv as XLA evaluates it (bit-exact random.normal) --
+
+_register(ew.erf_p, _same_dtype(sp.erf))
+_register(ew.erfc_p, _same_dtype(sp.erfc))
+_register(ew.erf_inv_p, _special.erf_inv)
+_register(ew.lgamma_p, _same_dtype(sp.gammaln))
+_register(ew.digamma_p, _same_dtype(sp.digamma))
+
+
+def _polygamma(x, *, m):
+    dt = np.result_type(x)
+    with np.errstate(**_ERR):
+        return np.asarray(sp.polygamma(m, np.asarray(x, np.float64))).astype(dt)
+
+
+_register(ew.polygamma_p, _polygamma)
+
+
+# -- implementations that differ from NumPy's defaults -----------------------------------------------------------
+
 def _int_div(x, y):
     if np.result_type(x).kind in "iu":
         y_safe = np.where(y == 0, 1, y)
@@ -44,6 +128,9 @@ def _int_div(x, y):
     return np.true_divide(x, y)
 
 
+_register(ew.div_p, _int_div)
+
+
 def _rem(x, y):
     if np.result_type(x).kind in "iu":
         y_safe = np.where(y == 0, 1, y)
@@ -51,15 +138,24 @@ def _rem(x, y):
     return np.fmod(x, y)
 
 
+_register(ew.rem_p, _rem)
+
+
 def _logistic(x):
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(np.result_type(x))
+
+
+_register(ew.logistic_p, _logistic)
 
 
 def _round(x, rounding_method=0):
     if rounding_method == 0:  # away from zero, as lax.RoundingMethod.AWAY_FROM_ZERO
         return (np.sign(x) * np.floor(np.abs(x) + np.asarray(0.5, np.result_type(x)))).astype(np.result_type(x))
     return np.round(x)
+
+
+_register(ew.round_p, _round)
 
 
 def _sign(x):
@@ -69,13 +165,22 @@ def _sign(x):
     return np.copysign(out, x) if out.dtype.kind == "f" else out
 
 
+_register(ew.sign_p, _sign)
+
+
 def _is_finite(x):
     return np.isfinite(x)
+
+
+_register(ew.is_finite_p, _is_finite)
 
 
 def _rsqrt(x):
     one = np.asarray(1, np.result_type(x))
     return one / np.sqrt(x)
+
+
+_register(ew.rsqrt_p, _rsqrt)
 
 
 def _integer_pow(x, *, y):
@@ -86,14 +191,23 @@ def _integer_pow(x, *, y):
     return np.power(x, y)
 
 
+_register(ew.integer_pow_p, _integer_pow)
+
+
 def _pow(x, y):
     return np.power(x, y).astype(np.result_type(x), copy=False)
+
+
+_register(ew.pow_p, _pow)
 
 
 def _shift_left(x, y):
     bits = np.result_type(x).itemsize * 8
     out = np.left_shift(x, np.where((y < 0) | (y >= bits), 0, y).astype(np.result_type(x)))
     return np.where((y < 0) | (y >= bits), np.zeros((), np.result_type(x)), out)
+
+
+_register(ew.shift_left_p, _shift_left)
 
 
 def _shift_right_logical(x, y):
@@ -107,6 +221,9 @@ def _shift_right_logical(x, y):
     return np.asarray(out).view(dt) if np.ndim(out) else np.asarray(out).reshape(()).view(dt)[()]
 
 
+_register(ew.shift_right_logical_p, _shift_right_logical)
+
+
 def _shift_right_arithmetic(x, y):
     dt = np.result_type(x)
     bits = dt.itemsize * 8
@@ -114,8 +231,14 @@ def _shift_right_arithmetic(x, y):
     return np.right_shift(x, safe)
 
 
+_register(ew.shift_right_arithmetic_p, _shift_right_arithmetic)
+
+
 def _nextafter(x, y):
     return np.nextafter(x, y)
+
+
+_register(ew.nextafter_p, _nextafter)
 
 
 def _clz(x):
@@ -129,10 +252,16 @@ def _clz(x):
     return out.astype(dt)
 
 
+_register(ew.clz_p, _clz)
+
+
 def _population_count(x):
     dt = np.result_type(x)
     ux = np.asarray(x).astype(np.uint64) & np.uint64((1 << (dt.itemsize * 8)) - 1)
     return np.bitwise_count(ux).astype(dt)
+
+
+_register(ew.population_count_p, _population_count)
 
 
 def _convert_element_type(x, *, new_dtype, weak_type=False):
@@ -152,6 +281,9 @@ def _convert_element_type(x, *, new_dtype, weak_type=False):
         return np.asarray(x).astype(new_dtype)
 
 
+_register(ew.convert_element_type_p, _convert_element_type)
+
+
 def _bitcast_convert_type(x, *, new_dtype):
     x = np.asarray(x)
     if not x.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
@@ -163,6 +295,9 @@ def _bitcast_convert_type(x, *, new_dtype):
     if a > b:  # each element becomes a trailing axis of a // b narrower elements
         return x.reshape(x.shape + (1,)).view(new).reshape(x.shape + (a // b,))
     return x.view(new).reshape(x.shape[:-1])
+
+
+_register(ew.bitcast_convert_type_p, _bitcast_convert_type)
 
 
 # Above this size a float select is computed with bit masks: NumPy's `where` branches per element and is several
@@ -201,42 +336,18 @@ def _select_n(which, *cases):
     return np.choose(np.asarray(which, np.int64), np.broadcast_arrays(*cases)) if np.ndim(which) else cases[int(which)]
 
 
+_register(ew.select_n_p, _select_n)
+
+
 def _clamp(lo, x, hi):
     return np.minimum(np.maximum(x, lo), hi)
 
 
-def _polygamma(x, *, m):
-    dt = np.result_type(x)
-    with np.errstate(**_ERR):
-        return np.asarray(sp.polygamma(m, np.asarray(x, np.float64))).astype(dt)
+_register(ew.clamp_p, _clamp)
 
 
-def _erf_inv(x):
-    return _same_dtype(sp.erfinv)(x)
+def _complex(x, y):
+    return (x + 1j * y).astype(np.result_type(x, np.complex64))
 
 
-IMPLS = {
-    "neg": np.negative, "sign": _sign, "floor": np.floor, "ceil": np.ceil, "round": _round,
-    "is_finite": _is_finite, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log1p": np.log1p,
-    "expm1": np.expm1, "tanh": np.tanh, "logistic": _logistic, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "sqrt": np.sqrt, "rsqrt": _rsqrt,
-    "cbrt": np.cbrt, "abs": np.abs, "not": np.invert, "real": np.real, "imag": np.imag, "conj": np.conj,
-    "square": np.square, "erf": _same_dtype(sp.erf), "erfc": _same_dtype(sp.erfc), "erf_inv": _special.erf_inv,
-    "lgamma": _same_dtype(sp.gammaln), "polygamma": _polygamma, "digamma": _same_dtype(sp.digamma), "population_count": _population_count,
-    "clz": _clz,
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _int_div, "rem": _rem, "pow": _pow,
-    "max": np.maximum, "min": np.minimum, "atan2": np.arctan2, "nextafter": _nextafter,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "shift_left": _shift_left,
-    "shift_right_logical": _shift_right_logical, "shift_right_arithmetic": _shift_right_arithmetic,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-    "ge": np.greater_equal, "complex": lambda x, y: (x + 1j * y).astype(np.result_type(x, np.complex64)),
-    "integer_pow": _integer_pow, "convert_element_type": _convert_element_type,
-    "bitcast_convert_type": _bitcast_convert_type, "select_n": _select_n, "clamp": _clamp,
-}
-
-# Functions that can overflow or divide by zero get their warnings silenced (XLA returns inf/nan quietly).
-_NOISY = {"exp", "exp2", "log", "log1p", "expm1", "tan", "asin", "acos", "sinh", "cosh", "acosh", "atanh", "sqrt",
-          "rsqrt", "div", "rem", "pow", "integer_pow", "atan2"}
-for _name in _NOISY:
-    IMPLS[_name] = _quiet(IMPLS[_name])
+_register(ew.complex_p, _complex)

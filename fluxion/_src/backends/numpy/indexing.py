@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...lax import indexing as lx
+from . import register_impl
+
+
 def default_fill_value(dtype: np.dtype):
     """The fill for out-of-bounds gathers when none is given: NaN (inexact), the minimum (signed ints), the
     maximum (unsigned ints), True (bool) -- JAX's documented defaults for `mode='fill'`."""
@@ -102,6 +106,9 @@ def gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sort
     return np.array(np.transpose(out, perm), dtype=operand.dtype)  # (np.ascontiguousarray would make 0-d 1-d)
 
 
+register_impl(lx.gather_p, gather)
+
+
 def _scatter_index_arrays(operand_shape, indices, updates_shape, dn, mode):
     """Full index arrays (one per operand dim, each of `updates_shape`) plus a validity mask or None."""
     nu = len(updates_shape)
@@ -166,7 +173,12 @@ def _accumulate(ufunc):
 
 
 scatter = _make_scatter(_set)
+register_impl(lx.scatter_p, scatter)
 scatter_add = _make_scatter(_accumulate(np.add))
+register_impl(lx.scatter_add_p, scatter_add)
 scatter_mul = _make_scatter(_accumulate(np.multiply))
+register_impl(lx.scatter_mul_p, scatter_mul)
 scatter_min = _make_scatter(_accumulate(np.minimum))
+register_impl(lx.scatter_min_p, scatter_min)
 scatter_max = _make_scatter(_accumulate(np.maximum))
+register_impl(lx.scatter_max_p, scatter_max)

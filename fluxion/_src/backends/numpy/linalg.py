@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from ...lax import linalg as la
+from . import register_impl
+
 
 def _compute_dtype(x):
     x = np.asarray(x)
@@ -18,6 +21,9 @@ def cholesky(a):
     except np.linalg.LinAlgError:
         # As XLA: a matrix that is not positive definite gives NaNs rather than an exception.
         return np.full(a.shape, np.nan, a.dtype)
+
+
+register_impl(la.cholesky_p, cholesky)
 
 
 def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
@@ -41,14 +47,23 @@ def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_d
     return out
 
 
+register_impl(la.triangular_solve_p, triangular_solve)
+
+
 def solve(a, b):
     a, b = np.asarray(a), np.asarray(b)
     return np.linalg.solve(_compute_dtype(a), _compute_dtype(b)).astype(b.dtype)
 
 
+register_impl(la.solve_p, solve)
+
+
 def det(a):
     a = np.asarray(a)
     return np.linalg.det(_compute_dtype(a)).astype(a.dtype)
+
+
+register_impl(la.det_p, det)
 
 
 def slogdet(a):
@@ -57,16 +72,25 @@ def slogdet(a):
     return [sign.astype(a.dtype), logabs.astype(np.real(np.zeros((), a.dtype)).dtype)]
 
 
+register_impl(la.slogdet_p, slogdet)
+
+
 def eigh(a, *, lower=True):
     a = np.asarray(a)
     w, v = np.linalg.eigh(_compute_dtype(a), UPLO="L" if lower else "U")
     return [v.astype(a.dtype), w.astype(np.real(np.zeros((), a.dtype)).dtype)]
 
 
+register_impl(la.eigh_p, eigh)
+
+
 def qr(a, *, full_matrices):
     a = np.asarray(a)
     q, r = np.linalg.qr(_compute_dtype(a), mode="complete" if full_matrices else "reduced")
     return [q.astype(a.dtype), r.astype(a.dtype)]
+
+
+register_impl(la.qr_p, qr)
 
 
 def svd(a, *, full_matrices, compute_uv):
@@ -76,3 +100,6 @@ def svd(a, *, full_matrices, compute_uv):
         return [np.linalg.svd(_compute_dtype(a), compute_uv=False).astype(rdt)]
     u, s, vh = np.linalg.svd(_compute_dtype(a), full_matrices=full_matrices)
     return [s.astype(rdt), u.astype(a.dtype), vh.astype(a.dtype)]
+
+
+register_impl(la.svd_p, svd)

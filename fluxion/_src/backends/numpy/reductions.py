@@ -1,8 +1,12 @@
-"""NumPy implementations of reductions, arg-reductions and dot_general."""
+"""NumPy implementations of reductions, arg-reductions, dot_general and the cumulative reductions."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from ...lax import cumulative as cum
+from ...lax import reductions as red
+from . import register_impl
 
 
 def reduce_sum(x, *, axes):
@@ -10,9 +14,15 @@ def reduce_sum(x, *, axes):
     return np.sum(x, axis=axes, dtype=x.dtype)
 
 
+register_impl(red.reduce_sum_p, reduce_sum)
+
+
 def reduce_prod(x, *, axes):
     x = np.asarray(x)
     return np.prod(x, axis=axes, dtype=x.dtype)
+
+
+register_impl(red.reduce_prod_p, reduce_prod)
 
 
 def reduce_max(x, *, axes):
@@ -22,11 +32,17 @@ def reduce_max(x, *, axes):
     return np.max(x, axis=axes)
 
 
+register_impl(red.reduce_max_p, reduce_max)
+
+
 def reduce_min(x, *, axes):
     x = np.asarray(x)
     if x.size == 0:
         return _empty_identity(x, axes, False)
     return np.min(x, axis=axes)
+
+
+register_impl(red.reduce_min_p, reduce_min)
 
 
 def _empty_identity(x, axes, is_max):
@@ -45,20 +61,35 @@ def reduce_and(x, *, axes):
     return np.all(x, axis=axes) if np.result_type(x) == np.bool_ else np.bitwise_and.reduce(x, axis=axes)
 
 
+register_impl(red.reduce_and_p, reduce_and)
+
+
 def reduce_or(x, *, axes):
     return np.any(x, axis=axes) if np.result_type(x) == np.bool_ else np.bitwise_or.reduce(x, axis=axes)
+
+
+register_impl(red.reduce_or_p, reduce_or)
 
 
 def reduce_xor(x, *, axes):
     return np.bitwise_xor.reduce(np.asarray(x), axis=axes)
 
 
+register_impl(red.reduce_xor_p, reduce_xor)
+
+
 def argmax(x, *, axes, index_dtype):
     return np.argmax(x, axis=axes[0]).astype(index_dtype)
 
 
+register_impl(red.argmax_p, argmax)
+
+
 def argmin(x, *, axes, index_dtype):
     return np.argmin(x, axis=axes[0]).astype(index_dtype)
+
+
+register_impl(red.argmin_p, argmin)
 
 
 def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
@@ -93,6 +124,9 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     return np.asarray(res).astype(out_dtype, copy=False)
 
 
+register_impl(red.dot_general_p, dot_general)
+
+
 def _cum(fn):
     def impl(x, *, axis, reverse=False):
         x = np.asarray(x)
@@ -106,7 +140,12 @@ def _cum(fn):
 
 
 cumsum = _cum(lambda x, a: np.cumsum(x, axis=a, dtype=x.dtype))
+register_impl(cum.cumsum_p, cumsum)
 cumprod = _cum(lambda x, a: np.cumprod(x, axis=a, dtype=x.dtype))
+register_impl(cum.cumprod_p, cumprod)
 cummax = _cum(lambda x, a: np.maximum.accumulate(x, axis=a))
+register_impl(cum.cummax_p, cummax)
 cummin = _cum(lambda x, a: np.minimum.accumulate(x, axis=a))
+register_impl(cum.cummin_p, cummin)
 cumlogsumexp = _cum(lambda x, a: np.logaddexp.accumulate(x, axis=a))
+register_impl(cum.cumlogsumexp_p, cumlogsumexp)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...lax import sorting as ls
+from . import register_impl
+
 
 def _key(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
@@ -32,6 +35,9 @@ def sort(*operands, dimension, is_stable=True, num_keys=1):
     return [np.take_along_axis(np.asarray(op), perm, axis=dimension) for op in operands]
 
 
+register_impl(ls.sort_p, sort)
+
+
 def top_k(operand, *, k, axis=-1):
     x = np.moveaxis(np.asarray(operand), axis, -1)
     n = x.shape[-1]
@@ -41,3 +47,6 @@ def top_k(operand, *, k, axis=-1):
     indices = (n - 1 - order).astype(np.int32)
     values = np.take_along_axis(x, indices, axis=-1)
     return [np.moveaxis(values, -1, axis), np.moveaxis(indices, -1, axis)]
+
+
+register_impl(ls.top_k_p, top_k)

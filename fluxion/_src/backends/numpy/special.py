@@ -25,6 +25,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sp
 
+from ...random.mul_add import mul_add_p
+from . import register_impl
+
 _F32 = np.dtype(np.float32)
 
 # Giles (2011), single precision: coefficients for w < 5 (in w - 2.5) and w >= 5 (in sqrt(w) - 3),
@@ -294,3 +297,6 @@ def mul_add(a, b, c):
             out = out.astype(dt) + np.asarray(c, dt)
         out = np.asarray(out).astype(dt, copy=False)
     return out if out.ndim else out[()]
+
+
+register_impl(mul_add_p, mul_add)

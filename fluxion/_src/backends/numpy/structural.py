@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...lax import structural as st
+from . import register_impl
+
 
 def broadcast_in_dim(x, *, shape, broadcast_dimensions):
     x = np.asarray(x)
@@ -13,6 +16,9 @@ def broadcast_in_dim(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
+register_impl(st.broadcast_in_dim_p, broadcast_in_dim)
+
+
 def reshape(x, *, new_sizes, dimensions=None):
     x = np.asarray(x)
     if dimensions is not None:
@@ -20,24 +26,35 @@ def reshape(x, *, new_sizes, dimensions=None):
     return x.reshape(new_sizes)
 
 
+register_impl(st.reshape_p, reshape)
+
+
 def transpose(x, *, permutation):
     return np.transpose(x, permutation)
+
+
+register_impl(st.transpose_p, transpose)
 
 
 def squeeze(x, *, dimensions):
     return np.squeeze(x, axis=dimensions) if dimensions else np.asarray(x)
 
 
-def expand_dims(x, *, dimensions):
-    return np.expand_dims(x, dimensions)
+register_impl(st.squeeze_p, squeeze)
 
 
 def rev(x, *, dimensions):
     return np.flip(x, dimensions) if dimensions else np.asarray(x)
 
 
+register_impl(st.rev_p, rev)
+
+
 def concatenate(*xs, dimension):
     return np.concatenate(xs, axis=dimension)
+
+
+register_impl(st.concatenate_p, concatenate)
 
 
 def pad(x, padding_value, *, padding_config):
@@ -58,9 +75,15 @@ def pad(x, padding_value, *, padding_config):
     return x[crop]
 
 
+register_impl(st.pad_p, pad)
+
+
 def slice_(x, *, start_indices, limit_indices, strides=None):
     strides = strides or (1,) * len(start_indices)
     return np.asarray(x)[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+register_impl(st.slice_p, slice_)
 
 
 def _clamp_starts(starts, operand_shape, sizes):
@@ -73,6 +96,9 @@ def dynamic_slice(x, *starts, slice_sizes):
     return x[tuple(slice(s, s + z) for s, z in zip(st, slice_sizes))]
 
 
+register_impl(st.dynamic_slice_p, dynamic_slice)
+
+
 def dynamic_update_slice(x, update, *starts):
     x = np.asarray(x)
     update = np.asarray(update)
@@ -82,10 +108,19 @@ def dynamic_update_slice(x, update, *starts):
     return out
 
 
+register_impl(st.dynamic_update_slice_p, dynamic_update_slice)
+
+
 def iota(*, dtype, shape, dimension):
     r = np.arange(shape[dimension], dtype=dtype)
     return np.broadcast_to(r.reshape([-1 if i == dimension else 1 for i in range(len(shape))]), shape)
 
 
+register_impl(st.iota_p, iota)
+
+
 def copy(x):
     return np.array(x, copy=True)
+
+
+register_impl(st.copy_p, copy)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...random.threefry import threefry2x32_p
+from . import register_impl
+
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = np.uint32(0x1BD11BDA)
 
@@ -50,3 +53,6 @@ def threefry2x32(k1, k2, x1, x2) -> list:
         b += ks[(group + 2) % 3]
         b += np.uint32(group + 1)
     return [a.reshape(shape), b.reshape(shape)]
+
+
+register_impl(threefry2x32_p, threefry2x32)

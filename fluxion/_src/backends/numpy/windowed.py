@@ -9,21 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...lax import windowed as lw
+from ...lax.windowed import identity  # the identity element per reduction (re-exported for the compiler)
+from . import register_impl
 from .structural import pad as _pad
-
-
-def identity(kind: str, dtype: np.dtype):
-    """The identity element of 'sum', 'max' or 'min' for `dtype`."""
-    dtype = np.dtype(dtype)
-    if kind == "sum":
-        return np.zeros((), dtype)
-    is_max = kind == "max"
-    if dtype == np.bool_:
-        return np.asarray(not is_max)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return np.asarray(info.min if is_max else info.max, dtype)
-    return np.asarray(-np.inf if is_max else np.inf, dtype)
 
 
 def windows(x, kind, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
@@ -62,3 +51,6 @@ def _make(kind, reducer):
 reduce_window_sum = _make("sum", lambda v, axes, dt: np.sum(v, axis=axes, dtype=dt))
 reduce_window_max = _make("max", lambda v, axes, dt: np.max(v, axis=axes))
 reduce_window_min = _make("min", lambda v, axes, dt: np.min(v, axis=axes))
+register_impl(lw.reduce_window_sum_p, reduce_window_sum)
+register_impl(lw.reduce_window_max_p, reduce_window_max)
+register_impl(lw.reduce_window_min_p, reduce_window_min)
