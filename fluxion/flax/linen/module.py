@@ -723,7 +723,14 @@ class Module:
     def unbind(self) -> tuple['Module', dict]:
         """Returns ``(unbound copy, variables)`` of a bound module."""
         scope = self._require_scope('unbind')
+        return self._detached(), scope.variables()
 
+    def _detached(self) -> 'Module':
+        """An unbound copy whose module-valued fields are fresh unbound copies too.
+
+        The copy can be ``init``-ed or ``apply``-ed on its own (``tabulate``
+        uses it to count the FLOPs of one submodule call).
+        """
         def fresh(module: Module, _suffix: str) -> Module:
             return module.clone(parent=None, name=None)
 
@@ -733,7 +740,7 @@ class Module:
                 value = getattr(self, f.name)
                 if _contains_module(value):
                     updates[f.name] = _map_modules(value, fresh)
-        return self.clone(parent=None, **updates), scope.variables()
+        return self.clone(parent=None, **updates)
 
     def tabulate(self, rngs: Union[PRNGKey, RNGSequences], *args: Any,
                  depth: Optional[int] = None, show_repeated: bool = False,
