@@ -7,7 +7,8 @@ returns the texts to compare; object addresses (``at 0x...``) are masked.
 import dataclasses
 import functools
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest

@@ -400,3 +400,22 @@ def test_to_bytes_of_computed_arrays_identical_to_flax(x64):
     finally:
         fluxion.config.update("jax_enable_x64", old[0])
         jax.config.update("jax_enable_x64", old[1])
+
+
+def test_nesting_depth_is_bounded_on_both_sides():
+    too_deep = b"\x91" * (ser.MAX_DEPTH + 1) + b"\x01"  # [[[...1...]]]
+    with pytest.raises(ValueError, match=rf"nests containers deeper than {ser.MAX_DEPTH} levels, the limit when "
+                                         "decoding"):
+        ser.msgpack_restore(too_deep)
+    with pytest.raises(ValueError, match="deeper than"):
+        ser.msgpack_restore(b"\x91" * 100_000 + b"\x01")  # past msgpack's own stack limit
+    ok = b"\x91" * ser.MAX_DEPTH + b"\x01"
+    restored = ser.msgpack_restore(ok)
+    for _ in range(ser.MAX_DEPTH):
+        (restored,) = restored
+    assert restored == 1
+    tree = 1
+    for _ in range(ser.MAX_DEPTH + 1):
+        tree = {"k": tree}
+    with pytest.raises(ValueError, match=rf"deeper than {ser.MAX_DEPTH} levels, the limit of msgpack_restore"):
+        ser.msgpack_serialize(tree)
