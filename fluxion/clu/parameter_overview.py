@@ -1,6 +1,6 @@
 """Tables of parameter names, shapes and statistics, mirroring ``clu.parameter_overview``.
 
-With ``include_dtype=True`` the output format is that of clu 0.0.12 (the current release)::
+The output format is that of clu 0.0.12 (the current release)::
 
     +----------------------+------------+---------+---------+-----------+--------+
     | Name                 | Shape      | Dtype   | Size    | Mean      | Std    |
@@ -12,8 +12,9 @@ With ``include_dtype=True`` the output format is that of clu 0.0.12 (the current
 
 Rows are sorted by their ``/``-joined key path; every cell is left-aligned;
 ints get thousands separators and floats ``'{:.3}'`` (3 significant digits,
-always with a decimal point, e.g. ``0.0``). By default the Dtype column and the byte count are left out, which is
-the format older clu releases printed and the reference tutorials show.
+always with a decimal point, e.g. ``0.0``). ``include_dtype=False`` (a fluxion
+argument) leaves out the Dtype column and the byte count: the format older clu
+releases printed and the reference tutorials show.
 """
 
 from __future__ import annotations
@@ -214,12 +215,12 @@ def make_table(rows: list[Any], *, column_names: Optional[Sequence[str]] = None,
 def get_parameter_overview(params: Mapping[str, Any], *,
                            include_stats: _IncludeStats = True,
                            max_lines: Optional[int] = None,
-                           include_dtype: bool = False) -> str:
-    """Returns a table of parameter names, shapes, sizes (and mean/std).
+                           include_dtype: bool = True) -> str:
+    """Returns a table of parameter names, shapes, dtypes, sizes (and mean/std).
 
-    By default the table has the columns ``Name | Shape | Size | Mean | Std`` and ends with ``Total: N``, the
-    format of the clu releases the reference tutorials print; ``include_dtype=True`` gives the clu 0.0.12 format
-    with a Dtype column and ``Total: N -- B bytes``.
+    By default the table is clu 0.0.12's: columns ``Name | Shape | Dtype | Size | Mean | Std``, then
+    ``Total: N -- B bytes``. ``include_dtype=False`` gives the older clu format that the reference
+    tutorials print: no Dtype column, and ``Total: N``.
 
     Args:
         params: nested dict of arrays (e.g. ``variables`` or
@@ -227,10 +228,12 @@ def get_parameter_overview(params: Mapping[str, Any], *,
         include_stats: True adds Mean and Std columns; ``'sharding'`` adds a
             Sharding column; ``'global'`` adds both; False adds neither.
         max_lines: optional maximum number of table lines.
-        include_dtype: add the Dtype column and the byte count (clu 0.0.12 format).
+        include_dtype: True (clu 0.0.12) for the Dtype column and the byte
+            count; False for the older format without them (not a clu argument).
 
     Returns:
-        The table followed by ``Total: <count>`` (and `` -- <bytes> bytes`` with include_dtype).
+        The table followed by ``Total: <count> -- <bytes> bytes`` (``Total: <count>``
+        without include_dtype).
 
     Raises:
         ValueError: if ``params`` is not a mapping or ``include_stats`` is unknown.
@@ -248,13 +251,13 @@ def get_parameter_overview(params: Mapping[str, Any], *,
 def log_parameter_overview(params: Mapping[str, Any], *,
                            include_stats: _IncludeStats = True,
                            max_lines: Optional[int] = None, msg: Optional[str] = None,
-                           jax_logging_process: Optional[int] = None, include_dtype: bool = False) -> None:
+                           jax_logging_process: Optional[int] = None, include_dtype: bool = True) -> None:
     """Logs :func:`get_parameter_overview` at INFO level (``logging`` module).
 
     Long tables are split into log records of at most 80 lines.
 
     Args:
-        params, include_stats, max_lines: as in :func:`get_parameter_overview`.
+        params, include_stats, max_lines, include_dtype: as in :func:`get_parameter_overview`.
         msg: optional line logged before the table.
         jax_logging_process: only this process index logs (None: every process).
     """

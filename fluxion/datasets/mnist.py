@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import os
@@ -288,9 +289,10 @@ def load(
 
     Args:
         split: ``'train'`` (60,000 examples) or ``'test'`` (10,000 examples).
-        data_dir: directory holding the files (or holding them in ``mnist/``). When given,
-            it is the only place looked in and the download target. Default: search as
-            described in the module docstring.
+        data_dir: an existing directory holding the files (or holding them in ``mnist/``).
+            When given, it is the only place looked in and the download target; it is never
+            created (a mistyped path is reported, not made). Default: search as described in
+            the module docstring.
         verify: check each file's SHA-256 digest before decoding it.
         checksums: file name -> SHA-256 hex digest used when ``verify``; default the
             official digests :data:`SHA256`.
@@ -304,14 +306,18 @@ def load(
 
     Raises:
         ValueError: if ``split`` is unknown.
-        DatasetNotFoundError: if the files are nowhere and cannot be downloaded; the
-            message lists the places searched and how to fix it.
+        DatasetNotFoundError (a FileNotFoundError): if ``data_dir`` does not exist (the
+            message and ``.filename`` name it; nothing is created), or the files are nowhere
+            and cannot be downloaded (the message lists the places searched and how to fix it).
+        NotADirectoryError: if ``data_dir`` exists but is not a directory.
         ChecksumMismatchError: if ``verify`` and a file's digest is wrong.
         DatasetFileError: if a file is not valid gzip/IDX, or images and labels do not fit
             together (rank, dtype or count).
     """
     image_name, label_name = _split_files(split)
     explicit = Path(data_dir) if data_dir is not None else None
+    if explicit is not None:
+        _check_data_dir(explicit)
     found = find_data_dir(split, explicit)
     if found is None:
         download_error: Exception | None = None
@@ -333,6 +339,19 @@ def load(
     labels = read_idx_gz(label_path)
     _check_pair(images, labels, image_path, label_path)
     return images, labels
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """Raises unless the ``data_dir`` a caller named is an existing directory (it is never created)."""
+    if not data_dir.exists():
+        raise DatasetNotFoundError(
+            errno.ENOENT,
+            "MNIST data directory does not exist (it is not created: check the path, or omit "
+            f"data_dir to use ${ENV_DATA_DIR}, the repository copy or the download cache)",
+            str(data_dir),
+        )
+    if not data_dir.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "MNIST data_dir is not a directory", str(data_dir))
 
 
 def _check_pair(images: np.ndarray, labels: np.ndarray, image_path: Path, label_path: Path) -> None:

@@ -23,7 +23,9 @@ extension types,
 
 An array larger than :data:`MAX_CHUNK_SIZE` bytes (msgpack caps one object near 2 GiB) is
 stored as ``{'__msgpack_chunked_array__': True, 'shape': {...}, 'chunks': {...}}`` and
-reassembled on restore. Nothing is ever pickled.
+reassembled on restore. Trees may nest at most :data:`MAX_DEPTH` containers deep, on both
+sides (a state dict is a few levels deep; deeper data is corrupt or hostile, and would
+otherwise exhaust Python's recursion limit). Nothing is ever pickled.
 
 Restored array leaves are NumPy arrays (as with Flax), writeable and owning their memory.
 """
@@ -45,6 +47,7 @@ from fluxion import tree_util
 
 __all__ = [
     "MAX_CHUNK_SIZE",
+    "MAX_DEPTH",
     "current_path",
     "from_bytes",
     "from_state_dict",
@@ -307,6 +310,33 @@ MAX_CHUNK_SIZE = 2**30
 
 _CHUNKED_MARKER = "__msgpack_chunked_array__"
 
+# The deepest nesting of dicts/lists that msgpack_serialize writes and msgpack_restore reads.
+# Model state dicts are a few levels deep (collection/module/.../leaf); the bound keeps the
+# recursive tree walks far below Python's recursion limit.
+MAX_DEPTH = 256
+
+
+def _nesting_depth(tree: Any, limit: int) -> int:
+    """How many containers (mappings, lists, tuples) deep ``tree`` nests; stops counting past ``limit``.
+
+    Iterative, so that it is safe on any input.
+    """
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return depth
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
 
 class _Ext(enum.IntEnum):
     """msgpack extension type codes (shared with Flax's format)."""
@@ -452,13 +482,19 @@ def _unchunk(record: dict, path: str) -> np.ndarray:
 
 
 def _finish(x: Any, path: str) -> Any:
-    """Reassembles chunked arrays in a freshly decoded tree."""
+    """Reassembles chunked arrays in a freshly decoded tree (at most MAX_DEPTH deep)."""
     if isinstance(x, dict):
         if x.get(_CHUNKED_MARKER) is True:
             return _unchunk(x, path)
-        return {k: _finish(v, f"{path}/{k}") for k, v in x.items()}
+        out = {}
+        for k, v in x.items():  # a loop, not a comprehension: one stack frame per level
+            out[k] = _finish(v, f"{path}/{k}")
+        return out
     if isinstance(x, list):
-        return [_finish(v, f"{path}/{i}") for i, v in enumerate(x)]
+        out_list = []
+        for i, v in enumerate(x):
+            out_list.append(_finish(v, f"{path}/{i}"))
+        return out_list
     return x
 
 
@@ -482,7 +518,14 @@ def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
     Raises:
         TypeError: for a tuple, an object or structured dtype, or an unsupported leaf type;
             the message names the path.
+        ValueError: if containers nest deeper than :data:`MAX_DEPTH` levels (such bytes
+            could not be restored).
     """
+    if _nesting_depth(pytree, MAX_DEPTH) > MAX_DEPTH:
+        raise ValueError(
+            f"msgpack_serialize: the tree nests containers deeper than {MAX_DEPTH} levels, the "
+            "limit of msgpack_restore (serialization.MAX_DEPTH)"
+        )
     prepared = _prepare(pytree, ".", sort_keys=not in_place)
     return msgpack.packb(prepared, default=_ext_default, strict_types=True)
 
@@ -498,13 +541,25 @@ def msgpack_restore(encoded_pytree: bytes) -> Any:
         scalars, complex numbers as ``complex``.
 
     Raises:
-        ValueError: if the bytes are not valid msgpack (truncated, trailing data, garbage)
-            or an array record is corrupt.
+        ValueError: if the bytes are not valid msgpack (truncated, trailing data, garbage),
+            an array record is corrupt, or containers nest deeper than :data:`MAX_DEPTH`
+            levels (the message says so).
     """
+    too_deep = ValueError(
+        f"msgpack_restore: the data nests containers deeper than {MAX_DEPTH} levels, the limit "
+        "when decoding (serialization.MAX_DEPTH); a state dict is only a few levels deep, so "
+        "the data is corrupt or not a serialized state dict"
+    )
     try:
         tree = msgpack.unpackb(encoded_pytree, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    except msgpack.exceptions.StackError as e:  # msgpack's own (larger) nesting limit
+        raise too_deep from e
     except (ValueError, msgpack.exceptions.UnpackException, TypeError) as e:
         raise ValueError(f"msgpack_restore: the data is not a valid encoded tree: {type(e).__name__}: {e}") from e
+    # msgpack's C decoder nests up to ~1000 levels without Python recursion; the tree walks
+    # that follow are recursive, so the depth is bounded (and checked without recursion) first.
+    if _nesting_depth(tree, MAX_DEPTH) > MAX_DEPTH:
+        raise too_deep
     return _finish(tree, ".")
 
 

@@ -3,26 +3,24 @@
 `transform_with_state(f)` is the only place that builds a `Frame` from explicit arguments and reads explicit
 results back out of it; `transform`, `without_apply_rng`, `multi_transform` are thin wrappers around it.
 
-Differences from Haiku, both deliberate:
+As in Haiku, `apply`'s explicit arguments are ordinary parameters: `apply(params, rng, x)` and
+`apply(params=p, rng=key, x=x)` are the same call, and a second positional argument that is not a PRNG key, an
+int seed or None (e.g. the pre-0.0.3 call `apply(params, x)`) raises Haiku's `ValueError` before `f` runs, whether
+or not `f` draws random numbers; `hk.without_apply_rng` removes the `rng` parameter instead.
 
-* Calling a transformed function's `init` while another transform is running raises an error unless it goes
-  through `hk.lift` (Haiku silently drops the inner parameters).
-* `transform(f).apply(params, x)` -- the pre-0.0.3 Haiku signature without `rng`, used in the original Haiku
-  announcement examples -- is accepted with a `DeprecationWarning` when `x` is not a PRNG key and the remaining
-  arguments fit `f`'s signature; otherwise Haiku's error is raised.
+One deliberate difference from Haiku: calling a transformed function's `init` while another transform is running
+raises an error unless it goes through `hk.lift` (Haiku silently drops the inner parameters).
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
-import warnings
 from typing import Any, Callable, Mapping, NamedTuple
 
 from fluxion import tree_util
 
 from . import _frame
-from ._prng import PRNGSequence, is_int_seed, is_prng_key
+from ._prng import PRNGSequence
 
 __all__ = ["Transformed", "TransformedWithState", "MultiTransformed", "MultiTransformedWithState", "transform",
            "transform_with_state", "without_apply_rng", "without_state", "with_empty_state", "multi_transform",
@@ -132,25 +130,19 @@ def transform_with_state(f: Callable[..., Any]) -> TransformedWithState:
 
     @functools.wraps(f)
     def apply_fn(params: Any, state: Any, rng: Any, *args, **kwargs):
+        # `without_state` passes state=None: its callers' rng is the second argument, not the third.
+        rng_error = _APPLY_RNG_ERROR if state is None else _APPLY_RNG_STATE_ERROR
         params = _check_mapping("params", params)
         state = _check_mapping("state", state)
         frame_params = {b: dict(v) for b, v in params.items()}
         frame_state = {b: {k: _frame.StatePair(v, v) for k, v in bundle.items()} for b, bundle in state.items()}
         frame = _frame.Frame(params=frame_params, state=frame_state,
-                             rng=_to_prng_sequence(rng, _APPLY_RNG_STATE_ERROR), params_frozen=True)
+                             rng=_to_prng_sequence(rng, rng_error), params_frozen=True)
         with _frame.push(frame):
             out = f(*args, **kwargs)
         return out, frame.collect_state(initial=False)
 
     return TransformedWithState(init_fn, apply_fn)
-
-
-def _legacy_call_fits(f: Callable, args: tuple, kwargs: dict) -> bool:
-    try:
-        inspect.signature(f).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def without_state(f: TransformedWithState) -> Transformed:
@@ -194,33 +186,21 @@ def transform(f: Callable[..., Any], *, apply_rng: bool = True) -> Transformed:
 
     Returns:
         `Transformed(init, apply)` with `init(rng, *args, **kwargs) -> params` and
-        `apply(params, rng, *args, **kwargs) -> out`.
+        `apply(params, rng, *args, **kwargs) -> out`; `params` and `rng` may also be passed by keyword.
 
     Raises:
-        ValueError: `apply_rng=False`; see also `transform_with_state`.
+        ValueError: `apply_rng=False`; `apply`'s `rng` (its second argument) is not a PRNG key, an int seed or
+            None, e.g. `apply(params, x)` (Haiku's message: "Apply must be called with an RNG as the second
+            argument, ..."); see also `transform_with_state`.
         NonEmptyStateError: `f` uses state.
     """
     if not apply_rng:
         raise ValueError("The apply_rng argument has been removed and hk.transform now *always* applies an rng.\n"
                          "Replace hk.transform(..., apply_rng=False) with hk.without_apply_rng(hk.transform(...)).\n"
                          "Replace hk.transform(..., apply_rng=True) with hk.transform(...).")
-    inner = without_state(transform_with_state(f))
-
-    def apply_fn(params, *args, **kwargs):
-        if not args:
-            raise TypeError(f"{_APPLY_RNG_ERROR} (no rng argument was given)")
-        rng = args[0]
-        if rng is not None and not is_prng_key(rng) and not is_int_seed(rng):
-            if _legacy_call_fits(f, args, kwargs):
-                warnings.warn("apply(params, *args) without an rng is the pre-0.0.3 Haiku signature; call "
-                              "apply(params, None, *args) or use hk.without_apply_rng(hk.transform(f)).",
-                              DeprecationWarning, stacklevel=2)
-                return inner.apply(params, None, *args, **kwargs)
-            raise ValueError(f"{_APPLY_RNG_ERROR}. The object was of type {type(rng)}: {rng}")
-        return inner.apply(params, *args, **kwargs)
-
-    functools.update_wrapper(apply_fn, f)
-    return Transformed(inner.init, apply_fn)
+    transformed = without_state(transform_with_state(f))
+    functools.update_wrapper(transformed.apply, f)
+    return transformed
 
 
 def with_empty_state(f: Transformed) -> TransformedWithState:

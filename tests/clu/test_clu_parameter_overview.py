@@ -1,4 +1,5 @@
-"""fluxion.clu.parameter_overview against hand-written tables (clu 0.0.12 format)."""
+"""fluxion.clu.parameter_overview against hand-written tables: clu 0.0.12's format by default, the older format
+(the reference tutorials') with include_dtype=False."""
 
 import logging
 import types
@@ -65,39 +66,39 @@ Total: 2,013 -- 8,052 bytes"""
 
 
 def test_overview_with_stats():
-    assert parameter_overview.get_parameter_overview(make_params(), include_dtype=True) == TABLE_WITH_STATS
+    assert parameter_overview.get_parameter_overview(make_params()) == TABLE_WITH_STATS
 
 
 def test_overview_without_stats():
-    out = parameter_overview.get_parameter_overview(make_params(), include_dtype=True, include_stats=False)
+    out = parameter_overview.get_parameter_overview(make_params(), include_stats=False)
     assert out == TABLE_NO_STATS
 
 
 def test_overview_accepts_numpy_leaves_and_read_only_mappings():
     params = make_params(asarray=np.asarray)
     frozen = types.MappingProxyType({k: types.MappingProxyType(v) for k, v in params.items()})
-    assert parameter_overview.get_parameter_overview(frozen, include_dtype=True) == TABLE_WITH_STATS
+    assert parameter_overview.get_parameter_overview(frozen) == TABLE_WITH_STATS
 
 
 def test_empty_overview():
-    assert parameter_overview.get_parameter_overview({}, include_dtype=True) == TABLE_EMPTY
+    assert parameter_overview.get_parameter_overview({}) == TABLE_EMPTY
 
 
 def test_max_lines_truncates_rows():
-    out = parameter_overview.get_parameter_overview(make_params(), include_dtype=True, include_stats=False,
+    out = parameter_overview.get_parameter_overview(make_params(), include_stats=False,
                                                      max_lines=8)
     assert out == TABLE_MAX_LINES
 
 
 def test_sharding_column_for_unsharded_arrays():
-    out = parameter_overview.get_parameter_overview({'w': np.zeros((2,), np.float32)}, include_dtype=True,
+    out = parameter_overview.get_parameter_overview({'w': np.zeros((2,), np.float32)},
                                                      include_stats='sharding')
     assert out.splitlines()[1] == '| Name | Shape | Dtype   | Size | Sharding |'
     assert out.splitlines()[3] == '| w    | (2,)  | float32 | 2    | ()       |'
 
 
 def test_global_mode_has_stats_and_sharding_columns():
-    out = parameter_overview.get_parameter_overview({'w': np.zeros((2,), np.float32)}, include_dtype=True,
+    out = parameter_overview.get_parameter_overview({'w': np.zeros((2,), np.float32)},
                                                      include_stats='global')
     assert out.splitlines()[1] == '| Name | Shape | Dtype   | Size | Mean | Std | Sharding |'
     assert out.splitlines()[3] == '| w    | (2,)  | float32 | 2    | 0.0  | 0.0 | ()       |'
@@ -117,7 +118,7 @@ def test_count_parameters():
 
 def test_log_parameter_overview(caplog):
     with caplog.at_level(logging.INFO, logger='fluxion.clu.parameter_overview'):
-        parameter_overview.log_parameter_overview(make_params(), msg='My model', include_dtype=True)
+        parameter_overview.log_parameter_overview(make_params(), msg='My model')
     assert len(caplog.records) == 1
     assert caplog.records[0].getMessage() == '\nMy model\n' + TABLE_WITH_STATS
 
@@ -125,26 +126,26 @@ def test_log_parameter_overview(caplog):
 def test_log_only_on_the_selected_process(caplog):
     # A single-host run is process 0.
     with caplog.at_level(logging.INFO, logger='fluxion.clu.parameter_overview'):
-        parameter_overview.log_parameter_overview(make_params(), jax_logging_process=1, include_dtype=True)
+        parameter_overview.log_parameter_overview(make_params(), jax_logging_process=1)
         assert not caplog.records
-        parameter_overview.log_parameter_overview(make_params(), jax_logging_process=0, include_dtype=True)
+        parameter_overview.log_parameter_overview(make_params(), jax_logging_process=0)
     assert caplog.records[0].getMessage() == '\n' + TABLE_WITH_STATS
 
 
 def test_log_splits_long_tables_into_80_line_records(caplog):
     params = {f'layer_{i:03d}': np.zeros((1,), np.float32) for i in range(100)}
     with caplog.at_level(logging.INFO, logger='fluxion.clu.parameter_overview'):
-        parameter_overview.log_parameter_overview(params, include_stats=False, include_dtype=True)
-    lines = parameter_overview.get_parameter_overview(params, include_stats=False, include_dtype=True).split('\n')
+        parameter_overview.log_parameter_overview(params, include_stats=False)
+    lines = parameter_overview.get_parameter_overview(params, include_stats=False).split('\n')
     assert [r.getMessage() for r in caplog.records] == [
         '\n' + '\n'.join(lines[:80]), '\n' + '\n'.join(lines[80:])]
 
 
 def test_errors():
     with pytest.raises(ValueError, match='dictionary'):
-        parameter_overview.get_parameter_overview([np.zeros(3)], include_dtype=True)
+        parameter_overview.get_parameter_overview([np.zeros(3)])
     with pytest.raises(ValueError, match='include_stats'):
-        parameter_overview.get_parameter_overview({}, include_stats='mean', include_dtype=True)
+        parameter_overview.get_parameter_overview({}, include_stats='mean')
     with pytest.raises(ValueError, match='dataclasses'):
         parameter_overview.make_table([1, 2])
 
@@ -161,8 +162,8 @@ def test_matches_real_clu_when_installed():
                                      * 0.035, 'bias': np.zeros(128, np.float32)},
                          'Dense_1': {'kernel': rng.standard_normal((128, 10)).astype(np.float32)}}}
     for include_stats in (True, False):
-        assert parameter_overview.get_parameter_overview(params, include_stats=include_stats, include_dtype=True) == \
-            clu_po.get_parameter_overview(params, include_stats=include_stats, include_dtype=True)
+        assert parameter_overview.get_parameter_overview(params, include_stats=include_stats) == \
+            clu_po.get_parameter_overview(params, include_stats=include_stats)
 
 
 TUTORIAL_TABLE = """+----------------------+------------+---------+-----------+--------+
@@ -200,4 +201,25 @@ def test_tutorial_mlp_overview_matches_the_tutorial_printout():
         params = Model().init(m_key, jnp.ones((1, 28, 28)))
     finally:
         fluxion.config.update('jax_threefry_partitionable', old)
-    assert parameter_overview.get_parameter_overview(params) == TUTORIAL_TABLE
+    assert parameter_overview.get_parameter_overview(params, include_dtype=False) == TUTORIAL_TABLE
+
+
+def test_older_format_without_dtype():
+    """``include_dtype=False``: no Dtype column and no byte count (older clu releases, the tutorials)."""
+    out = parameter_overview.get_parameter_overview(make_params(), include_stats=False, include_dtype=False)
+    assert out == """\
++---------------------+-----------+-------+
+| Name                | Shape     | Size  |
++---------------------+-----------+-------+
+| batch_stats/bn/var  | (4,)      | 4     |
+| params/dense/bias   | (3,)      | 3     |
+| params/dense/kernel | (2, 3)    | 6     |
+| params/head/kernel  | (1000, 2) | 2,000 |
++---------------------+-----------+-------+
+Total: 2,013"""
+    assert parameter_overview.get_parameter_overview({}, include_dtype=False) == """\
++------+-------+------+------+-----+
+| Name | Shape | Size | Mean | Std |
++------+-------+------+------+-----+
++------+-------+------+------+-----+
+Total: 0"""

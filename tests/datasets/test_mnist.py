@@ -253,8 +253,33 @@ def test_not_found_lists_places_and_fix(monkeypatch, tmp_path):
 def test_explicit_dir_is_the_only_place_looked(monkeypatch, tmp_path):
     write_split(tmp_path / "env", "train", n=2)
     monkeypatch.setenv("FLUXION_DATA_DIR", str(tmp_path / "env"))
+    (tmp_path / "empty").mkdir()
     with pytest.raises(mnist.DatasetNotFoundError, match="data_dir argument: .*empty"):
         mnist.load("train", tmp_path / "empty", download=False)
+
+
+@pytest.mark.parametrize("download", [True, False])
+def test_missing_data_dir_is_reported_and_never_created(tmp_path, download):
+    """A mistyped data_dir raises FileNotFoundError naming it, even when a download would succeed."""
+    mirror = tmp_path / "mirror"
+    write_split(mirror, "train", n=2)
+    typo = tmp_path / "typo" / "path"
+    before = sorted(os.listdir(tmp_path))
+    for call in (lambda: mnist.load("train", typo, download=download, mirrors=[mirror.as_uri()], verify=False),
+                 lambda: mnist.load_all(str(typo), download=download, mirrors=[mirror.as_uri()], verify=False)):
+        with pytest.raises(FileNotFoundError, match="MNIST data directory does not exist") as info:
+            call()
+        assert info.value.filename == str(typo) and str(typo) in str(info.value)
+        assert isinstance(info.value, mnist.DatasetNotFoundError)
+    assert sorted(os.listdir(tmp_path)) == before   # nothing created
+    assert not (tmp_path / "xdg").exists()          # and nothing downloaded to the cache instead
+
+
+def test_data_dir_that_is_a_file_is_reported(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(NotADirectoryError, match="not a directory") as info:
+        mnist.load("test", tmp_path / "file")
+    assert info.value.filename == str(tmp_path / "file")
 
 
 # --- download (file:// mirrors only) ------------------------------------------------------
@@ -277,6 +302,7 @@ def test_download_with_bad_checksum_leaves_nothing(tmp_path):
     mirror = tmp_path / "mirror"
     write_split(mirror, "train", n=2)
     table = {name: "f" * 64 for name in mnist.FILES["train"]}
+    (tmp_path / "dest").mkdir()
     with pytest.raises(mnist.DatasetNotFoundError) as info:
         mnist.load("train", tmp_path / "dest", mirrors=[mirror.as_uri()], checksums=table)
     message = str(info.value)

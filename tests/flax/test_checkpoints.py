@@ -279,6 +279,120 @@ def test_killed_process_mid_save_leaves_previous_checkpoint(tmp_path):
     assert files(tmp_path) == ["checkpoint_2"]
 
 
+# --- several writers in one directory ----------------------------------------------------
+
+
+def _concurrent_save_worker(ckpt_dir, step, first_temp_created, all_temps_created):
+    """Saves ``step``, holding its temporary file open until every writer has created its own.
+
+    The writer of step 1 creates its temporary file first; the others start their save (and
+    its clean-up of crashed saves' temporary files) only then, so each of them sees a live
+    writer's temporary file.
+    """
+    import tempfile
+
+    import numpy as np
+
+    from fluxion.flax.training import checkpoints
+
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        fd, path = real_mkstemp(*args, **kwargs)
+        if step == 1:
+            first_temp_created.set()
+        all_temps_created.wait(timeout=120)
+        return fd, path
+
+    checkpoints.tempfile.mkstemp = mkstemp
+    if step != 1:
+        assert first_temp_created.wait(timeout=120)
+    checkpoints.save_checkpoint(ckpt_dir, {"step": np.full(1000, step, np.int32)}, step, keep=100)
+
+
+def test_concurrent_saves_from_several_processes_keep_every_step(tmp_path):
+    import multiprocessing
+
+    n = 4
+    context = multiprocessing.get_context("spawn")
+    first_temp_created = context.Event()
+    all_temps_created = context.Barrier(n)
+    workers = [context.Process(target=_concurrent_save_worker,
+                               args=(str(tmp_path), step, first_temp_created, all_temps_created))
+               for step in range(1, n + 1)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=300)
+    assert [w.exitcode for w in workers] == [0] * n
+    assert files(tmp_path) == [f"checkpoint_{step}" for step in range(1, n + 1)]  # and no temp file
+    for step in range(1, n + 1):
+        restored = checkpoints.restore_checkpoint(tmp_path, None, step=step)
+        np.testing.assert_array_equal(restored["step"], np.full(1000, step, np.int32))
+
+
+def _temp_name(step, pid, host=None):
+    host = checkpoints._host_tag() if host is None else host
+    return f".checkpoint_{step}.{pid}@{host}.abc123_x{checkpoints._TMP_SUFFIX}"
+
+
+def test_only_abandoned_temporary_files_are_removed(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        old = os.path.getmtime(tmp_path) - 2 * checkpoints.STALE_TEMP_SECONDS
+        temps = {
+            "live_writer": _temp_name(2, alive.pid),
+            "this_process": _temp_name(3, os.getpid()),
+            "dead_writer": _temp_name(4, dead.pid),
+            "old_live_writer": _temp_name(5, alive.pid),
+            "other_host": _temp_name(6, dead.pid, host="another-host"),
+            "old_other_host": _temp_name(7, dead.pid, host="another-host"),
+            "no_owner": ".checkpoint_8.q1w2e3r4.tmp",        # named by an older fluxion
+            "old_no_owner": ".checkpoint_9.a1s2d3f4.tmp",
+        }
+        for what, name in temps.items():
+            (tmp_path / name).write_bytes(b"partial")
+            if what.startswith("old_"):
+                os.utime(tmp_path / name, (old, old))
+        checkpoints.save_checkpoint(tmp_path, {"w": np.ones(2)}, 1)
+        kept = {what for what, name in temps.items() if (tmp_path / name).exists()}
+        assert kept == {"live_writer", "this_process", "other_host", "no_owner"}
+        assert checkpoints.latest_checkpoint(tmp_path) == os.path.join(str(tmp_path), "checkpoint_1")
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_temporary_file_names_its_writer(tmp_path, monkeypatch):
+    seen = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        seen.append(os.path.basename(src))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(checkpoints.os, "replace", replace)
+    checkpoints.save_checkpoint(tmp_path, {"w": np.ones(2)}, 1.5)
+    (name,) = seen
+    assert name.startswith(f".checkpoint_1.5.{os.getpid()}@{checkpoints._host_tag()}.")
+    assert name.endswith(".tmp") and checkpoints._TMP_OWNER_RE.search(name).group(1) == str(os.getpid())
+
+
+def test_pruning_tolerates_a_checkpoint_another_writer_removed(tmp_path, monkeypatch):
+    checkpoints.save_checkpoint(tmp_path, {"s": 1}, 1)
+    real_remove = os.remove
+
+    def remove_twice(path):
+        real_remove(path)   # the other writer's prune got there first
+        real_remove(path)
+
+    monkeypatch.setattr(checkpoints.os, "remove", remove_twice)
+    checkpoints.save_checkpoint(tmp_path, {"s": 2}, 2)
+    assert files(tmp_path) == ["checkpoint_2"]
+
+
 # --- integrity ----------------------------------------------------------------------------
 
 
@@ -334,3 +448,29 @@ def test_structure_mismatch_names_file_and_path(saved):
     target["params"]["Output"]["kernel"] = np.zeros((5, 2), np.float32)
     with pytest.raises(ValueError, match=r"checkpoint_1: the checkpoint does not fit the target: shape mismatch at path \./params/Output/kernel"):
         checkpoints.restore_checkpoint(path, target)
+
+
+@pytest.mark.parametrize("depth", [300, 900, 5000])
+def test_deeply_nested_payload_is_a_corrupted_checkpoint(tmp_path, depth):
+    """A payload nesting maps hundreds of levels deep raises the checkpoint error, not RecursionError."""
+    payload = b"\x81\xa1a" * depth + b"\x01"   # {'a': {'a': ... 1}}
+    write(tmp_path / "checkpoint_1", payload)                                  # legacy (Flax) file
+    write(tmp_path / "checkpoint_2", checkpoints._header(payload) + payload)   # with our header
+    for step in (1, 2):
+        with pytest.raises(checkpoints.CorruptedCheckpointError,
+                           match=rf"checkpoint_{step}: not a valid checkpoint: .*nests containers deeper than "
+                                 rf"{serialization.MAX_DEPTH} levels"):
+            checkpoints.restore_checkpoint(tmp_path, None, step=step)
+
+
+def test_nesting_up_to_the_limit_round_trips(tmp_path):
+    tree = leaf = {"x": np.arange(3)}
+    for _ in range(serialization.MAX_DEPTH - 1):
+        tree = {"a": tree}
+    checkpoints.save_checkpoint(tmp_path, tree, 1)
+    restored = checkpoints.restore_checkpoint(tmp_path, None)
+    for _ in range(serialization.MAX_DEPTH - 1):
+        restored = restored["a"]
+    np.testing.assert_array_equal(restored["x"], leaf["x"])
+    with pytest.raises(ValueError, match="deeper than 256 levels"):
+        checkpoints.save_checkpoint(tmp_path, {"a": tree}, 2)

@@ -210,3 +210,93 @@ def test_stochastic_apply_equals_flax():
         theirs_vars, jax.numpy.asarray(x), train=True,
         rngs={'dropout': jax.random.PRNGKey(2), 'noise': jax.random.PRNGKey(3)})
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5, atol=1e-6)
+
+
+def _dropout_programs(nn, rand, jnp_, lib):
+    """Dropout masks and raw ``make_rng`` keys of several module layouts (outputs of ``apply``, as NumPy)."""
+    x = jnp_.ones((4, 6))
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dropout(0.5)(x, deterministic=False)
+
+    class Outer(nn.Module):
+        """The same child called twice, a second child, and the parent's own stream."""
+
+        @nn.compact
+        def __call__(self, x):
+            block = Block()
+            return block(x), block(x), Block()(x), self.make_rng('dropout'), self.make_rng('dropout')
+
+    class FromSetup(nn.Module):
+        def setup(self):
+            self.key = self.make_rng('dropout')
+            self.drop = nn.Dropout(0.4)
+            self.drops = [nn.Dropout(0.2), nn.Dropout(0.7, broadcast_dims=(1,))]
+
+        def __call__(self, x):
+            return (self.key, self.drop(x, False), self.drop(x, False), self.drops[0](x, False),
+                    self.drops[1](x, False))
+
+    class Wrap(nn.Module):
+        sub: nn.Module
+
+        @nn.compact
+        def __call__(self, x):
+            return self.sub(x, deterministic=False), self.make_rng('dropout')
+
+    class Shared(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            shared = nn.Dropout(0.5)
+            return Wrap(shared)(x), Wrap(shared)(x), shared(x, deterministic=False)
+
+    class Deep(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            outer = Outer(name='outer')
+            return outer(x), outer(x), [self.make_rng('dropout') for _ in range(300)][255:258]
+
+    def run(model, inputs, rngs, **kwargs):
+        return model.apply({}, inputs, rngs=rngs, **kwargs)
+
+    k = rand.PRNGKey
+    outs = {
+        'outer': run(Outer(), x, {'dropout': k(2)}),
+        'setup': run(FromSetup(), x, {'dropout': k(3)}),
+        'params_fallback': run(FromSetup(), x, {'params': k(3)}),
+        'typed_key': run(FromSetup(), x, {'dropout': rand.key(3)}),
+        'shared_field': run(Shared(), x, {'dropout': k(4)}),
+        'deep': run(Deep(), x, {'dropout': k(5)}),
+        'broadcast_dims': run(nn.Dropout(0.5, broadcast_dims=(0, 2)), jnp_.ones((2, 3, 4)),
+                              {'dropout': k(6)}, deterministic=False),
+        'negative_broadcast_dim': run(nn.Dropout(0.3, broadcast_dims=(-1,)), x, {'dropout': k(6)},
+                                      deterministic=False),
+        'jit': lib.jit(lambda key: run(Outer(), x, {'dropout': key}))(k(7)),
+    }
+    bound = Deep().bind({}, rngs={'dropout': k(8)})
+    outs['bound_twice'] = (bound(x), bound(x))
+    key_data = rand.key_data
+    return {name: [np.asarray(key_data(v) if 'key<' in str(getattr(v, 'dtype', '')) else v)
+                   for v in lib.tree_util.tree_leaves(out)] for name, out in outs.items()}
+
+
+@pytest.mark.parametrize('partitionable', [True, False])
+def test_dropout_masks_and_make_rng_keys_equal_flax(partitionable):
+    """Keys fold in the module path and the per-scope call count exactly as Flax's LazyRng (bit for bit)."""
+    import fluxion
+    old = (fluxion.config.jax_threefry_partitionable, jax.config.jax_threefry_partitionable)
+    fluxion.config.update('jax_threefry_partitionable', partitionable)
+    jax.config.update('jax_threefry_partitionable', partitionable)
+    try:
+        ours = _dropout_programs(fnn, random, jnp, fluxion)
+        theirs = _dropout_programs(flax_linen, jax.random, jax.numpy, jax)
+    finally:
+        fluxion.config.update('jax_threefry_partitionable', old[0])
+        jax.config.update('jax_threefry_partitionable', old[1])
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert len(ours[name]) == len(theirs[name]), name
+        for a, b in zip(ours[name], theirs[name]):
+            np.testing.assert_array_equal(a, b, err_msg=name)

@@ -346,3 +346,76 @@ def test_object_dtype_rejected():
 def test_msgpack_restore_rejects_corrupt_bytes(blob, message):
     with pytest.raises(ValueError, match=message):
         ser.msgpack_restore(blob)
+
+
+# --- the same program's arrays, fluxion vs JAX ------------------------------------------------
+
+
+def _computed_leaves(jnp_, lib, x64):
+    """A tree whose leaves are arrays a program makes: literals, weak-typed scalars, results of arithmetic."""
+    tree = {
+        "f32": jnp_.array([0.1, 2.2, -3.3], jnp_.float32),
+        "f32_scalar": jnp_.float32(0.1),
+        "f32_zero_d": jnp_.asarray(0.1, jnp_.float32),
+        "weak": jnp_.asarray(0.1) * 3,
+        "mean": jnp_.mean(jnp_.array([0.1, 0.7, 0.3], jnp_.float32)),
+        "sqrt": jnp_.sqrt(jnp_.float32(2.0)),
+        "int": jnp_.arange(5),
+        "int_scalar": jnp_.asarray(7),
+        "bool": jnp_.array([True, False]),
+        "bool_scalar": jnp_.asarray(True),
+        "bf16": jnp_.array([0.1, 3.3, 1 + 2 ** -8 + 2 ** -30], jnp_.bfloat16),
+        "bf16_scalar": jnp_.bfloat16(0.1),
+        "bf16_div": jnp_.arange(4, dtype=jnp_.bfloat16) / 3,
+        "f16": jnp_.float16(1.1),
+        "jit": lib.jit(lambda v: v * 0.1 + 1)(jnp_.ones(3)),
+        "transposed": jnp_.arange(6.0).reshape(2, 3).T,
+        "nested": {"z": [jnp_.ones((2, 2)), 1.5, 3, None], "a": {"b": jnp_.zeros(())}},
+        "python": 0.1,
+    }
+    if x64:
+        tree.update(f64=jnp_.array([0.1, 1 / 3]), f64_scalar=jnp_.float64(0.1), weak64=jnp_.asarray(0.1) * 3,
+                    i64=jnp_.arange(3, dtype=jnp_.int64))
+    return tree
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_to_bytes_of_computed_arrays_identical_to_flax(x64):
+    """Every float leaf, scalar or array, is the same ext record (code, shape, dtype name, little-endian bytes)."""
+    flax_ser = pytest.importorskip("flax.serialization")
+    jax = pytest.importorskip("jax")
+    import fluxion
+
+    old = (fluxion.config.jax_enable_x64, jax.config.jax_enable_x64)
+    fluxion.config.update("jax_enable_x64", x64)
+    jax.config.update("jax_enable_x64", x64)
+    try:
+        ours = _computed_leaves(jnp, fluxion, x64)
+        theirs = _computed_leaves(jax.numpy, jax, x64)
+        for name in theirs:
+            assert ser.to_bytes({name: ours[name]}) == flax_ser.to_bytes({name: theirs[name]}), name
+        assert ser.to_bytes(ours) == flax_ser.to_bytes(theirs)
+        assert ser.msgpack_serialize(ser.to_state_dict(ours)) == flax_ser.msgpack_serialize(
+            flax_ser.to_state_dict(theirs))
+    finally:
+        fluxion.config.update("jax_enable_x64", old[0])
+        jax.config.update("jax_enable_x64", old[1])
+
+
+def test_nesting_depth_is_bounded_on_both_sides():
+    too_deep = b"\x91" * (ser.MAX_DEPTH + 1) + b"\x01"  # [[[...1...]]]
+    with pytest.raises(ValueError, match=rf"nests containers deeper than {ser.MAX_DEPTH} levels, the limit when "
+                                         "decoding"):
+        ser.msgpack_restore(too_deep)
+    with pytest.raises(ValueError, match="deeper than"):
+        ser.msgpack_restore(b"\x91" * 100_000 + b"\x01")  # past msgpack's own stack limit
+    ok = b"\x91" * ser.MAX_DEPTH + b"\x01"
+    restored = ser.msgpack_restore(ok)
+    for _ in range(ser.MAX_DEPTH):
+        (restored,) = restored
+    assert restored == 1
+    tree = 1
+    for _ in range(ser.MAX_DEPTH + 1):
+        tree = {"k": tree}
+    with pytest.raises(ValueError, match=rf"deeper than {ser.MAX_DEPTH} levels, the limit of msgpack_restore"):
+        ser.msgpack_serialize(tree)

@@ -100,7 +100,7 @@ def test_default_module_names_are_snake_case(cls_name, expected):
     assert hk.transform(lambda: cls()()).apply({}, None) == expected
 
 
-def test_tutorial_linear_module_and_legacy_apply():
+def test_tutorial_linear_module():
     forward = hk.transform(lambda x: MyLinear(10)(x))
     x = jnp.ones([1, 1])
     key = hk.PRNGSequence(42)
@@ -108,10 +108,73 @@ def test_tutorial_linear_module_and_legacy_apply():
     assert shapes(params) == {"my_linear": {"w": (1, 10), "b": (10,)}}
     expected = np.asarray(x) @ np.asarray(params["my_linear"]["w"]) + np.asarray(params["my_linear"]["b"])
     np.testing.assert_allclose(np.asarray(forward.apply(params, None, x)), expected, rtol=1e-6)
-    # The announcement's pre-0.0.3 call `forward.apply(params, x)` still runs (with a deprecation warning).
-    with pytest.warns(DeprecationWarning, match="without an rng"):
-        y = forward.apply(params, x)
-    np.testing.assert_allclose(np.asarray(y), expected, rtol=1e-6)
+
+
+def _linear_fn(hk_, jnp_):
+    return lambda x: hk_.Linear(3)(x)
+
+
+def _noisy_fn(hk_, jnp_):
+    import fluxion.random as frandom
+    rand = frandom if hk_ is hk else pytest.importorskip("jax").random
+    return lambda x: hk_.Linear(3)(x + rand.normal(hk_.next_rng_key(), x.shape))
+
+
+def _apply_without_rng_error(hk_, jnp_, key, build, with_state: bool) -> str:
+    """The message of the ValueError that `apply(params, [state,] x)` (no rng) raises."""
+    x = jnp_.ones((2, 4))
+    if with_state:
+        t = hk_.transform_with_state(build(hk_, jnp_))
+        params, state = t.init(key, x)
+        args = (params, state, x)
+    else:
+        t = hk_.transform(build(hk_, jnp_))
+        args = (t.init(key, x), x)
+    with pytest.raises(ValueError) as info:
+        t.apply(*args)
+    return str(info.value).split(". The object was of type")[0]
+
+
+@pytest.mark.parametrize("build", [_linear_fn, _noisy_fn], ids=["no_rng_use", "next_rng_key"])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_apply_without_rng_raises_haikus_value_error(build, with_state):
+    """`apply(params, x)`: Haiku takes `x` for the rng and raises before `f` runs, whether or not `f` needs keys."""
+    real_hk = pytest.importorskip("haiku")
+    jax = pytest.importorskip("jax")
+    ours = _apply_without_rng_error(hk, jnp, random.PRNGKey(0), build, with_state)
+    theirs = _apply_without_rng_error(real_hk, jax.numpy, jax.random.PRNGKey(0), build, with_state)
+    assert ours == theirs
+    position = "third" if with_state else "second"
+    assert ours.startswith(f"Apply must be called with an RNG as the {position} argument")
+
+
+def _keyword_calls(hk_, jnp_, rand, x):
+    """Output of `apply` with params/rng by position, by keyword and mixed (all must agree)."""
+    def f(x, scale=1.0):
+        return hk_.Linear(3)(x + scale * rand.normal(hk_.next_rng_key(), x.shape))
+
+    x = jnp_.asarray(x)
+    key = rand.PRNGKey(1)
+    t = hk_.transform(f)
+    params = t.init(rand.PRNGKey(0), x)
+    by_position = np.asarray(t.apply(params, key, x, scale=2.0))
+    np.testing.assert_array_equal(np.asarray(t.apply(params=params, x=x, rng=key, scale=2.0)), by_position)
+    np.testing.assert_array_equal(np.asarray(t.apply(params, x=x, rng=key, scale=2.0)), by_position)
+    ts = hk_.transform_with_state(f)
+    params_s, state = ts.init(rand.PRNGKey(0), x)
+    out_s, _ = ts.apply(params=params_s, state=state, rng=key, x=x, scale=2.0)
+    np.testing.assert_array_equal(np.asarray(out_s), by_position)
+    with pytest.raises(TypeError, match="pass them positionally"):
+        t.apply(params, state={}, rng=key, x=x)
+    return by_position
+
+
+def test_apply_takes_params_and_rng_by_keyword_as_haiku_does():
+    real_hk = pytest.importorskip("haiku")
+    jax = pytest.importorskip("jax")
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(_keyword_calls(hk, jnp, random, x),
+                               _keyword_calls(real_hk, jax.numpy, jax.random, x), rtol=1e-6, atol=1e-6)
 
 
 def test_apply_with_wrong_rng_argument_raises_haiku_error():

@@ -5,6 +5,11 @@ after the import swap `haiku` -> `fluxion.haiku`, `rlax` -> `fluxion.rlax`, `jax
 The snippets are kept as written, including the pre-0.0.3 `apply(params, x)` calls without an rng; the only edits
 are the import lines, definitions the article leaves out (inputs, FLAGS, the dataset, the update rule), and the
 article's `hk.nets.MLP(...)(x)` typo for `(inputs)`.
+
+The article predates Haiku 0.0.3: its `hk.transform(f).apply` took no rng argument. Today that function is
+`hk.without_apply_rng(hk.transform(f))`, and today's `hk.transform(f).apply(params, x)` raises Haiku's ValueError
+(as `fluxion.haiku` does: `test_todays_transform_rejects_the_articles_apply_call`). So, like `optix` -> `optax`,
+the article's `hk` is mapped at import: it is `fluxion.haiku` with that one substitution for `transform`.
 """
 
 from __future__ import annotations
@@ -13,23 +18,24 @@ import os
 import sys
 
 import types
-import warnings
 
 import numpy as np
 import pytest
 
 import fluxion as jax
-import fluxion.haiku as hk
 import fluxion.numpy as jnp
 import fluxion.optax as optix
 import fluxion.rlax as rlax
+from fluxion import haiku
 from fluxion.examples import catch
 from fluxion.haiku import nets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # haiku_testing.py is here
 from haiku_testing import needs_lax, shapes  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore:apply\\(params, \\*args\\) without an rng:DeprecationWarning")
+# The article's (Haiku 0.0.2) API: `transform(f).apply(params, *args)` without an rng.
+hk = types.SimpleNamespace(**{n: getattr(haiku, n) for n in dir(haiku) if not n.startswith("__")})
+hk.transform = lambda f: haiku.without_apply_rng(haiku.transform(f))
 
 
 class MyLinear(hk.Module):
@@ -139,7 +145,7 @@ def test_pmap_data_parallel_snippet():
         superbatch_images, superbatch_labels = make_superbatch()
         params = jax.pmap(update, axis_name='i')(params, superbatch_images, superbatch_labels)
         first = jax.tree_util.tree_map(lambda p: p[0], params)
-        losses.append(float(loss_obj.apply(first, None, superbatch_images[0], superbatch_labels[0])))
+        losses.append(float(loss_obj.apply(first, superbatch_images[0], superbatch_labels[0])))
     # --- end of the article's code ---
     assert shapes(params)["mlp/~/linear_0"] == {"w": (num_devices, 6, 8), "b": (num_devices, 8)}
     assert all(np.isfinite(losses))
@@ -216,10 +222,12 @@ def test_rlax_q_learning_snippet():
                                   "mlp/~/linear_1": {"w": (20, 3), "b": (3,)}}
 
 
-def test_legacy_apply_emits_deprecation_warning():
-    forward = hk.transform(lambda x: MyLinear(2)(x))
+def test_todays_transform_rejects_the_articles_apply_call():
+    """With today's `hk.transform`, the article's `apply(params, x)` takes `x` for the rng: Haiku's ValueError."""
+    forward = haiku.transform(lambda x: MyLinear(2)(x))
     params = forward.init(jax.random.PRNGKey(0), jnp.ones([1, 1]))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with pytest.raises(ValueError, match=r"^Apply must be called with an RNG as the second argument, the required "
+                                         r"signature is: `apply\(params, rng, \*a, \*\*k\)`\. The object was of type"):
         forward.apply(params, jnp.ones([1, 1]))
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    np.testing.assert_allclose(np.asarray(hk.transform(lambda x: MyLinear(2)(x)).apply(params, jnp.ones([1, 1]))),
+                               np.asarray(forward.apply(params, None, jnp.ones([1, 1]))))

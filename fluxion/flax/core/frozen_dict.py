@@ -7,13 +7,27 @@ key order), so ``tree_util`` functions treat both the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar
 
 from fluxion import tree_util
 
 K = TypeVar('K')
 V = TypeVar('V')
+
+
+class FrozenKeysView(KeysView):
+    """``FrozenDict.keys()``: a keys view printed as ``frozen_dict_keys([...])`` (Flax's text)."""
+
+    def __repr__(self) -> str:
+        return f'frozen_dict_keys({list(self)})'
+
+
+class FrozenValuesView(ValuesView):
+    """``FrozenDict.values()``: a values view printed as ``frozen_dict_values([...])``."""
+
+    def __repr__(self) -> str:
+        return f'frozen_dict_values({list(self)})'
 
 
 class FrozenDict(Mapping):
@@ -46,7 +60,13 @@ class FrozenDict(Mapping):
         return len(self._dict)
 
     def __repr__(self) -> str:
-        return f'FrozenDict({pretty_repr(self._dict)})'
+        return self.pretty_repr()
+
+    def keys(self) -> FrozenKeysView:
+        return FrozenKeysView(self)
+
+    def values(self) -> FrozenValuesView:
+        return FrozenValuesView(self)
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -76,7 +96,13 @@ class FrozenDict(Mapping):
         return unfreeze(self)
 
     def pretty_repr(self, num_spaces: int = 4) -> str:
-        return pretty_repr(self, num_spaces)
+        """``FrozenDict({...})`` with one ``key: value,`` line per entry, nested dicts indented.
+
+        Keys are printed with ``str`` (unquoted) and values with ``repr``, as
+        Flax does; entries keep their insertion order.
+        """
+        # Nested FrozenDicts are plain dicts inside a Flax FrozenDict, so they print as ``{...}``.
+        return f'FrozenDict({_pretty_dict(unfreeze(self), num_spaces)})'
 
 
 def _freeze_value(value: Any) -> Any:
@@ -124,17 +150,28 @@ def pop(x: Mapping, key) -> tuple[Mapping, Any]:
     raise TypeError(f'pop expects a dict or FrozenDict, got {type(x).__name__}.')
 
 
+def _indent(text: str, num_spaces: int) -> str:
+    pad = ' ' * num_spaces
+    return ''.join(pad + line for line in text.splitlines(keepends=True))
+
+
+def _pretty_dict(x: Any, num_spaces: int) -> str:
+    # Only plain dicts are expanded (a FrozenDict inside a dict prints as its repr), as in Flax.
+    if not isinstance(x, dict):
+        return repr(x)
+    rep = ''.join(f'{key}: {_pretty_dict(value, num_spaces)},\n' for key, value in x.items())
+    return '{\n' + _indent(rep, num_spaces) + '}' if rep else '{}'
+
+
 def pretty_repr(x: Any, num_spaces: int = 4) -> str:
-    """Returns an indented, multi-line representation of nested mappings."""
-    def render(value, depth):
-        if not isinstance(value, Mapping):
-            return repr(value)
-        if not value:
-            return '{}'
-        pad = ' ' * (num_spaces * (depth + 1))
-        items = [f'{pad}{k!r}: {render(v, depth + 1)},' for k, v in value.items()]
-        return '{\n' + '\n'.join(items) + '\n' + ' ' * (num_spaces * depth) + '}'
-    return render(x, 0)
+    """Flax's indented text of a (Frozen)dict: ``{\n    key: value,\n}``; other values give ``repr(x)``.
+
+    Keys print with ``str``, values with ``repr`` (multi-line values are
+    indented with their entry).
+    """
+    if isinstance(x, FrozenDict):
+        return x.pretty_repr(num_spaces)
+    return _pretty_dict(x, num_spaces)
 
 
 def _flatten_with_keys(fd: FrozenDict):

@@ -20,9 +20,11 @@ module and seed give bit-identical parameters:
 where ``H`` is the first four bytes (big endian) of the SHA-1 digest of the
 concatenation of every element of ``p + (n,)``: strings as UTF-8, integers as
 their minimal big-endian byte string. Counters start at 0 and are incremented
-before use, so the first call folds in ``n = 1``. A child scope re-created with
-the same name (a ``@compact`` method called twice) continues the counters of
-the previous incarnation instead of restarting them, so it draws fresh keys.
+before use, so the first call folds in ``n = 1``. The counters belong to the
+scope *path*, not to a Scope object: a child re-created with the same name (a
+``@compact`` method called twice) continues the counters of its previous
+incarnation, and so do its own children at any depth, so every call draws
+fresh keys (Flax keeps them the same way, nested in ``Scope.rng_counters``).
 
 Nothing here knows about Modules: ``fluxion.flax.linen.module`` builds the
 dataclass sugar on top of :func:`bind`, :meth:`Scope.push`,
@@ -122,6 +124,26 @@ def fold_in_static(key: PRNGKey, data: tuple) -> PRNGKey:
     if not data:
         return key
     return random.fold_in(key, jnp.uint32(_static_hash(tuple(data))))
+
+
+class _RngCounters:
+    """How many keys each stream has drawn at one scope path, and the same for each child path.
+
+    One instance per path for a whole ``init``/``apply`` call: re-created
+    scopes at that path share it (see :meth:`Scope.push`).
+    """
+
+    __slots__ = ('children', 'drawn')
+
+    def __init__(self) -> None:
+        self.drawn: dict[str, int] = {}
+        self.children: dict[str, _RngCounters] = {}
+
+    def child(self, name: str) -> '_RngCounters':
+        counters = self.children.get(name)
+        if counters is None:
+            counters = self.children[name] = _RngCounters()
+        return counters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,16 +270,14 @@ class Scope:
         path: names from the root to this scope, e.g. ``('Encoder', 'Dense_0')``.
     """
 
-    def __init__(self, root: _Root, rngs: dict, rng_counters: dict,
+    def __init__(self, root: _Root, rngs: dict, rng_counters: _RngCounters,
                  name: Optional[str] = None, parent: Optional['Scope'] = None,
                  path: tuple = ()):
         self._root = root
         self.rngs = rngs
-        # stream name -> number of keys drawn so far in this scope.
+        # Keys drawn so far at this path (and below), shared with every other
+        # incarnation of this path in the call, so none repeats a key.
         self.rng_counters = rng_counters
-        # child name -> that child's counter dict, kept so a re-created child
-        # continues its streams instead of repeating keys.
-        self._child_rng_counters: dict[str, dict] = {}
         # name -> set of collections using it (None marks a child scope).
         self.reservations: dict[str, set] = {}
         self.name = name
@@ -351,11 +371,7 @@ class Scope:
         if not (reuse and name in self.reservations):
             self.reserve(name)
         rngs = {stream: rng.child(name) for stream, rng in self.rngs.items()}
-        counters = self._child_rng_counters.get(name)
-        if counters is None:
-            counters = {stream: 0 for stream in rngs}
-            self._child_rng_counters[name] = counters
-        return Scope(self._root, rngs, counters, name=name, parent=self,
+        return Scope(self._root, rngs, self.rng_counters.child(name), name=name, parent=self,
                      path=self.path + (name,))
 
     # -- PRNG ---------------------------------------------------------------
@@ -377,9 +393,10 @@ class Scope:
                     f'Scope "{where}" needs a PRNG key for stream "{name}", but none was '
                     f'provided: pass rngs={{"{name}": key}} to init()/apply().')
             name = 'params'
-        self.rng_counters[name] = self.rng_counters.get(name, 0) + 1
+        drawn = self.rng_counters.drawn
+        drawn[name] = drawn.get(name, 0) + 1
         stream = self.rngs[name]
-        return fold_in_static(stream.key, stream.path + (self.rng_counters[name],))
+        return fold_in_static(stream.key, stream.path + (drawn[name],))
 
     # -- variables ------------------------------------------------------------
 
@@ -543,8 +560,7 @@ def bind(variables: Mapping, rngs: Optional[Mapping] = None, mutable: Filter = F
         InvalidRngError: a key is not a valid PRNG key.
     """
     root = _Root(_check_variables(variables), mutable, dict(flags or {}))
-    streams = _check_rngs(rngs)
-    return Scope(root, streams, {stream: 0 for stream in streams})
+    return Scope(root, _check_rngs(rngs), _RngCounters())
 
 
 def apply(fn: Callable[..., Any], mutable: Filter = False,

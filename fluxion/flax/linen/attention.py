@@ -10,6 +10,7 @@ key/value lengths, ``h`` for heads and ``d`` for the per-head depth:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, Optional
@@ -44,13 +45,21 @@ def _check_attention_shapes(query: Array, key: Array, value: Optional[Array] = N
         raise ValueError(f'key and value must have the same length; got {shapes}.')
 
 
+def _default_einsum(precision: Any, dot_general: Optional[Callable[..., Array]]
+                    ) -> Callable[..., Array]:
+    return functools.partial(jnp.einsum, precision=precision,
+                             _dot_general=dot_general or lax.dot_general)
+
+
 def dot_product_attention_weights(query: Array, key: Array, bias: Optional[Array] = None,
                                   mask: Optional[Array] = None, broadcast_dropout: bool = True,
                                   dropout_rng: Optional[PRNGKey] = None,
                                   dropout_rate: float = 0.0, deterministic: bool = False,
                                   dtype: Optional[Dtype] = None, precision: Any = None,
                                   module: Optional[Module] = None,
-                                  force_fp32_for_softmax: bool = False) -> Array:
+                                  force_fp32_for_softmax: bool = False,
+                                  einsum_dot_general: Optional[Callable[..., Array]] = None,
+                                  einsum: Optional[Callable[..., Array]] = None) -> Array:
     """Returns ``softmax(query . key / sqrt(d) + bias, masked)`` of shape ``[..., h, q, k]``.
 
     Args:
@@ -68,16 +77,25 @@ def dot_product_attention_weights(query: Array, key: Array, bias: Optional[Array
         module: if given, the weights are sown as
             ``intermediates/attention_weights`` of that module.
         force_fp32_for_softmax: compute the softmax in float32.
+        einsum_dot_general: the ``dot_general`` that ``jnp.einsum`` uses.
+        einsum: replaces ``jnp.einsum`` for the query-key product (e.g. a
+            quantized einsum); exclusive with ``precision`` and
+            ``einsum_dot_general``.
 
     Raises:
-        ValueError: on incompatible shapes.
+        ValueError: on incompatible shapes, or ``einsum`` given together with
+            ``precision`` or ``einsum_dot_general``.
     """
+    if (precision or einsum_dot_general) and einsum:
+        raise ValueError('precision/einsum_dot_general and einsum are mutually exclusive. Please'
+                         ' specify only one of them.')
+    einsum = einsum or _default_einsum(precision, einsum_dot_general)
     query, key = promote_dtype(query, key, dtype=dtype)
     dtype = query.dtype
     _check_attention_shapes(query, key)
     depth = query.shape[-1]
     query = query / jnp.sqrt(depth).astype(dtype)
-    weights = jnp.einsum('...qhd,...khd->...hqk', query, key, precision=precision)
+    weights = einsum('...qhd,...khd->...hqk', query, key)
     if bias is not None:
         weights = weights + bias
     if mask is not None:
@@ -106,17 +124,36 @@ def dot_product_attention(query: Array, key: Array, value: Array,
                           dropout_rng: Optional[PRNGKey] = None, dropout_rate: float = 0.0,
                           deterministic: bool = False, dtype: Optional[Dtype] = None,
                           precision: Any = None, module: Optional[Module] = None,
-                          force_fp32_for_softmax: bool = False) -> Array:
+                          force_fp32_for_softmax: bool = False,
+                          einsum_dot_general: Optional[Callable[..., Array]] = None,
+                          qk_attn_weights_einsum: Optional[Callable[..., Array]] = None,
+                          attn_weights_value_einsum: Optional[Callable[..., Array]] = None
+                          ) -> Array:
     """Attends ``query [..., q, h, d]`` over ``key``/``value`` → ``[..., q, h, dv]``.
 
-    See :func:`dot_product_attention_weights` for the arguments.
+    See :func:`dot_product_attention_weights` for the arguments;
+    ``qk_attn_weights_einsum`` and ``attn_weights_value_einsum`` replace
+    ``jnp.einsum`` for the two products (both or neither).
+
+    Raises:
+        ValueError: on incompatible shapes, only one of the two einsums given,
+            or einsums given together with ``precision``/``einsum_dot_general``.
     """
+    if bool(qk_attn_weights_einsum) != bool(attn_weights_value_einsum):
+        raise ValueError('qk_attn_weights_einsum and attn_weights_value_einsum must be specified'
+                         ' together.')
+    if (precision or einsum_dot_general) and (qk_attn_weights_einsum or attn_weights_value_einsum):
+        raise ValueError('precision/einsum_dot_general and qk_attn_weights_einsum/'
+                         'attn_weights_value_einsum are mutually exclusive. Please specify only '
+                         'one of them.')
     query, key, value = promote_dtype(query, key, value, dtype=dtype)
     _check_attention_shapes(query, key, value)
     weights = dot_product_attention_weights(
         query, key, bias, mask, broadcast_dropout, dropout_rng, dropout_rate,
-        deterministic, query.dtype, precision, module, force_fp32_for_softmax)
-    return jnp.einsum('...hqk,...khd->...qhd', weights, value, precision=precision)
+        deterministic, query.dtype, precision, module, force_fp32_for_softmax,
+        einsum_dot_general=einsum_dot_general, einsum=qk_attn_weights_einsum)
+    einsum = attn_weights_value_einsum or _default_einsum(precision, einsum_dot_general)
+    return einsum('...hqk,...khd->...qhd', weights, value)
 
 
 class MultiHeadDotProductAttention(Module):
@@ -143,6 +180,12 @@ class MultiHeadDotProductAttention(Module):
         decode: use an autoregressive cache (collection ``'cache'``).
         normalize_qk: apply LayerNorm to queries and keys.
         force_fp32_for_softmax: softmax in float32.
+        qkv_dot_general, out_dot_general: ``dot_general`` of the query/key/
+            value projections and of ``out`` (see :class:`DenseGeneral`).
+        qkv_dot_general_cls, out_dot_general_cls: their ``dot_general_cls``.
+        qk_attn_weights_einsum_cls, attn_weights_value_einsum_cls: factories
+            (called at each call) of the einsums passed to ``attention_fn`` as
+            ``qk_attn_weights_einsum`` / ``attn_weights_value_einsum``.
     """
 
     num_heads: int
@@ -163,6 +206,12 @@ class MultiHeadDotProductAttention(Module):
     decode: bool = False
     normalize_qk: bool = False
     force_fp32_for_softmax: bool = False
+    qkv_dot_general: Optional[Callable[..., Array]] = None
+    out_dot_general: Optional[Callable[..., Array]] = None
+    qkv_dot_general_cls: Any = None
+    out_dot_general_cls: Any = None
+    qk_attn_weights_einsum_cls: Optional[Callable[..., Callable[..., Array]]] = None
+    attn_weights_value_einsum_cls: Optional[Callable[..., Callable[..., Array]]] = None
 
     @compact
     def __call__(self, inputs_q: Array, inputs_k: Optional[Array] = None,
@@ -208,7 +257,9 @@ class MultiHeadDotProductAttention(Module):
             return DenseGeneral(features=(self.num_heads, head_dim), axis=-1,
                                 dtype=self.dtype, param_dtype=self.param_dtype,
                                 kernel_init=self.kernel_init, bias_init=self.bias_init,
-                                use_bias=self.use_bias, precision=self.precision, name=name)
+                                use_bias=self.use_bias, precision=self.precision,
+                                dot_general=self.qkv_dot_general,
+                                dot_general_cls=self.qkv_dot_general_cls, name=name)
 
         query = projection('query')(inputs_q)
         key = projection('key')(inputs_k)
@@ -227,10 +278,15 @@ class MultiHeadDotProductAttention(Module):
                 dropout_rng = self.make_rng('dropout')
         else:
             deterministic = True
+        # Optional einsum overrides (e.g. quantized einsums), built at each call as in Flax.
+        qk_einsum = self.qk_attn_weights_einsum_cls() if self.qk_attn_weights_einsum_cls else None
+        wv_einsum = (self.attn_weights_value_einsum_cls() if self.attn_weights_value_einsum_cls
+                     else None)
         kwargs = dict(mask=mask, dropout_rng=dropout_rng, dropout_rate=self.dropout_rate,
                       broadcast_dropout=self.broadcast_dropout, deterministic=deterministic,
                       dtype=self.dtype, precision=self.precision,
-                      force_fp32_for_softmax=self.force_fp32_for_softmax)
+                      force_fp32_for_softmax=self.force_fp32_for_softmax,
+                      qk_attn_weights_einsum=qk_einsum, attn_weights_value_einsum=wv_einsum)
         # Custom attention functions may accept only some of these options.
         accepted = inspect.signature(self.attention_fn).parameters
         kwargs = {k: v for k, v in kwargs.items() if k in accepted}
@@ -242,7 +298,8 @@ class MultiHeadDotProductAttention(Module):
                             bias_init=self.out_bias_init or self.bias_init,
                             use_bias=self.use_bias, dtype=self.dtype,
                             param_dtype=self.param_dtype, precision=self.precision,
-                            name='out')(x)
+                            dot_general=self.out_dot_general,
+                            dot_general_cls=self.out_dot_general_cls, name='out')(x)
 
     def _update_cache(self, query: Array, key: Array, value: Array,
                       mask: Optional[Array]) -> tuple[Array, Array, Optional[Array]]:

@@ -52,6 +52,14 @@ def _normalize_axes(axes: tuple, ndim: int) -> tuple:
 # ----------------------------------------------------------------------------
 
 
+def _replaceable(factory: Any, replacement: Optional[Callable[..., Any]],
+                 default: Callable[..., Any]) -> Callable[..., Any]:
+    """The op a layer uses: ``factory()`` if given, else ``replacement``, else ``default`` (Flax's order)."""
+    if factory is not None:
+        return factory()
+    return replacement if replacement is not None else default
+
+
 class Dense(Module):
     """A linear transformation of the last axis: ``y = x @ kernel + bias``.
 
@@ -67,6 +75,9 @@ class Dense(Module):
         bias_init: initializer of the bias.
         promote_dtype: function casting ``(inputs, kernel, bias)`` to a common dtype.
         dot_general: replacement for ``lax.dot_general``.
+        dot_general_cls: a factory called with no arguments at each call
+            whose result replaces ``lax.dot_general`` (takes precedence over
+            ``dot_general``; used by quantization libraries).
     """
 
     features: int
@@ -78,6 +89,7 @@ class Dense(Module):
     bias_init: Initializer = initializers.zeros
     promote_dtype: Callable[..., Any] = promote_dtype
     dot_general: Optional[Callable[..., Any]] = None
+    dot_general_cls: Any = None
 
     @compact
     def __call__(self, inputs: Array) -> Array:
@@ -87,7 +99,7 @@ class Dense(Module):
         bias = (self.param('bias', self.bias_init, (self.features,), self.param_dtype)
                 if self.use_bias else None)
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        dot_general = self.dot_general or lax.dot_general
+        dot_general = _replaceable(self.dot_general_cls, self.dot_general, lax.dot_general)
         y = dot_general(inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())),
                         precision=self.precision)
         if bias is not None:
@@ -110,7 +122,7 @@ class DenseGeneral(Module):
         axis: int or tuple of input axes to contract.
         batch_dims: leading axes treated as independent batches.
         use_bias, dtype, param_dtype, kernel_init, bias_init, precision,
-        promote_dtype, dot_general: as in :class:`Dense`.
+        promote_dtype, dot_general, dot_general_cls: as in :class:`Dense`.
     """
 
     features: Union[int, Sequence[int]]
@@ -124,6 +136,7 @@ class DenseGeneral(Module):
     precision: Any = None
     promote_dtype: Callable[..., Any] = promote_dtype
     dot_general: Optional[Callable[..., Any]] = None
+    dot_general_cls: Any = None
 
     @compact
     def __call__(self, inputs: Array) -> Array:
@@ -160,7 +173,7 @@ class DenseGeneral(Module):
 
         batch_ind = tuple(range(n_batch))
         contract_ind = tuple(range(n_batch, n_batch + n_axis))
-        dot_general = self.dot_general or lax.dot_general
+        dot_general = _replaceable(self.dot_general_cls, self.dot_general, lax.dot_general)
         out = dot_general(inputs, kernel, ((axis, contract_ind), (batch_dims, batch_ind)),
                           precision=self.precision)
         if bias is not None:
@@ -269,6 +282,9 @@ class Conv(Module):
         promote_dtype: as in :class:`Dense`.
         mask: optional array multiplied into the kernel (same shape).
         conv_general_dilated: replacement for ``lax.conv_general_dilated``.
+        conv_general_dilated_cls: a factory called with no arguments at each
+            call whose result replaces ``lax.conv_general_dilated`` (takes
+            precedence over ``conv_general_dilated``).
     """
 
     features: int
@@ -287,6 +303,7 @@ class Conv(Module):
     bias_init: Initializer = initializers.zeros
     promote_dtype: Callable[..., Any] = promote_dtype
     conv_general_dilated: Optional[Callable[..., Any]] = None
+    conv_general_dilated_cls: Any = None
 
     @compact
     def __call__(self, inputs: Array) -> Array:
@@ -332,7 +349,8 @@ class Conv(Module):
                 if self.use_bias else None)
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
 
-        conv = self.conv_general_dilated or lax.conv_general_dilated
+        conv = _replaceable(self.conv_general_dilated_cls, self.conv_general_dilated,
+                            lax.conv_general_dilated)
         y = conv(inputs, kernel, strides, padding,
                  lhs_dilation=input_dilation, rhs_dilation=kernel_dilation,
                  dimension_numbers=_conv_dimension_numbers(inputs.ndim),

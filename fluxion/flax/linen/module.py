@@ -190,16 +190,41 @@ def _map_modules(value: Any, fn: Callable[[Any, str], Any], suffix: str = '') ->
     return value
 
 
-def _short_repr(value: Any) -> str:
+def _indent(text: str, num_spaces: int) -> str:
+    """Indents every line of ``text`` (which ends with a newline) by ``num_spaces``."""
+    pad = ' ' * num_spaces
+    return ''.join(pad + line for line in text.splitlines(keepends=True))
+
+
+def _attr_repr(value: Any) -> str:
+    """An attribute's text in a module repr: a function or class by its name, anything else by ``repr``.
+
+    A module counts as named only if it carries its own ``__name__`` (as in Flax).
+    """
     if isinstance(value, Module):
-        return repr(value).replace('\n', '\n    ')
-    if isinstance(value, functools.partial):
-        return f'partial({_short_repr(value.func)})'
-    if callable(value) and hasattr(value, '__name__') and not isinstance(value, type):
-        return value.__name__
-    if isinstance(value, type):
-        return value.__name__
-    return repr(value)
+        name = value.__dict__.get('__name__')
+    else:
+        name = getattr(value, '__name__', None)
+    return name if callable(value) and name else repr(value)
+
+
+def _module_repr(module: 'Module', num_spaces: int = 4) -> str:
+    """Flax's module text: ``# attributes`` (the repr'd fields) then ``# children`` (attached submodules)."""
+    rep = ''
+    attributes = [f.name for f in dataclasses.fields(module)
+                  if f.name not in ('parent', 'name') and f.repr]
+    if attributes:
+        rep += '# attributes\n'
+        for attr in attributes:
+            rep += f'{attr} = {_attr_repr(module.__dict__.get(attr))}\n'
+    children = {k: v for k, v in module._state.children.items() if isinstance(v, Module)}
+    if children:
+        rep += '# children\n'
+        for name, child in children.items():
+            rep += f'{name} = {_module_repr(child, num_spaces)}\n'
+    if not rep:
+        return f'{type(module).__name__}()'
+    return f'{type(module).__name__}(\n{_indent(rep, num_spaces)})'
 
 
 def _check_instance(module: Any) -> None:
@@ -250,9 +275,18 @@ class Module:
         super().__init_subclass__(**kwargs)
         if '__init__' in cls.__dict__:
             raise errors.OverrideModuleInitError(cls.__name__)
+        for value in cls.__dict__.values():
+            # A non-init field is only set in setup(): it exists neither when the
+            # module is compared or hashed nor (as in Flax) in its repr.
+            if isinstance(value, dataclasses.Field) and not value.init:
+                value.compare = value.hash = value.repr = False
         dataclasses.dataclass(cls, repr=False, eq=True,
                               unsafe_hash='__hash__' not in cls.__dict__)
         fields = cls.__dataclass_fields__
+        # Flax lists the keyword-only `parent` and `name` after the class's own
+        # fields (dataclasses.fields, astuple, ...); dataclass puts base fields first.
+        for reserved in ('parent', 'name'):
+            fields[reserved] = fields.pop(reserved)
         for attr, value in list(cls.__dict__.items()):
             # Function-valued fields (kernel_init = ...) are configuration, not methods.
             if attr in fields or not inspect.isfunction(value):
@@ -329,15 +363,7 @@ class Module:
             '(or on a module returned by bind()), so it does not exist on an unbound module.')
 
     def __repr__(self) -> str:
-        fields = [f for f in dataclasses.fields(self)
-                  if f.name not in ('parent', 'name') and f.repr]
-        if not fields:
-            return f'{type(self).__name__}()'
-        lines = [f'{type(self).__name__}(', '    # attributes']
-        for f in fields:
-            lines.append(f'    {f.name} = {_short_repr(getattr(self, f.name))}')
-        lines.append(')')
-        return '\n'.join(lines)
+        return _module_repr(self)
 
     # -- binding machinery ----------------------------------------------------
 
@@ -697,7 +723,14 @@ class Module:
     def unbind(self) -> tuple['Module', dict]:
         """Returns ``(unbound copy, variables)`` of a bound module."""
         scope = self._require_scope('unbind')
+        return self._detached(), scope.variables()
 
+    def _detached(self) -> 'Module':
+        """An unbound copy whose module-valued fields are fresh unbound copies too.
+
+        The copy can be ``init``-ed or ``apply``-ed on its own (``tabulate``
+        uses it to count the FLOPs of one submodule call).
+        """
         def fresh(module: Module, _suffix: str) -> Module:
             return module.clone(parent=None, name=None)
 
@@ -707,7 +740,7 @@ class Module:
                 value = getattr(self, f.name)
                 if _contains_module(value):
                     updates[f.name] = _map_modules(value, fresh)
-        return self.clone(parent=None, **updates), scope.variables()
+        return self.clone(parent=None, **updates)
 
     def tabulate(self, rngs: Union[PRNGKey, RNGSequences], *args: Any,
                  depth: Optional[int] = None, show_repeated: bool = False,

@@ -3,10 +3,17 @@
 The model is initialized under ``fluxion.eval_shape`` (no numbers are
 computed) while an observer records every method call of every module: its
 path, class, input and output shapes. The table has one row per call, in call
-order, with the columns ``path | module | inputs | outputs | <one column per
-variable collection>``; a collection cell lists the module's own variables
-(``kernel: float32[784,128]``) and their total count and size. A final row
-sums each collection, and a footer gives the grand total.
+order, with the columns ``path | module | inputs | outputs | [flops] |
+[vjp_flops] | <one column per variable collection>``; a collection cell lists
+the module's own variables (``kernel: float32[784,128]``) and their total count
+and size. A final row sums each collection, and a footer gives the grand total.
+The text is the one Flax prints with ``console_kwargs={'force_terminal':
+False}`` and a console wide enough for the table (fluxion never wraps cells).
+
+FLOP columns count each call on its own, as Flax does: the module is
+re-initialized and applied alone on the call's input shapes, and the jaxpr of
+that ``apply`` (or of its VJP) is counted by :mod:`._flops` with the rules of
+XLA's cost analysis (which is what Flax reports).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from fluxion import tree_util
 
 from ..core.scope import DenyList
 from . import module as module_lib
+from ._flops import count_flops
 
 Array = Any
 
@@ -33,6 +41,46 @@ class _Row:
     method: str
     inputs: Any
     outputs: Any = None
+    # For FLOP counts: a detached copy of the module and the call's (args, kwargs)
+    # with arrays replaced by ShapeDtypeStructs (other values are static).
+    module: Any = None
+    call_args: Any = None
+
+
+def _abstract(x: Any) -> Any:
+    """An argument as Flax's table keeps it: arrays as shape/dtype, Python scalars and others as they are."""
+    if isinstance(x, (bool, int, float, type(None))) or not (hasattr(x, 'shape') and hasattr(x, 'dtype')):
+        return x
+    return fluxion.ShapeDtypeStruct(tuple(x.shape), x.dtype)
+
+
+def _call_flops(row: _Row, rngs: Mapping, mutable: Any, vjp: bool) -> int:
+    """FLOPs of running ``row``'s call alone (its forward pass, or its VJP including the forward pass)."""
+    leaves, treedef = tree_util.tree_flatten(row.call_args)
+    dynamic = [i for i, leaf in enumerate(leaves) if isinstance(leaf, fluxion.ShapeDtypeStruct)]
+
+    def call_inputs(dynamic_leaves):
+        full = list(leaves)
+        for i, leaf in zip(dynamic, dynamic_leaves):
+            full[i] = leaf
+        return tree_util.tree_unflatten(treedef, full)
+
+    def init(rngs, dynamic_leaves):
+        args, kwargs = call_inputs(dynamic_leaves)
+        return row.module.init(rngs, *args, method=row.method, mutable=mutable, **kwargs)
+
+    def apply(variables, rngs, dynamic_leaves):
+        args, kwargs = call_inputs(dynamic_leaves)
+        return row.module.apply(variables, *args, rngs=rngs, method=row.method, mutable=mutable,
+                                **kwargs)
+
+    def apply_vjp(variables, rngs, dynamic_leaves):
+        out, pullback = fluxion.vjp(lambda v, d: apply(v, rngs, d), variables, dynamic_leaves)
+        return pullback(out)
+
+    dynamic_leaves = [leaves[i] for i in dynamic]
+    variables = fluxion.eval_shape(init, rngs, dynamic_leaves)
+    return count_flops(apply_vjp if vjp else apply, variables, rngs, dynamic_leaves)
 
 
 def _shape_repr(x: Any) -> str:
@@ -136,36 +184,50 @@ def _collection_cell(col_tree: Mapping, row: _Row, module_paths: set, truncated:
     return lines + ['', _summary_line(own)]
 
 
-def _render_table(title: str, header: list, rows: list, footer: str) -> str:
-    """Draws a box table; every cell is a list of lines."""
+def _center(text: str, width: int) -> str:
+    # Rich's centering: the odd space goes to the right.
+    left = max(width - len(text), 0) // 2
+    return (' ' * left + text).ljust(width)
+
+
+def _render_table(title: str, header: list, rows: list, footer: str,
+                  right_aligned: frozenset = frozenset()) -> str:
+    """Draws a box table as Flax's rich console does; every cell is a list of lines.
+
+    ``right_aligned`` holds ``(row index, column index)`` of cells justified
+    to the right (Flax's ``Total`` label).
+    """
     widths = [max(len(line) for cells in [header] + rows for line in cells[i]) + 2
               for i in range(len(header))]
 
     def border(left, mid, right, fill):
         return left + mid.join(fill * w for w in widths) + right
 
-    def body(cells, sep):
+    def body(cells, sep, row_index=None):
         height = max(len(c) for c in cells)
         lines = []
         for k in range(height):
             parts = []
             for i, cell in enumerate(cells):
                 text = cell[k] if k < len(cell) else ''
-                parts.append(' ' + text.ljust(widths[i] - 1))
+                if (row_index, i) in right_aligned:
+                    parts.append(text.rjust(widths[i] - 1) + ' ')
+                else:
+                    parts.append(' ' + text.ljust(widths[i] - 1))
             lines.append(sep + sep.join(parts) + sep)
         return lines
 
     total_width = sum(widths) + len(widths) + 1
-    out = [title.center(total_width).rstrip(), border('┏', '┳', '┓', '━')]
+    out = ['', _center(title, total_width), border('┏', '┳', '┓', '━')]
     out += body(header, '┃')
     out.append(border('┡', '╇', '┩', '━'))
     for i, cells in enumerate(rows):
-        out += body(cells, '│')
+        out += body(cells, '│', i)
         last = i == len(rows) - 1
         out.append(border('└', '┴', '┘', '─') if last else border('├', '┼', '┤', '─'))
-    out.append('')
-    out.append(footer.center(total_width).rstrip())
-    return '\n'.join(out) + '\n'
+    out.append(' ' * total_width)
+    out.append(_center(footer, total_width))
+    return '\n'.join(out) + '\n\n'
 
 
 def tabulate(module: 'module_lib.Module', rngs: Any, depth: Optional[int] = None,
@@ -183,13 +245,17 @@ def tabulate(module: 'module_lib.Module', rngs: Any, depth: Optional[int] = None
         show_repeated: list every call of a module, not only the first.
         mutable: collections created by ``init`` to show.
         console_kwargs: accepted for Flax compatibility (the table is plain text).
-        compute_flops, compute_vjp_flops: not supported (must be False).
+        compute_flops: add a ``flops`` column: the FLOPs of each call's
+            forward pass, run on its own (see :mod:`._flops` for how they are
+            counted and where they differ from XLA's numbers).
+        compute_vjp_flops: add a ``vjp_flops`` column: the FLOPs of the VJP of
+            each call (forward pass included), as Flax defines it.
 
     Raises:
-        NotImplementedError: if FLOP counts are requested.
+        NotImplementedError: a FLOP count meets a primitive without a counting rule.
     """
-    if compute_flops or compute_vjp_flops:
-        raise NotImplementedError('tabulate(compute_flops=True) is not supported by fluxion.')
+    flop_columns = [name for name, wanted in (('flops', compute_flops),
+                                              ('vjp_flops', compute_vjp_flops)) if wanted]
 
     def table_fn(*args: Any, **call_kwargs: Any) -> str:
         rows: list[_Row] = []
@@ -197,6 +263,9 @@ def tabulate(module: 'module_lib.Module', rngs: Any, depth: Optional[int] = None
         def observer(mod, method_name, m_args, m_kwargs):
             row = _Row(tuple(mod.scope.path), type(mod).__name__, method_name,
                        _inputs_lines(m_args, m_kwargs))
+            if flop_columns:
+                row.module = mod._detached()
+                row.call_args = tree_util.tree_map(_abstract, (tuple(m_args), dict(m_kwargs)))
             rows.append(row)
 
             def done(out):
@@ -220,8 +289,10 @@ def tabulate(module: 'module_lib.Module', rngs: Any, depth: Optional[int] = None
             seen.add(key)
             shown.append(row)
 
+        rng_streams = dict(rngs) if isinstance(rngs, Mapping) else {'params': rngs}
         collections = sorted(variables)
-        header = [['path'], ['module'], ['inputs'], ['outputs']] + [[c] for c in collections]
+        header = ([['path'], ['module'], ['inputs'], ['outputs']] + [[c] for c in flop_columns]
+                  + [[c] for c in collections])
         body = []
         for row in shown:
             truncated = depth is not None and len(row.path) == depth and any(
@@ -229,14 +300,18 @@ def tabulate(module: 'module_lib.Module', rngs: Any, depth: Optional[int] = None
             name = row.module_type if row.method == '__call__' else \
                 f'{row.module_type}.{row.method}'
             cells = [['/'.join(row.path)], [name], row.inputs, row.outputs or ['']]
+            cells += [[str(_call_flops(row, rng_streams, mutable, vjp=c == 'vjp_flops'))]
+                      for c in flop_columns]
             cells += [_collection_cell(variables[c], row, module_paths, truncated)
                       for c in collections]
             body.append(cells)
-        totals = [[''], [''], [''], ['Total']] + [[_summary_line(variables[c])]
-                                                   for c in collections]
+        label_column = 3 + len(flop_columns)
+        totals = ([['']] * label_column + [['Total']]
+                  + [[_summary_line(variables[c])] for c in collections])
         body.append(totals)
         footer = f'Total Parameters: {_summary_line(variables)}'
         title = f'{type(module).__name__} Summary'
-        return _render_table(title, header, body, footer)
+        return _render_table(title, header, body, footer,
+                             right_aligned=frozenset({(len(body) - 1, label_column)}))
 
     return table_fn

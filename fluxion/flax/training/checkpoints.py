@@ -24,6 +24,12 @@ fsynced and then renamed over the final name with ``os.replace`` (atomic on POSI
 Windows); older checkpoints are deleted only after that. A crash at any point therefore
 leaves the previous checkpoints intact, and the final name never holds a partial file.
 
+Several writers may share a directory (processes or threads saving different steps): a
+temporary file's name carries its writer's host and process id
+(``.<prefix><step>.<pid>@<host>.<random>.tmp``), and a save deletes only the temporary files
+left behind by a crash -- those whose writer process on this host is gone, and any older
+than :data:`STALE_TEMP_SECONDS` -- never one that another live writer is still filling.
+
 Only names of the form ``<prefix><number>`` count as checkpoints; they are ordered by the
 number, so ``checkpoint_10`` is newer than ``checkpoint_9``.
 """
@@ -33,8 +39,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 import struct
+import sys
 import tempfile
+import time
 from typing import Any
 
 from fluxion.flax import serialization
@@ -52,6 +61,11 @@ MAGIC = b"FLXNCKPT"
 FORMAT_VERSION = 1
 _HEADER = struct.Struct(">8sIQ32s")  # magic, version, payload length, sha256
 _TMP_SUFFIX = ".tmp"
+# A temporary file older than this is abandoned whoever wrote it (a writer on another host,
+# or one whose process id was reused): no save takes an hour between creating and renaming.
+STALE_TEMP_SECONDS = 3600.0
+# "<pid>@<host>.<random>.tmp" at the end of a temporary file's name.
+_TMP_OWNER_RE = re.compile(r"\.(\d+)@([A-Za-z0-9-]*)\.[^.]*" + re.escape(_TMP_SUFFIX) + "$")
 
 # A step as it appears in a file name: an int or float, optionally signed or in
 # exponent notation ("10", "-1.5", "1e5").
@@ -153,12 +167,18 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _host_tag() -> str:
+    # The host name, reduced to characters that cannot be confused with the name's separators.
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())
+
+
 def _write_atomically(path: str, *parts: bytes) -> None:
     """Writes the concatenation of ``parts`` to ``path`` via a temp file and a rename."""
     directory, name = os.path.split(path)
     # Hidden name that does not parse as "<prefix><number>", so it is never mistaken for
-    # a checkpoint even if a crash leaves it behind.
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=_TMP_SUFFIX)
+    # a checkpoint even if a crash leaves it behind; it names its writer (see _is_abandoned).
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.{os.getpid()}@{_host_tag()}.",
+                               suffix=_TMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
             for part in parts:
@@ -175,14 +195,47 @@ def _write_atomically(path: str, *parts: bytes) -> None:
     _fsync_dir(directory)
 
 
+def _process_is_gone(pid: int) -> bool:
+    """Whether no process ``pid`` exists on this host (False when that cannot be told)."""
+    if sys.platform == "win32":
+        return False  # os.kill(pid, 0) would terminate the process there
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False  # it exists (owned by another user), or the probe is not possible
+    return False
+
+
+def _is_abandoned(path: str, name: str) -> bool:
+    """Whether the temporary file ``path`` was left by a crashed save (see the module docstring)."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except FileNotFoundError:
+        return False  # renamed or removed meanwhile
+    if age > STALE_TEMP_SECONDS:
+        return True
+    owner = _TMP_OWNER_RE.search(name)
+    if owner is None:
+        return False  # no owner recorded (an older fluxion's name): only its age tells
+    pid, host = int(owner.group(1)), owner.group(2)
+    return host == _host_tag() and pid != os.getpid() and _process_is_gone(pid)
+
+
 def _remove_stale_temps(ckpt_dir: str, prefix: str) -> None:
-    """Deletes temporary files left by an earlier save that crashed before its rename."""
+    """Deletes temporary files left by saves that crashed before their rename.
+
+    A temporary file that another live writer is still filling is kept.
+    """
     for name in os.listdir(ckpt_dir):
         if name.startswith(f".{prefix}") and name.endswith(_TMP_SUFFIX):
-            try:
-                os.unlink(os.path.join(ckpt_dir, name))
-            except FileNotFoundError:
-                pass
+            path = os.path.join(ckpt_dir, name)
+            if _is_abandoned(path, name):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
 
 
 def save_checkpoint(
@@ -250,7 +303,7 @@ def _prune(
     if overwrite:
         for s, p in found:
             if s > step:
-                os.remove(p)
+                _remove_if_present(p)
         found = [(s, p) for s, p in found if s <= step]
     last_kept = -float("inf")
     for s, p in found[:-keep]:  # oldest first
@@ -258,7 +311,15 @@ def _prune(
         if keep_every_n_steps and s != 0 and s - last_kept >= keep_every_n_steps:
             last_kept = s
             continue
-        os.remove(p)
+        _remove_if_present(p)
+
+
+def _remove_if_present(path: str) -> None:
+    # Another writer pruning the same directory may have deleted it first.
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def restore_checkpoint(
