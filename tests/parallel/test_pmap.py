@@ -16,6 +16,7 @@ import fluxion.numpy as jnp
 from fluxion import lax
 from fluxion._src import distributed
 from fluxion._src import pmap as pmap_mod
+from fluxion._src.interpreters import spmd
 
 
 def _f_matmul(x, w):
@@ -175,14 +176,14 @@ def _run(executable, n, timeout=None):
     old = distributed._state.timeout
     distributed._state.timeout = timeout
     try:
-        return pmap_mod.run_replicas(executable, [], [[i] for i in range(n)], devs, "r", 0, n, None)
+        return spmd.run_replicas(executable, [], [[i] for i in range(n)], devs, "r", 0, n, None)
     finally:
         distributed._state.timeout = old
 
 
 def test_replicas_run_concurrently_on_distinct_threads(four_devices):
     def exe(consts, args):
-        slot = pmap_mod.current_replica("r")
+        slot = spmd.current_replica("r")
         # deadlocks unless all replicas run at once
         got = slot.exchange([np.asarray(args[0])], "test", lambda vals: [int(v[0]) for v in vals])
         return [threading.get_ident(), got]
@@ -196,7 +197,7 @@ def test_replica_failure_stops_the_others(four_devices):
     def exe(consts, args):
         if args[0] == 2:
             raise ZeroDivisionError("replica 2 failed")
-        pmap_mod.current_replica("r").exchange([np.asarray(1)], "test", len)
+        spmd.current_replica("r").exchange([np.asarray(1)], "test", len)
         return []
 
     with pytest.raises(ZeroDivisionError, match="replica 2 failed"):
@@ -206,16 +207,16 @@ def test_replica_failure_stops_the_others(four_devices):
 def test_replica_missing_a_collective_times_out(four_devices):
     def exe(consts, args):
         if args[0] != 1:
-            pmap_mod.current_replica("r").exchange([np.asarray(1)], "psum", len)
+            spmd.current_replica("r").exchange([np.asarray(1)], "psum", len)
         return []
 
-    with pytest.raises(pmap_mod.CollectiveError, match="waited more than 0.3 s at collective 'psum'"):
+    with pytest.raises(spmd.CollectiveError, match="waited more than 0.3 s at collective 'psum'"):
         _run(exe, 3, timeout=0.3)
 
 
 def test_collective_outside_replica_names_axis():
     with pytest.raises(NameError, match="unbound axis name: 'zz'"):
-        pmap_mod.current_replica("zz")
+        spmd.current_replica("zz")
 
 
 def test_pytree_prefix_in_axes_and_out_axes(ndev, rng):

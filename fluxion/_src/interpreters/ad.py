@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import Literal, ShapedArray, Tracer
+from . import array_ops
 from . import partial_eval as pe
 
 # Rule tables (one grep finds every rule of a primitive).
@@ -56,8 +57,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
 
 
 def zeros_like_aval(aval: ShapedArray):
-    from ..lax import structural
-    return structural.full(aval.shape, 0, aval.dtype)
+    return array_ops.full(aval.shape, 0, aval.dtype)
 
 
 def instantiate_zeros(t: Any):
@@ -69,8 +69,7 @@ def add_tangents(a: Any, b: Any):
         return b
     if type(b) is Zero:
         return a
-    from ..lax import elementwise
-    return elementwise.add(a, b)
+    return array_ops.add(a, b)
 
 
 def is_differentiable_dtype(dtype: np.dtype) -> bool:
@@ -150,7 +149,7 @@ class JVPTrace(core.Trace):
         return [JVPTracer(self, p, t) for p, t in zip(primals_out, tangents_out)]
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, out_trees):
-        from ..custom_derivatives import custom_lin_p
+        from .custom import custom_lin_p
         primals = [t.primal for t in tracers]
         tangents = [t.tangent for t in tracers]
         if all(type(t) is Zero for t in tangents):

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from .. import core
 from ..core import ShapedArray, Tracer
+from . import array_ops
 
 not_mapped = None
 
@@ -89,29 +90,28 @@ class BatchTrace(core.Trace):
         return BatchTracer(self, out, out_dim)
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):
-        from ..custom_derivatives import batch_custom_jvp
+        from .custom import batch_custom_jvp
         return batch_custom_jvp(self, primitive, fun, jvp, tracers)
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, out_trees):
-        from ..custom_derivatives import batch_custom_vjp
+        from .custom import batch_custom_vjp
         return batch_custom_vjp(self, primitive, fun, fwd, bwd, tracers, out_trees)
 
 
 def moveaxis(x, src: int | None, dst: int, axis_size: int):
     """Moves batch dim `src` of `x` to position `dst` (broadcasting an unbatched value to `axis_size`)."""
-    from ..lax import structural
     if src is not_mapped:
         aval = core.get_aval(x)
         shape = list(aval.shape)
         shape.insert(dst, axis_size)
         dims = tuple(i for i in range(len(shape)) if i != dst)
-        return structural.broadcast_in_dim(x, tuple(shape), dims)
+        return array_ops.broadcast_in_dim(x, tuple(shape), dims)
     if src == dst:
         return x
     nd = core.get_aval(x).ndim
     perm = [i for i in range(nd) if i != src]
     perm.insert(dst, src)
-    return structural.transpose(x, tuple(perm))
+    return array_ops.transpose(x, tuple(perm))
 
 
 def bdim_at_front(x, d: int | None, axis_size: int):

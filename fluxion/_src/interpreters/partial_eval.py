@@ -169,11 +169,11 @@ class JaxprTrace(core.Trace):
         return out_tracers
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):
-        from ..custom_derivatives import stage_custom_jvp
+        from .custom import stage_custom_jvp
         return stage_custom_jvp(self, fun, jvp, tracers)
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, out_trees):
-        from ..custom_derivatives import stage_custom_vjp
+        from .custom import stage_custom_vjp
         return stage_custom_vjp(self, fun, fwd, bwd, tracers, out_trees)
 
 

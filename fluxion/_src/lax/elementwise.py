@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import ShapedArray, abstract_eval_rules
-from ..interpreters import ad, batching
+from ..interpreters import ad, array_ops, batching
 from ..interpreters.ad import Zero
 from .utils import standard_primitive
 
@@ -454,6 +454,7 @@ batching.primitive_batchers[integer_pow_p] = _elementwise_batch_rule(integer_pow
 
 add_p = _nary("add", "num")
 add = _make_binary(add_p)
+array_ops.provide("add", add)  # AD adds tangents with it (interpreters cannot import lax)
 defjvp_broadcasting(add_p, lambda tx, ans, x, y: tx, lambda ty, ans, x, y: ty)
 
 

@@ -7,7 +7,7 @@ by `vmap(..., axis_name=...)` (one batch dimension); a collective means the same
 * under `vmap`, each primitive's batching rule computes the collective along the batch dimension (psum is a
   reduce_sum over it, all_gather moves it into the data, axis_index is an iota, ...);
 * under `pmap`, the primitive is staged into the replica program and its NumPy implementation exchanges values
-  between the replica threads (`fluxion._src.pmap.ReplicaGroup`).
+  between the replica threads (`fluxion._src.interpreters.spmd.ReplicaGroup`).
 
 Every primitive works on one axis name; tuples of names are decomposed by the wrappers (the combined index is
 row-major over the names, first name slowest). `_CollectivePrimitive.bind` routes a collective to the `vmap` level
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import core
-from .. import pmap as pmap_runtime
+from ..interpreters import spmd as pmap_runtime
 from ..core import ShapedArray, Tracer
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero

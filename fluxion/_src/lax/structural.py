@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import ShapedArray, abstract_eval_rules
-from ..interpreters import ad, batching
+from ..interpreters import ad, array_ops, batching
 from ..interpreters.ad import Zero
 from .utils import standard_primitive
 
@@ -887,3 +887,26 @@ def _copy_abstract_eval(x):
 abstract_eval_rules[copy_p] = _copy_abstract_eval
 ad.deflinear(copy_p, lambda ct, x: [ct if type(ct) is Zero else copy_p.bind(ct)])
 batching.primitive_batchers[copy_p] = lambda vals, dims: (copy_p.bind(vals[0]), dims[0])
+
+
+
+# --------------------------------------------------------------------------------------------------------------
+# stop_gradient (the identity on values, with a zero derivative; `fluxion.lax.stop_gradient` maps it over pytrees)
+# --------------------------------------------------------------------------------------------------------------
+
+stop_gradient_p = standard_primitive("stop_gradient", weak_type="first")
+
+
+def _stop_gradient_abstract_eval(x):
+    return ShapedArray(x.shape, x.dtype)
+
+
+abstract_eval_rules[stop_gradient_p] = _stop_gradient_abstract_eval
+ad.defjvp_zero(stop_gradient_p)
+batching.primitive_batchers[stop_gradient_p] = lambda vals, dims: (stop_gradient_p.bind(vals[0]), dims[0])
+
+
+# The interpreters move batch dimensions and instantiate zeros with these (they cannot import lax).
+array_ops.provide("full", full)
+array_ops.provide("broadcast_in_dim", broadcast_in_dim)
+array_ops.provide("transpose", transpose)

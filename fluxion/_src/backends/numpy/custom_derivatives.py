@@ -6,7 +6,8 @@ differentiation); `stop_gradient` is the identity on values.
 
 from __future__ import annotations
 
-from ...custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p, stop_gradient_p
+from ...interpreters.custom import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+from ...lax.structural import stop_gradient_p
 from . import call_closed_jaxpr, register_impl
 
 

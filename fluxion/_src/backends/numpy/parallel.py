@@ -1,7 +1,7 @@
 """NumPy implementations of the collectives (`psum`, `all_gather`, `ppermute`, ...) for `pmap` replicas.
 
 Under `pmap` each replica runs its program on its own thread (or process); a collective's implementation hands its
-operands to the replica group of the named axis (`fluxion._src.pmap.ReplicaGroup.exchange`), which waits for every
+operands to the replica group of the named axis (`fluxion._src.interpreters.spmd.ReplicaGroup.exchange`), which waits for every
 replica and gives each the combined result. (Under `vmap` the collectives never reach the backend: their batching
 rules in `lax.parallel` compute them along the batch dimension.)
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import pmap as pmap_runtime
+from ...interpreters import spmd as pmap_runtime
 from ...lax import parallel as lp
 from . import register_impl
 
