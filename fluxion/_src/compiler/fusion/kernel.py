@@ -27,8 +27,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core import Literal
+from ...lax.reductions import reduce_sum_p
+from ...lax.structural import broadcast_in_dim_p, iota_p
 from .. import ir
 from . import scalar
+from .scalar import REDUCTIONS, accumulator_dtype, combine, initial_value, np_type, numba_type
 
 # Partial accumulators per full or column-wise reduction; fixed so results are reproducible on any machine.
 REDUCTION_CHUNKS = 16
@@ -69,53 +72,6 @@ class KernelSpec:
         self.status = "pending"
 
 
-def _np_type(dt) -> str:
-    name = np.dtype(dt).name
-    return "np.bool_" if name == "bool" else f"np.{name}"
-
-
-def _nb_type(dt) -> str:
-    name = np.dtype(dt).name
-    return "types.boolean" if name == "bool" else f"types.{name}"
-
-
-def _acc_dtype(kind: str, dt) -> np.dtype:
-    dt = np.dtype(dt)
-    if kind == "reduce_sum":
-        if dt.kind == "f":
-            return np.dtype(np.float64)
-        if dt.kind == "i":
-            return np.dtype(np.int64)
-        if dt.kind == "u":
-            return np.dtype(np.uint64)
-    return dt
-
-
-def _init_value(kind: str, dt) -> str:
-    dt = np.dtype(dt)
-    if kind == "reduce_sum":
-        return f"{_np_type(dt)}(0)"
-    is_max = kind == "reduce_max"
-    if dt == np.bool_:
-        return "False" if is_max else "True"
-    if dt.kind == "f":
-        return f"{_np_type(dt)}({'-' if is_max else ''}np.inf)"
-    info = np.iinfo(dt)
-    return f"{_np_type(dt)}({info.min if is_max else info.max})"
-
-
-def _combine(kind: str, dt, acc: str, v: str) -> str:
-    dt = np.dtype(dt)
-    if kind == "reduce_sum":
-        return f"{acc} + {v}"
-    which = "max" if kind == "reduce_max" else "min"
-    if dt.kind == "f":
-        return f"_f{which}({acc}, {v})"
-    if dt == np.bool_:
-        return f"({acc} {'|' if which == 'max' else '&'} {v})"
-    return f"{which}({acc}, {v})"
-
-
 def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, domain: tuple,
           red_axes: tuple | None, parallel: bool, version: int) -> KernelSpec:
     """Generates the kernel for a group.
@@ -133,7 +89,7 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     spec.parallel = parallel
     member_eqns = [eqns[i] for i in members]
     produced = {v for e in member_eqns for v in e.outvars}
-    reductions = [e for e in member_eqns if e.primitive.name in scalar_reductions()]
+    reductions = [e for e in member_eqns if e.primitive in REDUCTIONS]
     rset = set(red_axes or ())
     nd = len(domain)
 
@@ -158,14 +114,13 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
 
     # Broadcasts computed outside the group (shared with other consumers) are read through their operands too,
     # never as materialized arrays (a relu's broadcast zero would otherwise be copied to full size every call).
-    outside_broadcasts = {e.outvars[0]: e for e in eqns if e.primitive.name == "broadcast_in_dim"
+    outside_broadcasts = {e.outvars[0]: e for e in eqns if e.primitive is broadcast_in_dim_p
                           and e.outvars[0] not in produced and tuple(e.outvars[0].aval.shape) == tuple(domain)
                           and (type(e.invars[0]) is Literal or e.invars[0] not in produced)}
 
     reads: dict = {}           # (member eqn position, operand position) -> ("in", k) / ("var", v) / ("lit", src)
     for pos, e in enumerate(member_eqns):
-        name = e.primitive.name
-        if name == "broadcast_in_dim":
+        if e.primitive is broadcast_in_dim_p:
             reads[(pos, 0)] = read_broadcast(e)
             continue
         for k, v in enumerate(e.invars):
@@ -181,9 +136,9 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
                 full = tuple(d if domain[d] != 1 else None for d in range(nd))
                 reads[(pos, k)] = ("in", add_input(v, Access(full)))
 
-    iota_dims = [e.params["dimension"] for e in member_eqns if e.primitive.name == "iota"]
+    iota_dims = [e.params["dimension"] for e in member_eqns if e.primitive is iota_p]
     out_accesses = []
-    ew_outs = [v for e in member_eqns if e.primitive.name not in scalar_reductions() for v in e.outvars
+    ew_outs = [v for e in member_eqns if e.primitive not in REDUCTIONS for v in e.outvars
                if v in outvars_needed]
     for v in ew_outs:
         out_accesses.append(Access(tuple(d if domain[d] != 1 else None for d in range(nd))))
@@ -264,18 +219,18 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     names: dict = {}
     red_vals = []
     for pos, e in enumerate(member_eqns):
-        name = e.primitive.name
-        if name in scalar_reductions():
+        prim = e.primitive
+        if prim in REDUCTIONS:
             src = reads[(pos, 0)]
             red_vals.append(names[src[1]] if src[0] == "var" else (load(src[1]) if src[0] == "in" else src[1]))
             continue
         out = e.outvars[0]
         x = f"x{pos}"
         names[out] = x
-        if name == "broadcast_in_dim":
+        if prim is broadcast_in_dim_p:
             src = reads[(pos, 0)]
             expr = load(src[1]) if src[0] == "in" else src[1]
-        elif name == "iota":
+        elif prim is iota_p:
             d = e.params["dimension"]
             i = idx[mdim[d]] if domain[d] != 1 else "0"
             if chunked and domain[d] != 1 and mdim[d] == 0:
@@ -287,7 +242,7 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
                 src = reads[(pos, k)]
                 args.append(names[src[1]] if src[0] == "var" else (load(src[1]) if src[0] == "in" else src[1]))
             expr = scalar.scalar_expr(e, args)
-            assert expr is not None, name
+            assert expr is not None, prim.name
         body.append(f"{x} = {expr}")
     for k, v in enumerate(ew_outs):
         dims = merged_dims(out_accesses[k])
@@ -300,9 +255,9 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     for k, (v, acc) in enumerate(inputs):
         if not merged_dims(acc):
             lines.append(f"s{k} = in{k}[0]")
-    red_kinds = [e.primitive.name for e in reductions]
+    red_kinds = [e.primitive for e in reductions]
     red_dts = [e.invars[0].aval.dtype for e in reductions]
-    acc_dts = [_acc_dtype(kd, dt) for kd, dt in zip(red_kinds, red_dts)]
+    acc_dts = [accumulator_dtype(kd, dt) for kd, dt in zip(red_kinds, red_dts)]
     out_base = len(ew_outs)
 
     def emit_loops(ds: list[int], inner: list[str], depth: int, first_parallel: bool) -> list[str]:
@@ -320,13 +275,14 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     else:
         kdims = [g for g in range(len(merged)) if mclass[g] == "K"]
         rdims = [g for g in range(len(merged)) if mclass[g] == "R"]
-        acc_update = [f"acc{r} = " + _combine(red_kinds[r], red_dts[r], f"acc{r}", f"{_np_type(acc_dts[r])}({red_vals[r]})")
+        acc_update = [f"acc{r} = " + combine(red_kinds[r], red_dts[r], f"acc{r}",
+                                             f"{np_type(acc_dts[r])}({red_vals[r]})")
                       for r in range(nred)]
         if pattern == "KR" or (pattern == "K" and not rdims):
-            inner = [f"acc{r} = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
+            inner = [f"acc{r} = {initial_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
             inner += emit_loops(rdims, body + acc_update, 0, False)
             kidx = ", ".join(idx[g] for g in kdims) if kdims else "0"
-            inner += [f"out{out_base + r}[{kidx}] = {_np_type(red_dts[r])}(acc{r})" for r in range(nred)]
+            inner += [f"out{out_base + r}[{kidx}] = {np_type(red_dts[r])}(acc{r})" for r in range(nred)]
             lines += emit_loops(kdims, inner, 0, True) if kdims else inner
         else:  # "R" or "RK": chunk the first reduced dimension
             g0 = rdims[0]
@@ -335,19 +291,19 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
             step = -(-n0 // nch)
             kshape = tuple(msize[g] for g in kdims)
             for r in range(nred):
-                lines.append(f"part{r} = np.empty({(nch,) + kshape!r}, {_np_type(acc_dts[r])})")
+                lines.append(f"part{r} = np.empty({(nch,) + kshape!r}, {np_type(acc_dts[r])})")
             lines.append(f"for c in {prange}({nch}):")
             chunk = [f"lo = c * {step}", f"hi = min(lo + {step}, {n0})"]
             kidx = ", ".join(idx[g] for g in kdims)
             if kdims:
-                init = [f"part{r}[c, {kidx}] = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
+                init = [f"part{r}[c, {kidx}] = {initial_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
                 chunk += emit_loops(kdims, init, 0, False)
-                upd = [f"part{r}[c, {kidx}] = " + _combine(red_kinds[r], red_dts[r], f"part{r}[c, {kidx}]",
-                                                            f"{_np_type(acc_dts[r])}({red_vals[r]})")
+                upd = [f"part{r}[c, {kidx}] = " + combine(red_kinds[r], red_dts[r], f"part{r}[c, {kidx}]",
+                                                            f"{np_type(acc_dts[r])}({red_vals[r]})")
                        for r in range(nred)]
                 inner = emit_loops(rdims[1:] + kdims, body + upd, 0, False)
             else:
-                chunk += [f"acc{r} = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
+                chunk += [f"acc{r} = {initial_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
                 inner = emit_loops(rdims[1:], body + acc_update, 0, False)
             chunk += [f"w{k} = in{k}[lo:hi]" for k, (_, acc) in enumerate(inputs) if via_chunk(merged_dims(acc))]
             chunk += [f"wo{k} = out{k}[lo:hi]" for k in range(len(ew_outs)) if via_chunk(merged_dims(out_accesses[k]))]
@@ -360,16 +316,16 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
             fin = [f"acc{r} = part{r}[0{', ' + kidx if kdims else ''}]" for r in range(nred)]
             fin += ["for c in range(1, %d):" % nch]
             ksuffix = (", " + kidx) if kdims else ""
-            fin += [f"    acc{r} = " + _combine(red_kinds[r], red_dts[r], f"acc{r}", f"part{r}[c{ksuffix}]")
+            fin += [f"    acc{r} = " + combine(red_kinds[r], red_dts[r], f"acc{r}", f"part{r}[c{ksuffix}]")
                     for r in range(nred)]
-            fin += [f"out{out_base + r}[{kidx if kdims else '0'}] = {_np_type(red_dts[r])}(acc{r})" for r in range(nred)]
+            fin += [f"out{out_base + r}[{kidx if kdims else '0'}] = {np_type(red_dts[r])}(acc{r})" for r in range(nred)]
             lines += emit_loops(kdims, fin, 0, False) if kdims else fin
 
     # -- module source -------------------------------------------------------------------------------------------
-    has_fsum = any(k == "reduce_sum" and np.dtype(dt).kind == "f" for k, dt in zip(red_kinds, red_dts))
-    sig_args = [f"types.Array({_nb_type(v.aval.dtype)}, {len(shp)}, 'C', readonly=True)"
+    has_fsum = any(k is reduce_sum_p and np.dtype(dt).kind == "f" for k, dt in zip(red_kinds, red_dts))
+    sig_args = [f"types.Array({numba_type(v.aval.dtype)}, {len(shp)}, 'C', readonly=True)"
                 for v, _, shp in spec.inputs]
-    sig_args += [f"types.Array({_nb_type(v.aval.dtype)}, {len(shp)}, 'C')" for v, shp in spec.outputs]
+    sig_args += [f"types.Array({numba_type(v.aval.dtype)}, {len(shp)}, 'C')" for v, shp in spec.outputs]
     fastmath = "{'reassoc'}" if has_fsum else "False"
     header = [
         "# Generated by fluxion's compiler (fusion). Do not edit: the file name is the hash of this text.",
@@ -390,7 +346,3 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
     spec.source = "\n".join(header + ["    " + ln for ln in (lines or ["pass"])]) + "\n"
     spec.digest = hashlib.sha256(spec.source.encode()).hexdigest()[:24]
     return spec
-
-
-def scalar_reductions() -> frozenset:
-    return frozenset({"reduce_sum", "reduce_max", "reduce_min"})

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...core import ClosedJaxpr, JaxprEqn, ShapedArray, Var
 from ...lax.elementwise import mul_p
-from ...lax.reductions import reduce_sum_p
+from ...lax.reductions import dot_general_p, reduce_sum_p
 from .. import ir
 from . import check
 
@@ -24,7 +24,7 @@ CHECK_DOT_REDUCE_MIN_ELEMENTS = 64
 
 
 def _vector_dot(e, min_elements: int) -> bool:
-    if e.primitive.name != "dot_general":
+    if e.primitive is not dot_general_p:
         return False
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     x, y = e.invars
