@@ -29,7 +29,7 @@ from ..lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_p
 from ..lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
                               rev_p, slice_p, squeeze_p, transpose_p)
 from ..lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
-from . import conv, ir, memory, windowed
+from . import contractions, conv, ir, memory, windowed
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
 Lowering = Callable[..., list]
@@ -324,55 +324,13 @@ LOWERINGS[reduce_max_p] = _reduce("maximum", False, True)
 LOWERINGS[reduce_min_p] = _reduce("minimum", False, True)
 
 
-def matmul_form(eqn) -> str | None:
-    """A NumPy expression template for `dot_general` when it is a plain (batched) matrix product, else None.
-
-    The template uses `{a}`/`{b}` for the operands and is only returned for float32/float64 operands of one dtype
-    whose result dtype is that dtype, where `matmul` is what the backend implementation computes.
-    """
-    lhs, rhs = eqn.invars
-    la, ra = lhs.aval, rhs.aval
-    if la.dtype != ra.dtype or la.dtype not in (np.float32, np.float64):
-        return None
-    pref = eqn.params.get("preferred_element_type")
-    if pref is not None and np.dtype(pref) != la.dtype:
-        return None
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    lc, rc, lb, rb = tuple(lc), tuple(rc), tuple(lb), tuple(rb)
-    nb = len(lb)
-    if lb != tuple(range(nb)) or rb != tuple(range(nb)) or len(lc) != 1 or len(rc) != 1:
-        return None
-    lfree = la.ndim - nb - 1
-    rfree = ra.ndim - nb - 1
-    if lfree > 1 or rfree > 1:
-        return None
-    (l_c,), (r_c,) = lc, rc
-    if nb == 0 and la.ndim == 1 and ra.ndim == 1:
-        return "dot({a}, {b})"
-    if lfree == 1 and rfree == 1:
-        a = "{a}" if l_c == nb + 1 else "swap({a})"
-        b = "{b}" if r_c == nb else "swap({b})"
-        return f"matmul({a}, {b})"
-    if lfree == 1 and rfree == 0:  # (..., m, k) x (..., k) -> (..., m)
-        a = "{a}" if l_c == nb + 1 else "swap({a})"
-        return f"matmul({a}, {{b}}[..., None])[..., 0]" if nb else f"matmul({a}, {{b}})"
-    if lfree == 0 and rfree == 1:  # (..., k) x (..., k, n) -> (..., n)
-        b = "{b}" if r_c == nb else "swap({b})"
-        return f"matmul({{a}}[..., None, :], {b})[..., 0, :]" if nb else f"matmul({{a}}, {b})"
-    return None
-
-
-def _swap(x):
-    return np.swapaxes(x, -1, -2)
-
-
 @register(dot_general_p)
 def _dot_general(g, eqn, ins, outs):
-    form = matmul_form(eqn)
+    form = contractions.matmul_form(eqn)
     if form is None:
         return lower_impl(g, eqn, ins, outs)
     expr = form.replace("dot(", f"{g.bind(np.dot, 'dot')}(").replace(
-        "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(_swap, 'swap')}(")
+        "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(contractions.swap, 'swap')}(")
     g.line(f"{outs[0]} = {expr.format(a=ins[0], b=ins[1])}")
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
@@ -586,4 +544,4 @@ def broadcast_tolerant(eqn) -> bool:
     return ufunc_for(eqn) is not None
 
 
-__all__ = ["LOWERINGS", "lowering_for", "lower_impl", "broadcast_tolerant", "matmul_form", "memory"]
+__all__ = ["LOWERINGS", "lowering_for", "lower_impl", "broadcast_tolerant", "memory"]

@@ -24,7 +24,7 @@ from ...custom_derivatives import stop_gradient_p
 from ...lax.control_flow import scan_p
 from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
 from ...lax.structural import broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, transpose_p
-from .. import ir
+from .. import contractions, ir
 from . import scalar
 from .scalar import REDUCTIONS, np_type, numba_type
 
@@ -55,10 +55,7 @@ def eqn_supported(eqn) -> bool:
         if prim is reshape_p and eqn.params.get("dimensions") is not None:
             return False
         if prim is dot_general_p:
-            pref = eqn.params.get("preferred_element_type")
-            dt = eqn.outvars[0].aval.dtype
-            return dt.kind == "f" and (pref is None or np.dtype(pref) == dt) and \
-                eqn.invars[0].aval.dtype == eqn.invars[1].aval.dtype == dt
+            return eqn.outvars[0].aval.dtype.kind == "f" and contractions.computes_in_operand_dtype(eqn)
         if prim is iota_p:
             return np.dtype(eqn.params["dtype"]).kind in "iuf"
         if prim is reduce_sum_p and eqn.invars[0].aval.dtype == np.bool_:
@@ -72,8 +69,7 @@ def step_work(jaxpr) -> int:
     for e in jaxpr.eqns:
         out = _size(e.outvars[0].aval.shape) if e.outvars else 0
         if e.primitive is dot_general_p:
-            (lc, _), _ = e.params["dimension_numbers"]
-            out *= _size([e.invars[0].aval.shape[d] for d in lc])
+            out *= contractions.contracted_size(e)
         elif e.primitive in REDUCTIONS:
             out = _size(e.invars[0].aval.shape)
         work += out
@@ -147,7 +143,7 @@ class _Body:
                 src[p] = idx[d]
             return self.elem(e.invars[0], src)
         if prim is dot_general_p:  # only with a single contracted element: an outer-product-like map
-            li, ri, _ = _dot_indices(e, idx, ["0"] * len(e.params["dimension_numbers"][0][0]))
+            li, ri = contractions.operand_indices(e, idx, ["0"] * len(e.params["dimension_numbers"][0][0]))
             return f"({self.elem(e.invars[0], li)} * {self.elem(e.invars[1], ri)})"
         args = [self.elem(v, idx if (type(v) is Var and v.aval.ndim) else []) for v in e.invars]
         expr = scalar.scalar_expr(e, args)
@@ -245,8 +241,8 @@ class _Body:
         lhs, rhs = e.invars
         idx = [f"j{d}" for d in range(len(shape))]
         kidx = [f"k{d}" for d in range(len(e.params["dimension_numbers"][0][0]))]
-        li, ri, lc = _dot_indices(e, idx, kidx)
-        kl = [lhs.aval.shape[a] for a in lc]
+        li, ri = contractions.operand_indices(e, idx, kidx)
+        kl = [lhs.aval.shape[a] for a in e.params["dimension_numbers"][0][0]]
         lname, rname = self.elem(lhs, li), self.elem(rhs, ri)
         # dot order: accumulate over the contracted indices (in the output dtype, as BLAS and XLA do).
         inner = [f"acc = {np_type(dt)}(0)"]
@@ -297,39 +293,13 @@ _EMITTERS = {
 _STRUCTURAL = frozenset(_EMITTERS)
 
 
-def _dot_indices(e, idx: list, kidx: list):
-    """Operand index expressions of `dot_general` element `idx`, with `kidx` for the contracted dimensions."""
-    lhs, rhs = e.invars
-    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-    lc, rc, lb, rb = list(lc), list(rc), list(lb), list(rb)
-    lfree = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
-    rfree = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
-    li, ri = [None] * lhs.aval.ndim, [None] * rhs.aval.ndim
-    pos = 0
-    for a, b in zip(lb, rb):
-        li[a] = ri[b] = idx[pos]
-        pos += 1
-    for a in lfree:
-        li[a] = idx[pos]
-        pos += 1
-    for b in rfree:
-        ri[b] = idx[pos]
-        pos += 1
-    for k, (a, b) in enumerate(zip(lc, rc)):
-        li[a] = ri[b] = kidx[k]
-    return li, ri, lc
-
-
 # Pure index maps: expanding them where they are read costs nothing, whatever reads them.
 _INDEX_MAPS = frozenset({broadcast_in_dim_p, transpose_p})
 
 
 def _outer_product(e) -> bool:
     """A `dot_general` contracting a single element: each output element is one product."""
-    if e.primitive is not dot_general_p:
-        return False
-    (lc, _), _ = e.params["dimension_numbers"]
-    return _size([e.invars[0].aval.shape[d] for d in lc]) == 1
+    return e.primitive is dot_general_p and contractions.contracted_size(e) == 1
 
 
 def _index_aligned(e) -> bool:
