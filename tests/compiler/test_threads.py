@@ -27,8 +27,8 @@ def test_monitor_measures_other_programs_cpu_time(monkeypatch):
         return state["now"][0]
     monkeypatch.setattr(threads, "_machine_busy_seconds", busy)
     monkeypatch.setattr(threads.time, "process_time", lambda: state["now"][1])
+    monkeypatch.delenv("FLUXION_NUM_THREADS", raising=False)
     m = threads._Monitor()
-    m.fixed = None
     m.refresh(0.0)                        # first reading: nothing to compare with yet
     assert m.refresh(0.1) == m.decision   # within the interval: no new reading
     # 1 s later: the machine used 0.8 s, this process 0.1 s -> others kept 0.7 of a core busy.
@@ -46,16 +46,26 @@ def test_fixed_thread_count_from_the_environment(monkeypatch):
             threads._fixed()
 
 
+def test_fixed_thread_count_from_the_config_option_applies_at_once(monkeypatch):
+    monkeypatch.setenv("FLUXION_NUM_THREADS", "3")
+    threads.current()
+    with fluxion.config.override("fluxion_num_threads", 1):  # the option wins over the variable
+        assert threads.current() == 1
+    assert threads.current() == 3  # the variable is read again afterwards
+    with pytest.raises(ValueError, match="fluxion_num_threads"):
+        fluxion.config.update("fluxion_num_threads", 0)
+
+
 @pytest.mark.skipif(not blas.available(), reason="this NumPy's BLAS has no thread controls")
 def test_generated_code_sets_blas_threads_for_the_call_and_restores_them(monkeypatch):
     seen = []
     f = fluxion.jit(lambda a, b: jnp.tanh(a @ b))
     a = np.ones((8, 8), np.float32)
     before = blas.get_threads()
-    monkeypatch.setattr(threads._monitor, "fixed", 1)
     real = blas.set_threads
     monkeypatch.setattr(blas, "set_threads", lambda n: (seen.append(n), real(n)))
-    out = f(a, a)
+    with fluxion.config.override("fluxion_num_threads", 1):
+        out = f(a, a)
     np.testing.assert_allclose(np.asarray(out), np.tanh(a @ a), rtol=1e-6)
     assert "_threads" in f.lower(a, a).compile().as_text()
     assert blas.get_threads() == before

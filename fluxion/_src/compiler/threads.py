@@ -11,7 +11,9 @@ So the decision is made per call, from what the rest of the machine is doing: ev
 all processes used (`/proc/stat`) minus the time this process used (`time.process_time`) gives the number of cores
 other programs keep busy; this process uses the cores they leave (at least one). The first decision, before there is
 an interval to measure, counts the runnable tasks in `/proc/loadavg`. Where neither file exists (not Linux), all
-cores are used. `FLUXION_NUM_THREADS=N` fixes the count.
+cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count; it is re-read with the
+load, every `INTERVAL` seconds, and at once when `config.update` changes it (reading it on every call would cost
+about a microsecond, a third of a small jitted call).
 
 Generated functions call `enter()` on entry and `leave()` on exit (about 0.3 us when nothing changes): `enter`
 sets OpenBLAS's thread count and Numba's (for kernels compiled with `parallel=True`) to the decision.
@@ -23,6 +25,7 @@ import os
 import threading
 import time
 
+from ..config import config
 from . import blas
 from .fusion import runtime
 
@@ -44,16 +47,12 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _fixed() -> int | None:
-    raw = os.environ.get("FLUXION_NUM_THREADS", "").strip()
-    if not raw:
-        return None
-    try:
-        n = int(raw)
-    except ValueError:
-        raise ValueError(f"FLUXION_NUM_THREADS must be a positive integer, got {raw!r}") from None
-    if n < 1:
-        raise ValueError(f"FLUXION_NUM_THREADS must be a positive integer, got {raw!r}")
-    return n
+    """The thread count fixed by `fluxion_num_threads`, or None.
+
+    Raises:
+      ValueError: `FLUXION_NUM_THREADS` is not a positive integer (the message names it).
+    """
+    return config.fluxion_num_threads
 
 
 def _machine_busy_seconds() -> float | None:
@@ -92,17 +91,21 @@ class _Monitor:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.fixed = _fixed()
         self.next_check = 0.0
         self.last = None   # (wall, machine busy seconds, own cpu seconds)
         others = _runnable_others()
-        self.decision = self.fixed or (threads_for(others) if others is not None else CORES)
+        self.decision = threads_for(others) if others is not None else CORES
 
     def refresh(self, now: float) -> int:
         with self.lock:
             if now < self.next_check:
                 return self.decision
             self.next_check = now + INTERVAL
+            fixed = _fixed()
+            if fixed is not None:
+                self.decision = fixed
+                self.last = None  # measure afresh if the count is released
+                return fixed
             busy, own = _machine_busy_seconds(), time.process_time()
             if busy is None:
                 return self.decision
@@ -119,11 +122,16 @@ _monitor = _Monitor()
 _local = threading.local()   # Numba's thread count is per calling thread
 
 
+def _option_changed(value) -> None:
+    _monitor.next_check = 0.0  # decide again on the next call
+
+
+config.add_hook("fluxion_num_threads", _option_changed)
+
+
 def current() -> int:
     """The number of threads compiled code should use now."""
     m = _monitor
-    if m.fixed is not None:
-        return m.fixed
     now = time.monotonic()
     if now < m.next_check:
         return m.decision

@@ -9,17 +9,19 @@ memory.
 
 Groups are grown greedily in program order: an equation joins (and merges) the groups producing its operands unless
 that would create a cycle (an outside equation that needs one group's result and feeds the other). Groups whose
-domain is smaller than the size threshold, or that would replace a single cheap NumPy call, are dissolved.
+domain is smaller than the size threshold (unless they are long: `fluxion_small_group_min_ops` operations, so that one
+kernel call, about 2 us with its argument checks, replaces that many NumPy calls of about 0.7 us each on small
+arrays), or that would replace a single cheap NumPy call, are dissolved.
 """
 
 from __future__ import annotations
 
 import heapq
-import os
 from typing import Any, Sequence
 
 import numpy as np
 
+from ...config import config
 from ...core import Var
 from ...lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, div_p, eq_p, floor_p,
                                 ge_p, gt_p, integer_pow_p, is_finite_p, le_p, logistic_p, lt_p, max_p, min_p, mul_p,
@@ -30,9 +32,6 @@ from .. import ir
 from . import scalar
 from .scalar import REDUCTIONS
 
-# Below the size threshold a group is still fused when it has at least this many operations: a kernel call (about
-# 2 us with its argument checks) then replaces that many NumPy calls (about 0.7 us each on small arrays).
-SMALL_GROUP_MIN_OPS = int(os.environ.get("FLUXION_SMALL_GROUP_MIN_OPS", 8))
 # Members that cost no NumPy pass of their own (views and index arithmetic do not count towards "worth fusing").
 _FREE = frozenset({broadcast_in_dim_p, iota_p})
 # A single one of these is already worth a kernel: NumPy computes them slowly (branchy `where`) or in several passes.
@@ -103,13 +102,15 @@ class Grouping:
     Args:
       eqns: the equations in program order.
       outvars: the jaxpr's outputs.
-      min_elements: groups over smaller domains are not formed.
+      min_elements: groups over smaller domains are formed only from exact operations (`exact`) and kept only
+        with at least `fluxion_small_group_min_ops` operations.
     """
 
     def __init__(self, eqns: Sequence[Any], outvars: Sequence[Any], min_elements: int):
         self.eqns = list(eqns)
         self.outvars = list(outvars)
         self.min_elements = min_elements
+        self.small_group_min_ops = int(config.fluxion_small_group_min_ops)
         self.producer: dict = {}
         for i, e in enumerate(self.eqns):
             for v in e.outvars:
@@ -228,7 +229,7 @@ class Grouping:
             if int(np.prod(g.domain, dtype=np.int64)) >= self.min_elements:
                 worth = len(work) >= 2 or any(p in _EXPENSIVE for p in work) or prims == [reduce_sum_p]
             else:  # small arrays: only long chains, where one kernel call replaces many NumPy calls
-                worth = len(work) >= SMALL_GROUP_MIN_OPS
+                worth = len(work) >= self.small_group_min_ops
             if not worth or not work:
                 for i in g.members:
                     self.group_of.pop(i, None)

@@ -2,12 +2,12 @@
 
 Kernel sources are written to `<cache dir>/kernels/k_<hash>.py` (atomically, once) and imported from there, so
 Numba's own cache (`cache=True`) stores the compiled machine code next to them: a second process loads kernels
-instead of compiling them. The cache directory is `$FLUXION_CACHE_DIR`, else `jax_compilation_cache_dir` if set,
-else `~/.cache/fluxion`.
+instead of compiling them. The cache directory is `fluxion_cache_dir` (`FLUXION_CACHE_DIR`), else
+`jax_compilation_cache_dir` if set, else `~/.cache/fluxion`.
 
 Numba is imported lazily and, by default, kernels are compiled on a background thread: the first call of a jitted
 function runs the plain NumPy code at once, and the executable switches to the fused code when its kernels are
-ready (`FLUXION_JIT_SYNC_KERNELS=1` compiles them before the first call instead). Numba keeps its compiled code in
+ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them before the first call instead). Numba keeps its compiled code in
 files it serializes itself (with pickle) in the cache directory, which only this user writes.
 """
 
@@ -21,6 +21,8 @@ import sys
 import tempfile
 import threading
 from typing import Any, Callable
+
+from ...config import config, set_default_environment
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -42,20 +44,16 @@ def numba_installed() -> bool:
 
 
 def cache_dir() -> str:
-    d = os.environ.get("FLUXION_CACHE_DIR")
-    if not d:
-        try:
-            from ...config import config
-            d = config.jax_compilation_cache_dir
-        except Exception:  # noqa: BLE001
-            d = None
+    """The kernel cache directory: `fluxion_cache_dir`, else `jax_compilation_cache_dir`, else `~/.cache/fluxion`."""
+    d = config.fluxion_cache_dir or config.jax_compilation_cache_dir
     if not d:
         d = os.path.join(os.path.expanduser("~"), ".cache", "fluxion")
-    return d
+    return os.fspath(d)
 
 
 def sync_kernels() -> bool:
-    return os.environ.get("FLUXION_JIT_SYNC_KERNELS", "0").strip().lower() in ("1", "true", "yes", "on")
+    """Whether kernels are compiled before the first call (`fluxion_jit_sync_kernels`)."""
+    return bool(config.fluxion_jit_sync_kernels)
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -89,7 +87,7 @@ def load_kernel(digest: str, source: str) -> Any:
     # both on two threads, took 8.4 ms per pair with the default and 0.42 ms with 1,000 while the other core was
     # busy; back-to-back selu calls ran equally fast either way). Set only if the user has not chosen, and only
     # before Numba starts OpenMP.
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+    set_default_environment("GOMP_SPINCOUNT", "1000")
     with _lock:
         hit = _loaded.get(digest)
         if hit is not None:
