@@ -11,9 +11,13 @@ So the decision is made per call, from what the rest of the machine is doing: ev
 all processes used (`/proc/stat`) minus the time this process used (`time.process_time`) gives the number of cores
 other programs keep busy; this process uses the cores they leave (at least one). The first decision, before there is
 an interval to measure, counts the runnable tasks in `/proc/loadavg`. Where neither file exists (not Linux), all
-cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count; it is re-read with the
-load, every `INTERVAL` seconds, and at once when `config.update` changes it (reading it on every call would cost
-about a microsecond, a third of a small jitted call).
+cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count.
+
+Upper bounds: the standard variables `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` and
+`NUMBA_NUM_THREADS` (`config.thread_limit`) cap every count fluxion sets, the fixed one included: a user who pins
+BLAS to one thread (to run one process per core, say) keeps one thread in compiled code too. The option and the
+variables are re-read with the load, every `INTERVAL` seconds, and the option at once when `config.update` changes
+it (reading them on every call would cost about a microsecond, a third of a small jitted call).
 
 Generated functions call `enter()` on entry and `leave()` on exit (about 0.3 us when nothing changes): `enter`
 sets OpenBLAS's thread count and Numba's (for kernels compiled with `parallel=True`) to the decision.
@@ -25,7 +29,7 @@ import os
 import threading
 import time
 
-from ..config import config
+from ..config import config, thread_limit
 from . import blas
 from .fusion import runtime
 
@@ -87,35 +91,46 @@ def threads_for(other_cores: float, cores: int = CORES) -> int:
 
 
 class _Monitor:
-    """Keeps the current decision; re-reads the machine's load at most every `INTERVAL` seconds."""
+    """Keeps the current decision; re-reads the machine's load and the limits at most every `INTERVAL` seconds.
+
+    Attributes:
+      measured: the count the machine's load allows (see the module docstring).
+      decision: what compiled code uses: the fixed count or `measured`, capped by `config.thread_limit()`.
+    """
 
     def __init__(self):
         self.lock = threading.Lock()
         self.next_check = 0.0
         self.last = None   # (wall, machine busy seconds, own cpu seconds)
         others = _runnable_others()
-        self.decision = threads_for(others) if others is not None else CORES
+        self.measured = threads_for(others) if others is not None else CORES
+        self.decision = self.measured
 
     def refresh(self, now: float) -> int:
         with self.lock:
             if now < self.next_check:
                 return self.decision
             self.next_check = now + INTERVAL
-            fixed = _fixed()
-            if fixed is not None:
-                self.decision = fixed
+            wanted = _fixed()
+            if wanted is None:
+                wanted = self._measure(now)
+            else:
                 self.last = None  # measure afresh if the count is released
-                return fixed
-            busy, own = _machine_busy_seconds(), time.process_time()
-            if busy is None:
-                return self.decision
-            if self.last is not None:
-                wall = now - self.last[0]
-                if wall > 0:
-                    other = max((busy - self.last[1]) - (own - self.last[2]), 0.0) / wall
-                    self.decision = threads_for(other)
-            self.last = (now, busy, own)
+            limit = thread_limit()
+            self.decision = wanted if limit is None else min(wanted, limit)
             return self.decision
+
+    def _measure(self, now: float) -> int:
+        busy, own = _machine_busy_seconds(), time.process_time()
+        if busy is None:
+            return self.measured
+        if self.last is not None:
+            wall = now - self.last[0]
+            if wall > 0:
+                other = max((busy - self.last[1]) - (own - self.last[2]), 0.0) / wall
+                self.measured = threads_for(other)
+        self.last = (now, busy, own)
+        return self.measured
 
 
 _monitor = _Monitor()
@@ -144,7 +159,7 @@ def _set_numba_threads(n: int) -> None:
     numba = runtime.loaded_numba()
     if numba is None:  # no kernel has been loaded, so none runs in parallel
         return
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # Numba's pool has this many threads at most
     _local.numba = n
 
 
