@@ -43,6 +43,8 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
     NUMBA_NUM_THREADS when those are set (`thread_limit`).
   fluxion_cache_dir (None; FLUXION_CACHE_DIR): the on-disk kernel cache (None: `jax_compilation_cache_dir`, else
     `~/.cache/fluxion`); see `compiler.fusion.runtime` for what it holds and how it is protected.
+  fluxion_cache_max_bytes (536870912; FLUXION_CACHE_MAX_BYTES): size above which the least recently used kernels
+    are evicted from that cache.
   fluxion_collective_timeout (300.0; FLUXION_COLLECTIVE_TIMEOUT): seconds a `pmap` replica or an MPI process waits
     for the others at a collective before failing.
   fluxion_data_dir (None; FLUXION_DATA_DIR): where `fluxion.datasets` looks for dataset files first.
@@ -131,7 +133,9 @@ class Config:
         self._values: dict[str, Any] = {}
         self._defaults: dict[str, Any] = {}
         self._hooks: dict[str, list[Callable[[Any], None]]] = {}
-        # Options that read an environment variable while `update` has not set them: name -> (variables, parser).
+        # Options backed by environment variables: name -> (variables, parser); `_from_env` holds those that
+        # `update` has not set (they read their variables when used).
+        self._env_options: dict[str, tuple[tuple[str, ...], Parser]] = {}
         self._from_env: dict[str, tuple[tuple[str, ...], Parser]] = {}
         # Parsers that also validate the values given to `update` (fluxion's own options).
         self._validators: dict[str, Parser] = {}
@@ -164,6 +168,7 @@ class Config:
         self._define("fluxion_parallel_min_work", 1 << 18, env=("FLUXION_PARALLEL_MIN_WORK",), parse=_integer(0))
         self._define("fluxion_num_threads", None, env=("FLUXION_NUM_THREADS",), parse=_integer(1, optional=True))
         self._define("fluxion_cache_dir", None, env=("FLUXION_CACHE_DIR",), parse=_path)
+        self._define("fluxion_cache_max_bytes", 512 << 20, env=("FLUXION_CACHE_MAX_BYTES",), parse=_integer(0))
         self._define("fluxion_collective_timeout", 300.0, env=("FLUXION_COLLECTIVE_TIMEOUT",), parse=_seconds)
         self._define("fluxion_data_dir", None, env=("FLUXION_DATA_DIR",), parse=_path)
         self._define("fluxion_debug_typecheck", False, env=("FLUXION_DEBUG_TYPECHECK",), parse=_boolean(False))
@@ -174,6 +179,7 @@ class Config:
         self._values[name] = default
         self._defaults[name] = default
         if env:
+            self._env_options[name] = (env, parse)
             self._from_env[name] = (env, parse)
         if parse is not None and validate_updates:
             self._validators[name] = parse

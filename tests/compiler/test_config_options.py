@@ -27,6 +27,7 @@ FLUXION_OPTIONS = {
     "fluxion_parallel_min_work": ("FLUXION_PARALLEL_MIN_WORK", "1000", 1000),
     "fluxion_num_threads": ("FLUXION_NUM_THREADS", "2", 2),
     "fluxion_cache_dir": ("FLUXION_CACHE_DIR", "/some/dir", "/some/dir"),
+    "fluxion_cache_max_bytes": ("FLUXION_CACHE_MAX_BYTES", "1000000", 1000000),
     "fluxion_collective_timeout": ("FLUXION_COLLECTIVE_TIMEOUT", "2.5", 2.5),
     "fluxion_data_dir": ("FLUXION_DATA_DIR", "/data", "/data"),
     "fluxion_debug_typecheck": ("FLUXION_DEBUG_TYPECHECK", "true", True),
@@ -34,6 +35,15 @@ FLUXION_OPTIONS = {
     "jax_log_compiles": ("FLUXION_LOG_COMPILES", "1", True),
     "jax_num_cpu_devices": ("FLUXION_NUM_CPU_DEVICES", "3", 3),
 }
+
+
+@pytest.fixture(autouse=True)
+def _options_not_set_by_update(monkeypatch):
+    """Every option back in its initial state: read from its variable, as if `update` had never been called (other
+    tests' fixtures may have restored options with `update`)."""
+    for name, spec in config._env_options.items():
+        monkeypatch.setitem(config._values, name, config.default(name))
+        monkeypatch.setitem(config._from_env, name, spec)
 
 
 def _readme_table() -> dict:
