@@ -44,10 +44,8 @@ def run_tiers(closed, *args):
 
 @pytest.fixture
 def fusion_check_mode():
-    saved = config.fluxion_check_fusion
-    config.update("fluxion_check_fusion", True)
-    yield
-    config.update("fluxion_check_fusion", saved)
+    with config.override("fluxion_check_fusion", True):
+        yield
 
 
 # -- regressions --------------------------------------------------------------------------------------------------
