@@ -17,6 +17,11 @@ Float sums accumulate in float64 (more accurate than NumPy's pairwise float32 su
 output dtype), integer sums in 64 bits (identical to NumPy's wrapping sum after the final cast). Kernels are
 compiled with `error_model="numpy"` (IEEE results, no exceptions) and, when they sum floats, `fastmath={"reassoc"}`
 so the accumulation vectorizes.
+
+`build` runs these steps, one class or function each: `_Group` (the members, their outputs and reductions),
+`_Accesses` (every array read or written and how), `_MergedDomain` (dimension merging), `_lay_out_arguments` (the
+caller's side of the call), `_LoopWriter` (the per-element statements and the loop nest of the group's pattern) and
+`_module_source`. The text they produce is the disk cache's key: `tests/compiler/test_kernel_source.py` pins it.
 """
 
 from __future__ import annotations

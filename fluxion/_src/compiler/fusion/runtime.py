@@ -30,6 +30,7 @@ ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them b
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import logging
 import queue
 import sys
@@ -59,11 +60,6 @@ def numba_installed() -> bool:
     return _numba_ok
 
 
-def cache_dir() -> str:
-    """The kernel cache directory (see the module docstring; it may be refused as unsafe, see `kernel_path`)."""
-    return cachedir.cache_dir()
-
-
 def sync_kernels() -> bool:
     """Whether kernels are compiled before the first call (`fluxion_jit_sync_kernels`)."""
     return bool(config.fluxion_jit_sync_kernels)
@@ -85,6 +81,8 @@ def _execute(source: str, digest: str, filename: str, cached: bool) -> Any:
         if marker not in source:
             raise RuntimeError(f"kernel {digest} does not use Numba's cache as expected")
         source = source.replace(marker, ", cache=False,", 1)
+        # Registered so tracebacks and Numba's error messages show the kernel's lines.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     name = f"fluxion_kernel_{digest}"
     mod = types.ModuleType(name)
     mod.__file__ = filename
