@@ -4,14 +4,13 @@
 
 Prints, per size, the median time of the generated NumPy code, of the fused serial kernel, and of the fused parallel
 kernel on all cores, for a 2-operation chain (`x * 2 + 1`), a 4-operation chain with a select (`relu`-like), and a
-chain feeding a sum. The smallest size at which the fused code wins for all chains is what
-`fusion.FUSE_MIN_ELEMENTS` is set to; the work (elements x operations) at which the parallel kernels start to win
-is `fusion.PARALLEL_MIN_WORK`. Run it on an otherwise idle machine.
+chain feeding a sum. The smallest size at which the fused code wins for all chains is what the
+`fluxion_fuse_min_elements` option defaults to; the work (elements x operations) at which the parallel kernels start
+to win is `fluxion_parallel_min_work`'s default. Run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
@@ -42,18 +41,13 @@ def _median_time(fn, *args, number: int) -> float:
 
 def _fused(closed, *, parallel: bool):
     """The fused executable of `closed` with kernels forced on (any size), serial or parallel."""
-    f = compiler.fusion
-    saved = f.FUSE_MIN_ELEMENTS, f.PARALLEL_MIN_WORK
-    f.FUSE_MIN_ELEMENTS = 1
-    f.PARALLEL_MIN_WORK = 0 if parallel else 1 << 62
-    try:
+    with fluxion.config.override("fluxion_fuse_min_elements", 1), \
+            fluxion.config.override("fluxion_parallel_min_work", 0 if parallel else 1 << 62):
         return compiler.compile_closed(closed, fuse=True, sync=True)
-    finally:
-        f.FUSE_MIN_ELEMENTS, f.PARALLEL_MIN_WORK = saved
 
 
 def main() -> None:
-    threads._monitor.fixed = threads.CORES  # measure the parallel kernels on every core
+    fluxion.config.update("fluxion_num_threads", threads.CORES)  # measure the parallel kernels on every core
     print(f"{'size':>9s} " + " ".join(f"{name:>10s}: numpy / serial / parallel (us)" for name in CHAINS))
     for log2 in range(10, 24):
         n = 1 << log2

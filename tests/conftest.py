@@ -71,10 +71,8 @@ def without_fusion_check(monkeypatch):
     from fluxion import config
 
     monkeypatch.delenv("FLUXION_CHECK_FUSION", raising=False)
-    saved = config.fluxion_check_fusion
-    config.update("fluxion_check_fusion", False)
-    yield
-    config.update("fluxion_check_fusion", saved)
+    with config.override("fluxion_check_fusion", False):  # restores the option read from the environment
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)

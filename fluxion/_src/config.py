@@ -1,21 +1,129 @@
-"""Global configuration flags (`fluxion.config`), accepting JAX's option names.
+"""Global configuration flags (`fluxion.config`), accepting JAX's option names, and the reference of every option.
 
 `fluxion.config.update("jax_enable_x64", True)` and friends behave as in JAX, so ported code runs unchanged.
 Options that only make sense for XLA (platform names, matmul precision, ...) are accepted and recorded but have no
 effect on the NumPy backend; an unknown name raises `AttributeError` naming the option, as JAX does.
+
+Reading an option (`config.fluxion_jit_fusion`) gives, in this order: the value given to `config.update`; else the
+option's environment variable, read at that moment (so setting `os.environ` later works too); else the default.
+`config.override(name, value)` sets an option for a `with` block and restores its previous state, including "not
+set" (tests use it). An environment variable that does not parse raises `ValueError` naming it when the option is
+read. Boolean variables accept 1/true/yes/on and 0/false/no/off; another spelling leaves the default.
+
+Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read when fluxion is imported):
+
+  jax_enable_x64 (False): 64-bit dtypes (float64, int64) instead of their 32-bit versions.
+  jax_threefry_partitionable (True): the counter layout of `random` bits (JAX's default since 0.5).
+  jax_disable_jit (False): `jit` runs functions eagerly (for debugging).
+  jax_log_compiles (False; also `FLUXION_LOG_COMPILES`, read at use): log every `jit` compilation with what changed
+    from the previous signature.
+  jax_compilation_cache_dir (None): where compiled kernels are cached on disk if `fluxion_cache_dir` is not set.
+  jax_num_cpu_devices (1; `FLUXION_NUM_CPU_DEVICES`, read at use): number of CPU devices of the process (`pmap`
+    replicas, `shard_map` blocks); `XLA_FLAGS=--xla_force_host_platform_device_count=N` also works (see `devices`).
+  Recorded without effect: jax_debug_nans, jax_debug_infs (False), jax_numpy_rank_promotion ("allow"),
+    jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
+    jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
+    jax_traceback_filtering ("auto"), jax_persistent_cache_min_compile_time_secs (1.0).
+
+Options of fluxion (each with its `FLUXION_*` environment variable, read at use):
+
+  fluxion_jit_compiler (True; FLUXION_JIT_COMPILER): `jit` compiles programs to generated Python (and fused
+    kernels); False interprets the jaxpr equation by equation (the reference path).
+  fluxion_jit_fusion (True; FLUXION_JIT_FUSION): the compiler fuses elementwise chains and reductions into Numba
+    kernels (when Numba is installed); False keeps generated NumPy code only.
+  fluxion_jit_sync_kernels (False; FLUXION_JIT_SYNC_KERNELS): compile fused kernels before the first call instead of
+    on a background thread (the first calls then run the NumPy code).
+  fluxion_fuse_min_elements (4096; FLUXION_FUSE_MIN_ELEMENTS): smallest array, in elements, whose elementwise chains
+    are fused (smaller groups are fused only when long and bit-exact).
+  fluxion_small_group_min_ops (8; FLUXION_SMALL_GROUP_MIN_OPS): operations a group below that size needs to be fused.
+  fluxion_parallel_min_work (262144; FLUXION_PARALLEL_MIN_WORK): work (elements x operations) from which a fused
+    kernel runs on several threads.
+  fluxion_num_threads (None; FLUXION_NUM_THREADS): threads compiled code uses (BLAS and kernels); None decides per
+    call from the machine's load. Never more than OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS or
+    NUMBA_NUM_THREADS when those are set (`thread_limit`).
+  fluxion_cache_dir (None; FLUXION_CACHE_DIR): the on-disk kernel cache (None: `jax_compilation_cache_dir`, else
+    `~/.cache/fluxion`); see `compiler.fusion.runtime` for what it holds and how it is protected.
+  fluxion_cache_max_bytes (536870912; FLUXION_CACHE_MAX_BYTES): size above which the least recently used kernels
+    are evicted from that cache.
+  fluxion_collective_timeout (300.0; FLUXION_COLLECTIVE_TIMEOUT): seconds a `pmap` replica or an MPI process waits
+    for the others at a collective before failing.
+  fluxion_data_dir (None; FLUXION_DATA_DIR): where `fluxion.datasets` looks for dataset files first.
+  fluxion_debug_typecheck (False; FLUXION_DEBUG_TYPECHECK): type-check every traced jaxpr and the result of every
+    compiler pass.
+  fluxion_check_fusion (False; FLUXION_CHECK_FUSION): test mode of the fused tier: always fuse, with low thresholds,
+    and compare every kernel call with NumPy (`compiler.fusion.check`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+# Environment variables of other libraries that bound the threads fluxion starts (see `thread_limit`).
+THREAD_LIMIT_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def _env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name.upper())
     if raw is None:
         return default
-    return raw.strip().lower() in ("1", "true", "yes", "on")
+    return raw.strip().lower() in _TRUE
+
+
+# -- parsers: an environment string (or a value given to `update`) -> the option's value -----------------------------
+
+Parser = Callable[[Any, str], Any]
+
+
+def _boolean(default: bool) -> Parser:
+    def parse(value, source):
+        if not isinstance(value, str):
+            return bool(value)
+        word = value.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+        return default
+    return parse
+
+
+def _integer(minimum: int, optional: bool = False) -> Parser:
+    def parse(value, source):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if optional:
+                return None
+            raise ValueError(f"{source} must be an integer >= {minimum}, got {value!r}")
+        try:
+            n = int(value.strip()) if isinstance(value, str) else value
+        except ValueError:
+            n = None
+        if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
+            what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise ValueError(f"{source} must be {what}, got {value!r}")
+        return n
+    return parse
+
+
+def _seconds(value, source):
+    try:
+        s = float(value.strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{source} must be a number of seconds, got {value!r}") from None
+    if not s > 0:
+        raise ValueError(f"{source} must be positive, got {value!r}")
+    return s
+
+
+def _path(value, source):
+    if value is None:
+        return None
+    value = os.fspath(value)
+    return value if value.strip() else None
 
 
 class Config:
@@ -23,13 +131,20 @@ class Config:
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
+        self._defaults: dict[str, Any] = {}
         self._hooks: dict[str, list[Callable[[Any], None]]] = {}
+        # Options backed by environment variables: name -> (variables, parser); `_from_env` holds those that
+        # `update` has not set (they read their variables when used).
+        self._env_options: dict[str, tuple[tuple[str, ...], Parser]] = {}
+        self._from_env: dict[str, tuple[tuple[str, ...], Parser]] = {}
+        # Parsers that also validate the values given to `update` (fluxion's own options).
+        self._validators: dict[str, Parser] = {}
         self._define("jax_enable_x64", _env_bool("jax_enable_x64", False))
         # JAX switched its default to True in 0.5; the older stream is still selectable.
         self._define("jax_threefry_partitionable", _env_bool("jax_threefry_partitionable", True))
         self._define("jax_disable_jit", _env_bool("jax_disable_jit", False))
-        self._define("jax_log_compiles", _env_bool("jax_log_compiles", False)
-                     or _env_bool("fluxion_log_compiles", False))
+        self._define("jax_log_compiles", False, env=("JAX_LOG_COMPILES", "FLUXION_LOG_COMPILES"),
+                     parse=_boolean(False), validate_updates=False)
         self._define("jax_debug_nans", _env_bool("jax_debug_nans", False))
         self._define("jax_debug_infs", _env_bool("jax_debug_infs", False))
         self._define("jax_numpy_rank_promotion", "allow")
@@ -42,29 +157,94 @@ class Config:
         self._define("jax_traceback_filtering", os.environ.get("JAX_TRACEBACK_FILTERING", "auto"))
         self._define("jax_compilation_cache_dir", None)
         self._define("jax_persistent_cache_min_compile_time_secs", 1.0)
-        self._define("jax_num_cpu_devices", int(os.environ.get("FLUXION_NUM_CPU_DEVICES", "1")))
-        self._define("fluxion_debug_typecheck", _env_bool("fluxion_debug_typecheck", False))
-        # Test mode of the fused tier: always fuse, with low thresholds, and check every kernel call against NumPy
-        # (`fluxion._src.compiler.fusion.check`).
-        self._define("fluxion_check_fusion", _env_bool("fluxion_check_fusion", False))
+        # `devices` validates updated values itself (with a message naming the option).
+        self._define("jax_num_cpu_devices", 1, env=("FLUXION_NUM_CPU_DEVICES",), parse=_integer(1),
+                     validate_updates=False)
+        self._define("fluxion_jit_compiler", True, env=("FLUXION_JIT_COMPILER",), parse=_boolean(True))
+        self._define("fluxion_jit_fusion", True, env=("FLUXION_JIT_FUSION",), parse=_boolean(True))
+        self._define("fluxion_jit_sync_kernels", False, env=("FLUXION_JIT_SYNC_KERNELS",), parse=_boolean(False))
+        self._define("fluxion_fuse_min_elements", 1 << 12, env=("FLUXION_FUSE_MIN_ELEMENTS",), parse=_integer(0))
+        self._define("fluxion_small_group_min_ops", 8, env=("FLUXION_SMALL_GROUP_MIN_OPS",), parse=_integer(1))
+        self._define("fluxion_parallel_min_work", 1 << 18, env=("FLUXION_PARALLEL_MIN_WORK",), parse=_integer(0))
+        self._define("fluxion_num_threads", None, env=("FLUXION_NUM_THREADS",), parse=_integer(1, optional=True))
+        self._define("fluxion_cache_dir", None, env=("FLUXION_CACHE_DIR",), parse=_path)
+        self._define("fluxion_cache_max_bytes", 512 << 20, env=("FLUXION_CACHE_MAX_BYTES",), parse=_integer(0))
+        self._define("fluxion_collective_timeout", 300.0, env=("FLUXION_COLLECTIVE_TIMEOUT",), parse=_seconds)
+        self._define("fluxion_data_dir", None, env=("FLUXION_DATA_DIR",), parse=_path)
+        self._define("fluxion_debug_typecheck", False, env=("FLUXION_DEBUG_TYPECHECK",), parse=_boolean(False))
+        self._define("fluxion_check_fusion", False, env=("FLUXION_CHECK_FUSION",), parse=_boolean(False))
 
-    def _define(self, name: str, default: Any) -> None:
+    def _define(self, name: str, default: Any, env: tuple[str, ...] = (), parse: Parser | None = None,
+                validate_updates: bool = True) -> None:
         self._values[name] = default
+        self._defaults[name] = default
+        if env:
+            self._env_options[name] = (env, parse)
+            self._from_env[name] = (env, parse)
+        if parse is not None and validate_updates:
+            self._validators[name] = parse
 
     def update(self, name: str, value: Any) -> None:
-        """Sets option `name` to `value`.
+        """Sets option `name` to `value` (it then takes precedence over the option's environment variable).
 
         Raises:
           AttributeError: `name` is not a known option.
+          ValueError: `value` is not valid for the option (for options with a documented range).
         """
         if name not in self._values:
             raise AttributeError(f"Unrecognized config option: {name}")
+        validate = self._validators.get(name)
+        if validate is not None:
+            value = validate(value, name)
         self._values[name] = value
+        self._from_env.pop(name, None)
         for hook in self._hooks.get(name, ()):
             hook(value)
 
     def read(self, name: str) -> Any:
+        spec = self._from_env.get(name)
+        if spec is not None:
+            return self._read_env(name, spec)
         return self._values[name]
+
+    def _read_env(self, name: str, spec) -> Any:
+        variables, parse = spec
+        found = [(v, os.environ[v]) for v in variables if v in os.environ]
+        if not found:
+            return self._values[name]
+        values = [parse(raw, var) if parse is not None else raw for var, raw in found]
+        if isinstance(self._values[name], bool):  # a boolean with several spellings is on when any says so
+            return any(values)
+        return values[0]
+
+    def default(self, name: str) -> Any:
+        """The value option `name` has when neither `update` nor its environment variable sets it (for JAX's
+        options, after the environment variables read at import)."""
+        return self._defaults[name]
+
+    def from_environment(self, name: str) -> bool:
+        """Whether option `name` currently takes its value from an environment variable (set there, not updated)."""
+        spec = self._from_env.get(name)
+        return spec is not None and any(v in os.environ for v in spec[0])
+
+    @contextlib.contextmanager
+    def override(self, name: str, value: Any) -> Iterator[None]:
+        """Sets option `name` to `value` inside a `with` block, then restores its previous value and source (an
+        option that was read from the environment reads it again afterwards)."""
+        if name not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        saved_value = self._values[name]
+        saved_env = self._from_env.get(name)
+        self.update(name, value)
+        try:
+            yield
+        finally:
+            self._values[name] = saved_value
+            if saved_env is not None:
+                self._from_env[name] = saved_env
+            restored = self.read(name)
+            for hook in self._hooks.get(name, ()):
+                hook(restored)
 
     def add_hook(self, name: str, hook: Callable[[Any], None]) -> None:
         """Calls `hook(value)` whenever option `name` changes (used to refresh cached dtype tables)."""
@@ -73,8 +253,33 @@ class Config:
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values")
         if values is not None and name in values:
+            spec = self._from_env.get(name)
+            if spec is not None:
+                return self._read_env(name, spec)
             return values[name]
         raise AttributeError(f"Unrecognized config option: {name}")
+
+
+def thread_limit() -> int | None:
+    """The smallest thread count set in `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` or
+    `NUMBA_NUM_THREADS` (read now), or None when none is set to a positive integer.
+
+    These are the standard ways to cap a process's threads; fluxion treats each as an upper bound on the thread
+    counts it sets for BLAS and for fused kernels (values that are not positive integers are ignored, as those
+    libraries ignore them).
+    """
+    limits = []
+    for var in THREAD_LIMIT_VARIABLES:
+        raw = os.environ.get(var, "").strip().split(",")[0]  # OpenMP allows a list per nesting level
+        if raw.isdigit() and int(raw) > 0:
+            limits.append(int(raw))
+    return min(limits) if limits else None
+
+
+def set_default_environment(name: str, value: str) -> None:
+    """Sets environment variable `name` to `value` unless the user set it (for libraries fluxion loads later, such as
+    OpenMP's `GOMP_SPINCOUNT`)."""
+    os.environ.setdefault(name, value)
 
 
 config = Config()

@@ -5,7 +5,7 @@ runs one replica in (on its own thread). The number of CPU devices of a process 
 
 1. `fluxion.config.update("jax_num_cpu_devices", N)` or `set_num_cpu_devices(N)` (may be changed at any time in a
    single-process run; programs and tests use it to pick 1, 2 or 4 devices);
-2. the environment variable `FLUXION_NUM_CPU_DEVICES=N` (read when fluxion is imported);
+2. the environment variable `FLUXION_NUM_CPU_DEVICES=N` (read when the count is needed);
 3. JAX's spelling of the same request, `XLA_FLAGS=--xla_force_host_platform_device_count=N`, so an unchanged JAX
    program that sets it before importing keeps working;
 4. otherwise 1.
@@ -83,7 +83,8 @@ class _Topology:
 
 
 _topology = _Topology()
-_explicit_count: list[bool] = [os.environ.get("FLUXION_NUM_CPU_DEVICES") is not None]
+# Whether `config.update`/`set_num_cpu_devices` chose the count (the environment variable is checked at use).
+_explicit_count: list[bool] = [False]
 _cache_lock = threading.Lock()
 _cache: dict = {}
 
@@ -112,7 +113,7 @@ def configured_num_cpu_devices() -> int:
     Raises:
       ValueError: the configured value is not a positive integer (names the setting).
     """
-    if _explicit_count[0]:
+    if _explicit_count[0] or config.from_environment("jax_num_cpu_devices"):
         return _validated_count(config.jax_num_cpu_devices, "jax_num_cpu_devices / FLUXION_NUM_CPU_DEVICES")
     match = _XLA_FLAG.search(os.environ.get("XLA_FLAGS", ""))
     if match:

@@ -13,9 +13,9 @@ Requirements: the `mpi4py` package and an MPI library. The project's setup insta
 or a system MPICH work as well.
 
 Failure handling: every exchange between processes is non-blocking and polled against a deadline
-(`collective_timeout` seconds, default 300, or `FLUXION_COLLECTIVE_TIMEOUT`), so a process that died, hangs, or never
-called `initialize()` makes the others raise `DistributedTimeoutError` naming the missing rank(s) instead of waiting
-forever. Messages are raw array bytes plus a JSON header: nothing is ever unpickled.
+(`collective_timeout` seconds, default 300: the `fluxion_collective_timeout` option, `FLUXION_COLLECTIVE_TIMEOUT`),
+so a process that died, hangs, or never called `initialize()` makes the others raise `DistributedTimeoutError`
+naming the missing rank(s) instead of waiting forever. Messages are raw array bytes plus a JSON header: nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import devices as devices_mod
-
-DEFAULT_TIMEOUT = 300.0
+from .config import config
 _TAG = 7311  # message tag of fluxion's exchanges (below the MPI-guaranteed tag bound of 32767)
 _HEADER = struct.Struct("<Q")
 
@@ -63,19 +62,15 @@ _state = _State()
 
 
 def collective_timeout() -> float:
-    """Seconds a replica or process waits for the others at a collective before failing."""
+    """Seconds a replica or process waits for the others at a collective before failing (the `collective_timeout`
+    given to `initialize`, else the `fluxion_collective_timeout` option, `FLUXION_COLLECTIVE_TIMEOUT`).
+
+    Raises:
+      ValueError: `FLUXION_COLLECTIVE_TIMEOUT` is not a positive number of seconds (the message names it).
+    """
     if _state.timeout is not None:
         return _state.timeout
-    raw = os.environ.get("FLUXION_COLLECTIVE_TIMEOUT")
-    if raw is None:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"FLUXION_COLLECTIVE_TIMEOUT must be a number of seconds, got {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"FLUXION_COLLECTIVE_TIMEOUT must be positive, got {raw!r}")
-    return value
+    return float(config.fluxion_collective_timeout)
 
 
 def is_initialized() -> bool:

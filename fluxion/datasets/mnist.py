@@ -7,7 +7,8 @@ their SHA-256 digests, and decodes them with NumPy.
 Where the files are looked for, in this order:
 
 1. the ``data_dir`` argument, when given (then only there);
-2. the directory named by the ``FLUXION_DATA_DIR`` environment variable;
+2. the directory named by the ``fluxion_data_dir`` option (``fluxion.config``), or the
+   ``FLUXION_DATA_DIR`` environment variable;
 3. the copy carried in the repository, ``<repo>/datasets/mnist``;
 4. the user cache, ``$XDG_CACHE_HOME/fluxion/mnist`` (default ``~/.cache/fluxion/mnist``).
 
@@ -34,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from fluxion import config
 
 from .idx import DatasetFileError, read_idx_gz
 
@@ -119,9 +122,10 @@ def _holding_dir(root: Path, names: Sequence[str]) -> Path | None:
 def _search_roots() -> list[tuple[str, Path]]:
     """The places searched when no ``data_dir`` is given, as (description, path)."""
     roots = []
-    env = os.environ.get(ENV_DATA_DIR)
-    if env:
-        roots.append((f"${ENV_DATA_DIR}", Path(env)))
+    configured = config.fluxion_data_dir
+    if configured:
+        roots.append((f"${ENV_DATA_DIR}" if config.from_environment("fluxion_data_dir") else "fluxion_data_dir",
+                      Path(configured)))
     roots.append(("repository copy", _repo_copy_dir()))
     roots.append(("user cache", cache_dir()))
     return roots

@@ -16,7 +16,7 @@ import fluxion.numpy as jnp
 from fluxion import lax
 from fluxion._src import compiler
 from fluxion._src.backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS
-from fluxion._src.compiler import lowering
+from fluxion._src.compiler import contractions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
@@ -69,9 +69,9 @@ def test_dot_general_forms(rng, lhs, rhs, dims):
 def test_matmul_form_only_for_same_float_dtypes():
     closed = closed_of(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))),
                        np.ones((2, 3), np.int32), np.ones((3, 2), np.int32))
-    assert lowering.matmul_form(closed.jaxpr.eqns[0]) is None
+    assert contractions.matmul_form(closed.jaxpr.eqns[0]) is None
     closed = closed_of(lambda a, b: a @ b, np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))
-    assert lowering.matmul_form(closed.jaxpr.eqns[0]) == "matmul({a}, {b})"
+    assert contractions.matmul_form(closed.jaxpr.eqns[0]) == "matmul({a}, {b})"
 
 
 def test_control_flow_becomes_python_loops(rng):

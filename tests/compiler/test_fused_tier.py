@@ -44,10 +44,8 @@ def run_tiers(closed, *args):
 
 @pytest.fixture
 def fusion_check_mode():
-    saved = config.fluxion_check_fusion
-    config.update("fluxion_check_fusion", True)
-    yield
-    config.update("fluxion_check_fusion", saved)
+    with config.override("fluxion_check_fusion", True):
+        yield
 
 
 # -- regressions --------------------------------------------------------------------------------------------------
@@ -211,8 +209,10 @@ def test_check_mode_reports_a_kernel_that_disagrees_with_numpy(fusion_check_mode
     # A deliberately wrong scalar form (exp computed as exp(x) + 1e-3 * exp(x)) must be caught on the first call,
     # with the kernel's equations in the message.
     from fluxion._src.compiler.fusion import scalar
+    from fluxion._src.lax.elementwise import exp_p
     wrong = dict(scalar.TEMPLATES)
-    wrong["exp"] = lambda a, in_dts, out_dt, params: f"({'_expf' if out_dt == np.float32 else 'math.exp'}({a[0]}) * 1.001)"
+    wrong[exp_p] = lambda a, in_dts, out_dt, params: \
+        f"({'_expf' if out_dt == np.float32 else 'math.exp'}({a[0]}) * 1.001)"
     monkeypatch.setattr(scalar, "TEMPLATES", wrong)
     f = fluxion.jit(lambda x: jnp.exp(x) * 2.0 + 1.0)
     with pytest.raises(check.FusionMismatchError, match=r"differ from NumPy(.|\n)*exp"):

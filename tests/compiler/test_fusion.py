@@ -22,13 +22,13 @@ from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E
 
 needs_compiler = pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)")
 
-BIG = fusion.FUSE_MIN_ELEMENTS * 4
+BIG = fluxion.config.fluxion_fuse_min_elements * 4
 
 
 def _groups(fun, *args):
     closed = compiler.passes.optimize(closed_of(fun, *args))
     j = closed.jaxpr
-    gs = groups.Grouping(j.eqns, j.outvars, fusion.FUSE_MIN_ELEMENTS).run()
+    gs = groups.Grouping(j.eqns, j.outvars, fluxion.config.fluxion_fuse_min_elements).run()
     return j, gs
 
 
@@ -149,14 +149,15 @@ def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng,
     results = {}
     for parallel in (False, True):
         limit = 0 if parallel else 1 << 62
-        monkeypatch.setattr(fusion, "PARALLEL_MIN_WORK", limit)
-        exe = compiler.compile_closed(closed, fuse=True, sync=True)
+        with fluxion.config.override("fluxion_parallel_min_work", limit):
+            exe = compiler.compile_closed(closed, fuse=True, sync=True)
         assert exe.kernels and all(k.parallel == parallel for k in exe.kernels)
         if parallel and axes != 1:  # chunked reductions read through views starting at the chunk
             assert "= in0[lo:hi]" in exe.source and "range(hi - lo)" in exe.source
         for n in (1, threads.CORES):
-            monkeypatch.setattr(threads._monitor, "fixed", n)
-            results[(parallel, n)] = [np.asarray(o) for o in exe(x)]
+            with fluxion.config.override("fluxion_num_threads", n):
+                assert threads.current() == n
+                results[(parallel, n)] = [np.asarray(o) for o in exe(x)]
     first = results[(False, 1)]
     for outs in results.values():
         for a, b in zip(outs, first):

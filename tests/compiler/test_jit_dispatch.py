@@ -52,14 +52,10 @@ def test_pytree_arguments_hit_the_structure_cache_and_outputs_keep_their_structu
 
 def test_log_compiles_says_what_changed(caplog):
     f = fluxion.jit(lambda x, n: x * n, static_argnums=1)
-    fluxion.config.update("jax_log_compiles", True)
-    try:
-        with caplog.at_level(logging.WARNING, logger="fluxion.jit"):
-            f(jnp.ones((32, 784)), 2)
-            f(jnp.ones((16, 784)), 2)
-            f(jnp.ones((16, 784)), 3)
-    finally:
-        fluxion.config.update("jax_log_compiles", False)
+    with fluxion.config.override("jax_log_compiles", True), caplog.at_level(logging.WARNING, logger="fluxion.jit"):
+        f(jnp.ones((32, 784)), 2)
+        f(jnp.ones((16, 784)), 2)
+        f(jnp.ones((16, 784)), 3)
     msgs = [r.getMessage() for r in caplog.records]
     assert len(msgs) == 3
     assert "x: f32[32,784] -> f32[16,784]" in msgs[1]

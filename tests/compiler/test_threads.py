@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
 import fluxion
 import fluxion.numpy as jnp
 from fluxion._src.compiler import blas, threads
+from fluxion._src.compiler.fusion import runtime
+from fluxion._src.config import THREAD_LIMIT_VARIABLES, thread_limit
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_threads_for_counts_the_cores_other_programs_leave():
@@ -16,6 +26,11 @@ def test_threads_for_counts_the_cores_other_programs_leave():
     assert threads.threads_for(0.6, cores=2) == 1
     assert threads.threads_for(5.0, cores=2) == 1      # never fewer than one
     assert threads.threads_for(1.7, cores=8) == 6
+
+
+def _without_thread_limits(monkeypatch):
+    for var in THREAD_LIMIT_VARIABLES + ("FLUXION_NUM_THREADS",):
+        monkeypatch.delenv(var, raising=False)
 
 
 def test_monitor_measures_other_programs_cpu_time(monkeypatch):
@@ -27,8 +42,8 @@ def test_monitor_measures_other_programs_cpu_time(monkeypatch):
         return state["now"][0]
     monkeypatch.setattr(threads, "_machine_busy_seconds", busy)
     monkeypatch.setattr(threads.time, "process_time", lambda: state["now"][1])
+    _without_thread_limits(monkeypatch)
     m = threads._Monitor()
-    m.fixed = None
     m.refresh(0.0)                        # first reading: nothing to compare with yet
     assert m.refresh(0.1) == m.decision   # within the interval: no new reading
     # 1 s later: the machine used 0.8 s, this process 0.1 s -> others kept 0.7 of a core busy.
@@ -46,18 +61,98 @@ def test_fixed_thread_count_from_the_environment(monkeypatch):
             threads._fixed()
 
 
+def test_fixed_thread_count_from_the_config_option_applies_at_once(monkeypatch):
+    monkeypatch.setenv("FLUXION_NUM_THREADS", "3")
+    threads.current()
+    with fluxion.config.override("fluxion_num_threads", 1):  # the option wins over the variable
+        assert threads.current() == 1
+    assert threads.current() == 3  # the variable is read again afterwards
+    with pytest.raises(ValueError, match="fluxion_num_threads"):
+        fluxion.config.update("fluxion_num_threads", 0)
+
+
 @pytest.mark.skipif(not blas.available(), reason="this NumPy's BLAS has no thread controls")
 def test_generated_code_sets_blas_threads_for_the_call_and_restores_them(monkeypatch):
     seen = []
     f = fluxion.jit(lambda a, b: jnp.tanh(a @ b))
     a = np.ones((8, 8), np.float32)
     before = blas.get_threads()
-    monkeypatch.setattr(threads._monitor, "fixed", 1)
     real = blas.set_threads
     monkeypatch.setattr(blas, "set_threads", lambda n: (seen.append(n), real(n)))
-    out = f(a, a)
+    with fluxion.config.override("fluxion_num_threads", 1):
+        out = f(a, a)
     np.testing.assert_allclose(np.asarray(out), np.tanh(a @ a), rtol=1e-6)
     assert "_threads" in f.lower(a, a).compile().as_text()
     assert blas.get_threads() == before
     if before != 1:
         assert seen == [1, before]
+
+
+def test_thread_limit_reads_the_standard_variables(monkeypatch):
+    _without_thread_limits(monkeypatch)
+    assert thread_limit() is None
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,2")  # OpenMP's per-level list: the first level counts
+    monkeypatch.setenv("MKL_NUM_THREADS", "2")
+    assert thread_limit() == 2
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "0")  # not a positive count: ignored, as OpenBLAS does
+    assert thread_limit() == 2
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert thread_limit() == 1
+
+
+@pytest.mark.parametrize("var", THREAD_LIMIT_VARIABLES)
+def test_standard_variables_cap_the_decision_and_the_fixed_count(monkeypatch, var):
+    _without_thread_limits(monkeypatch)
+    monkeypatch.setenv(var, "1")
+    with fluxion.config.override("fluxion_num_threads", 2):
+        assert threads.current() == 1
+    monkeypatch.setattr(threads._monitor, "measured", 2)
+    threads._monitor.next_check = 0.0
+    monkeypatch.setattr(threads, "_machine_busy_seconds", lambda: None)  # keep the measured count
+    assert threads.current() == 1
+
+
+# Runs a jitted matmul (BLAS) and a jitted parallel kernel with the thread count fixed at 2, and prints the thread
+# counts OpenBLAS and Numba have while each call runs (read right after the generated code's `threads.enter`).
+_PROBE = textwrap.dedent("""
+    import numpy as np
+    import fluxion, fluxion.numpy as jnp
+    from fluxion._src.compiler import blas, threads
+    from fluxion._src.compiler.fusion import runtime
+
+    seen = {}
+    real_enter = threads.enter
+    def probe():
+        previous = real_enter()
+        numba = runtime.loaded_numba()
+        seen.setdefault("blas", []).append(blas.get_threads())
+        seen.setdefault("numba", []).append(numba.get_num_threads() if numba is not None else None)
+        return previous
+    threads.enter = probe
+    fluxion.config.update("fluxion_num_threads", 2)
+    fluxion.config.update("fluxion_parallel_min_work", 0)
+    fluxion.config.update("fluxion_jit_sync_kernels", True)
+    a = np.ones((64, 64), np.float32)
+    fluxion.jit(lambda a, b: a @ b)(a, a)
+    matmul = dict(seen); seen.clear()
+    x = np.ones(1 << 16, np.float32)
+    fluxion.jit(lambda x: jnp.tanh(x) * 2.0 + 1.0)(x)
+    print({"matmul": matmul["blas"], "kernel": seen["numba"]})
+""")
+
+
+@pytest.mark.skipif(not (blas.available() and runtime.numba_installed()),
+                    reason="needs OpenBLAS's thread controls and Numba")
+@pytest.mark.parametrize("var", (None,) + THREAD_LIMIT_VARIABLES)
+def test_thread_counts_set_by_compiled_code_respect_the_standard_variables(tmp_path_factory, var):
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_LIMIT_VARIABLES + ("FLUXION_NUM_THREADS",
+                                                                                     "FLUXION_CHECK_FUSION")}
+    env["FLUXION_CACHE_DIR"] = str(tmp_path_factory.getbasetemp() / "thread-limit-kernels")
+    if var is not None:
+        env[var] = "1"
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    counts = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    expected = 2 if var is None else 1  # the fixed count 2, unless a standard variable caps it at 1
+    assert counts == {"matmul": [expected], "kernel": [expected]}

@@ -9,32 +9,33 @@ Pipeline (see `compile_closed`):
 3. `codegen.generate`: the program becomes the source of a Python function of NumPy calls and kernel calls, with
    buffers planned by `memory.Planner` (`out=` into dead buffers, in-place updates, donated arguments).
 
-Set `FLUXION_JIT_COMPILER=0` to make `jit` interpret jaxprs equation by equation instead (the reference path), and
-`FLUXION_JIT_FUSION=0` to keep the compiler but never use Numba kernels.
+Set `fluxion_jit_compiler` to False (`FLUXION_JIT_COMPILER=0`) to make `jit` interpret jaxprs equation by equation
+instead (the reference path), and `fluxion_jit_fusion` to False (`FLUXION_JIT_FUSION=0`) to keep the compiler but
+never use Numba kernels (see `fluxion._src.config` for every option).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, Callable, Sequence
 
+from ..config import config
 from ..core import ClosedJaxpr
 from . import codegen, disk_cache, passes
 
 
 def enabled() -> bool:
-    """Whether `jit` compiles (the `FLUXION_JIT_COMPILER` environment variable, default on)."""
-    return os.environ.get("FLUXION_JIT_COMPILER", "1").strip().lower() not in ("0", "false", "no", "off")
+    """Whether `jit` compiles (the `fluxion_jit_compiler` option, default on)."""
+    return bool(config.fluxion_jit_compiler)
 
 
 def fusion_enabled() -> bool:
-    """Whether `jit` builds the fused tier (`FLUXION_JIT_FUSION`, default on; always in fusion check mode)."""
+    """Whether `jit` builds the fused tier (`fluxion_jit_fusion`, default on; always in fusion check mode)."""
     from .fusion import check
     if check.enabled():
         return True
-    return os.environ.get("FLUXION_JIT_FUSION", "1").strip().lower() not in ("0", "false", "no", "off")
+    return bool(config.fluxion_jit_fusion)
 
 
 class Executable:
@@ -113,8 +114,8 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
       name: a name hint for the generated function.
       donated: indices of inputs whose buffers may be overwritten (from `donate_argnums`).
       optimize: run the IR passes (tests turn this off to test code generation alone).
-      fuse: use fused Numba kernels (default: when Numba is installed and `FLUXION_JIT_FUSION` is not 0).
-      sync: compile kernels before returning (default: `FLUXION_JIT_SYNC_KERNELS`, else in the background).
+      fuse: use fused Numba kernels (default: when Numba is installed and `fluxion_jit_fusion` is on).
+      sync: compile kernels before returning (default: `fluxion_jit_sync_kernels`, else in the background).
 
     Returns:
       The executable; `executable(*raw_args)` returns a tuple of raw outputs.

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..config import config
 from ..core import ClosedJaxpr, Literal, Var
+from ..lax.structural import broadcast_in_dim_p
 from . import blas, ir, lowering, memory, threads
 from .quiet import quiet_enter, quiet_leave
 
@@ -241,7 +242,7 @@ class FunctionEmitter:
             for v in node.invars:
                 if type(v) is Var:
                     self._consumers.setdefault(v, []).append(node)
-            if isinstance(node, EqnNode) and node.eqn.primitive.name == "broadcast_in_dim":
+            if isinstance(node, EqnNode) and node.eqn.primitive is broadcast_in_dim_p:
                 self._bcast_outs.update(node.outvars)
 
         for v in donated_vars:
@@ -317,7 +318,7 @@ class FunctionEmitter:
 def _multithreaded(node) -> bool:
     """Whether a node may use several threads: a BLAS call, or a fused kernel compiled with `parallel=True`."""
     if isinstance(node, EqnNode):
-        return node.eqn.primitive.name in blas.BLAS_PRIMITIVES
+        return node.eqn.primitive in blas.BLAS_PRIMITIVES
     spec = getattr(node, "spec", None)
     return bool(getattr(spec, "parallel", False))
 

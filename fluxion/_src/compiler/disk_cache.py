@@ -6,7 +6,9 @@ them) are what make a second process start warm: loading them takes milliseconds
 code generation is re-run in every process (it takes milliseconds and binds live objects such as constants), and
 its output is compared with nothing -- the entry's source is for inspection (`ls ~/.cache/fluxion/executables`).
 
-Entries are JSON written atomically (temp file + rename); nothing here is unpickled.
+Entries are JSON written atomically (temp file + rename); nothing here is unpickled. They live in the same private
+directory as the kernels (see `fusion.runtime`) and count towards its size cap; when that directory is refused as
+unsafe, nothing is recorded and no program counts as warm.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from typing import Sequence
 
 from ..core import ClosedJaxpr
-from .fusion import runtime
+from .fusion import cachedir, runtime
 
 # Part of every key: bump when generated code changes meaning for the same IR.
 COMPILER_VERSION = 3
@@ -32,18 +33,23 @@ def key(closed: ClosedJaxpr, donated: Sequence[int] = ()) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _path(k: str) -> str:
-    return os.path.join(runtime.cache_dir(), "executables", f"{k}.json")
+def _path(k: str) -> str | None:
+    root = cachedir.usable_dir()
+    return None if root is None else os.path.join(root, "executables", f"{k}.json")
 
 
 def warm(k: str) -> bool:
     """Whether an entry exists and all its kernels are on disk."""
+    path = _path(k)
+    if path is None:
+        return False
     try:
-        with open(_path(k)) as f:
+        with open(path, encoding="utf-8") as f:
             entry = json.load(f)
     except (OSError, ValueError):
         return False
-    return all(os.path.exists(runtime.kernel_path(d)) for d in entry.get("kernels", []))
+    paths = [runtime.kernel_path(d) for d in entry.get("kernels", [])]
+    return all(p is not None and os.path.exists(p) for p in paths)
 
 
 def store(k: str, exe) -> None:
@@ -52,11 +58,9 @@ def store(k: str, exe) -> None:
              "kernels": [kern.digest for kern in exe.kernels if kern.status == "compiled"],
              "source": exe.module.source()}
     path = _path(k)
+    if path is None:
+        return
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f, indent=1)
-        os.replace(tmp, path)
+        cachedir.write_atomic(path, json.dumps(entry, indent=1))
     except OSError:
         pass

@@ -1,4 +1,4 @@
-"""How each primitive becomes Python source on the NumPy path: a table keyed by primitive name.
+"""How each primitive becomes Python source on the NumPy path: a table keyed by primitive object.
 
 A lowering is `lower(g, eqn, ins, outs) -> kinds`: it writes statements through the emitter `g` (see `codegen`)
 that assign the output names `outs` from the operand expressions `ins`, and returns, per output, how its buffer
@@ -16,23 +16,37 @@ from typing import Callable
 import numpy as np
 
 from ..backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS, select_bits, select_bits_supported
-from ..core import Var
-from . import conv, ir, memory, windowed
+from ..core import Primitive, Var
+from ..lax.control_flow import cond_p, scan_p, while_p
+from ..lax.convolution import conv_general_dilated_p
+from ..lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
+                               cbrt_p, ceil_p, clamp_p, convert_element_type_p, cos_p, cosh_p, div_p, eq_p, exp2_p,
+                               exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
+                               lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, rsqrt_p,
+                               select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
+from ..lax.indexing import scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
+from ..lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
+from ..lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
+                              rev_p, slice_p, squeeze_p, transpose_p)
+from ..lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
+from . import contractions, conv, ir, memory, windowed
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
 Lowering = Callable[..., list]
-LOWERINGS: dict[str, Lowering] = {}
+LOWERINGS: dict[Primitive, Lowering] = {}
 
 # Primitives whose eager implementation silences floating-point warnings (`_quiet` in backends/numpy/elementwise):
 # generated code that calls their NumPy function directly runs them with warnings silenced too.
-NOISY = frozenset({"exp", "exp2", "log", "log1p", "expm1", "tan", "asin", "acos", "sinh", "cosh", "acosh", "atanh",
-                   "sqrt", "rsqrt", "div", "rem", "pow", "integer_pow", "atan2", "convert_element_type"})
+# This set must equal the backend's `_NOISY` (`tests/compiler/test_lowering_tables.py` checks it); when the backend
+# exports its set of primitive objects, this becomes that set.
+NOISY = frozenset({exp_p, exp2_p, log_p, log1p_p, expm1_p, tan_p, asin_p, acos_p, sinh_p, cosh_p, acosh_p, atanh_p,
+                   sqrt_p, rsqrt_p, div_p, rem_p, pow_p, integer_pow_p, atan2_p})
 
 
-def register(*names: str):
+def register(*prims: Primitive):
     def deco(fn):
-        for n in names:
-            LOWERINGS[n] = fn
+        for p in prims:
+            LOWERINGS[p] = fn
         return fn
     return deco
 
@@ -60,17 +74,17 @@ def lower_impl(g, eqn, ins, outs) -> list:
 # --------------------------------------------------------------------------------------------------------------
 
 UFUNCS = {
-    "neg": "negative", "floor": "floor", "ceil": "ceil", "is_finite": "isfinite", "exp": "exp", "exp2": "exp2",
-    "log": "log", "log1p": "log1p", "expm1": "expm1", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
-    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
-    "acosh": "arccosh", "atanh": "arctanh", "sqrt": "sqrt", "cbrt": "cbrt", "abs": "absolute", "not": "invert",
-    "square": "square", "sign": "sign", "add": "add", "sub": "subtract", "mul": "multiply", "max": "maximum",
-    "min": "minimum", "atan2": "arctan2", "nextafter": "nextafter", "and": "bitwise_and", "or": "bitwise_or",
-    "xor": "bitwise_xor", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-    "ge": "greater_equal",
+    neg_p: "negative", floor_p: "floor", ceil_p: "ceil", is_finite_p: "isfinite", exp_p: "exp", exp2_p: "exp2",
+    log_p: "log", log1p_p: "log1p", expm1_p: "expm1", tanh_p: "tanh", sin_p: "sin", cos_p: "cos", tan_p: "tan",
+    asin_p: "arcsin", acos_p: "arccos", atan_p: "arctan", sinh_p: "sinh", cosh_p: "cosh", asinh_p: "arcsinh",
+    acosh_p: "arccosh", atanh_p: "arctanh", sqrt_p: "sqrt", cbrt_p: "cbrt", abs_p: "absolute", not_p: "invert",
+    square_p: "square", sign_p: "sign", add_p: "add", sub_p: "subtract", mul_p: "multiply", max_p: "maximum",
+    min_p: "minimum", atan2_p: "arctan2", nextafter_p: "nextafter", and_p: "bitwise_and", or_p: "bitwise_or",
+    xor_p: "bitwise_xor", eq_p: "equal", ne_p: "not_equal", lt_p: "less", le_p: "less_equal", gt_p: "greater",
+    ge_p: "greater_equal",
 }
 # Float-only correspondences (integer division/remainder follow XLA's rules in the backend implementation).
-FLOAT_UFUNCS = {"div": "true_divide", "rem": "fmod", "pow": "power"}
+FLOAT_UFUNCS = {div_p: "true_divide", rem_p: "fmod", pow_p: "power"}
 
 
 def _is_float(dt: np.dtype) -> bool:
@@ -79,14 +93,14 @@ def _is_float(dt: np.dtype) -> bool:
 
 def ufunc_for(eqn) -> str | None:
     """The NumPy ufunc computing `eqn` exactly as the backend implementation does, or None."""
-    name = eqn.primitive.name
-    if name in UFUNCS:
-        if name == "sign" and eqn.outvars[0].aval.dtype.kind in "cf":
+    prim = eqn.primitive
+    if prim in UFUNCS:
+        if prim is sign_p and eqn.outvars[0].aval.dtype.kind in "cf":
             return None  # the backend keeps XLA's sign of zeros (NumPy's ufunc does not)
-        return UFUNCS[name]
-    if name in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
+        return UFUNCS[prim]
+    if prim in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
             {v.aval.dtype for v in eqn.invars}) == 1:
-        return FLOAT_UFUNCS[name]
+        return FLOAT_UFUNCS[prim]
     return None
 
 
@@ -119,7 +133,7 @@ def _contiguous(g, eqn, expr: str) -> str:
 def _lower_ufunc(g, eqn, ins, outs, ufunc: str) -> list:
     out = eqn.outvars[0]
     fn = g.bind(getattr(np, ufunc), ufunc)
-    if name_noisy(eqn):
+    if eqn.primitive in NOISY:
         g.needs_quiet = True
     buf = g.out_buffer(out) if out.aval.ndim else None
     if buf is not None:
@@ -129,10 +143,6 @@ def _lower_ufunc(g, eqn, ins, outs, ufunc: str) -> list:
     return [FRESH if out.aval.ndim else UNKNOWN]
 
 
-def name_noisy(eqn) -> bool:
-    return eqn.primitive.name in NOISY
-
-
 def lower_elementwise(g, eqn, ins, outs) -> list:
     uf = ufunc_for(eqn)
     if uf is None:
@@ -140,11 +150,11 @@ def lower_elementwise(g, eqn, ins, outs) -> list:
     return _lower_ufunc(g, eqn, ins, outs, uf)
 
 
-for _n in list(UFUNCS) + list(FLOAT_UFUNCS):
-    LOWERINGS[_n] = lower_elementwise
+for _p in list(UFUNCS) + list(FLOAT_UFUNCS):
+    LOWERINGS[_p] = lower_elementwise
 
 
-@register("integer_pow")
+@register(integer_pow_p)
 def _integer_pow(g, eqn, ins, outs):
     y = eqn.params["y"]
     if y <= 0:
@@ -159,7 +169,7 @@ def _integer_pow(g, eqn, ins, outs):
     return [FRESH if out.aval.ndim else UNKNOWN]
 
 
-@register("clamp")
+@register(clamp_p)
 def _clamp(g, eqn, ins, outs):
     lo, x, hi = ins
     mx, mn = g.bind(np.maximum, "maximum"), g.bind(np.minimum, "minimum")
@@ -167,7 +177,7 @@ def _clamp(g, eqn, ins, outs):
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
 
-@register("select_n")
+@register(select_n_p)
 def _select_n(g, eqn, ins, outs):
     which = eqn.invars[0]
     out = eqn.outvars[0]
@@ -183,7 +193,7 @@ def _select_n(g, eqn, ins, outs):
     return [FRESH if out.aval.ndim else UNKNOWN]
 
 
-@register("convert_element_type")
+@register(convert_element_type_p)
 def _convert(g, eqn, ins, outs):
     src = eqn.invars[0].aval.dtype
     dst = np.dtype(eqn.params["new_dtype"])
@@ -202,7 +212,7 @@ def _convert(g, eqn, ins, outs):
 # Structural: views
 # --------------------------------------------------------------------------------------------------------------
 
-@register("broadcast_in_dim")
+@register(broadcast_in_dim_p)
 def _broadcast_in_dim(g, eqn, ins, outs):
     x = eqn.invars[0]
     shape = tuple(eqn.params["shape"])
@@ -224,7 +234,7 @@ def _broadcast_in_dim(g, eqn, ins, outs):
     return [STRIDED]
 
 
-@register("reshape")
+@register(reshape_p)
 def _reshape(g, eqn, ins, outs):
     if eqn.params.get("dimensions") is not None:
         return lower_impl(g, eqn, ins, outs)
@@ -232,13 +242,13 @@ def _reshape(g, eqn, ins, outs):
     return [VIEW]
 
 
-@register("squeeze", "expand_dims")
+@register(squeeze_p)
 def _reshape_like(g, eqn, ins, outs):
     g.line(f"{outs[0]} = {g.bind(np.reshape, 'reshape')}({ins[0]}, {eqn.outvars[0].aval.shape!r})")
     return [VIEW]
 
 
-@register("transpose")
+@register(transpose_p)
 def _transpose(g, eqn, ins, outs):
     g.line(f"{outs[0]} = {g.bind(np.transpose, 'transpose')}({ins[0]}, {tuple(eqn.params['permutation'])!r})")
     return [STRIDED]
@@ -257,7 +267,7 @@ def _index_expr(slices: list) -> str:
     return ", ".join(parts) + ("," if len(parts) == 1 else "")
 
 
-@register("slice")
+@register(slice_p)
 def _slice(g, eqn, ins, outs):
     p = eqn.params
     strides = p.get("strides") or (1,) * len(p["start_indices"])
@@ -266,7 +276,7 @@ def _slice(g, eqn, ins, outs):
     return [STRIDED]
 
 
-@register("rev")
+@register(rev_p)
 def _rev(g, eqn, ins, outs):
     dims = set(eqn.params["dimensions"])
     sl = [slice(None, None, -1) if d in dims else slice(None) for d in range(eqn.invars[0].aval.ndim)]
@@ -274,7 +284,7 @@ def _rev(g, eqn, ins, outs):
     return [STRIDED]
 
 
-@register("iota")
+@register(iota_p)
 def _iota(g, eqn, ins, outs):
     shape = tuple(eqn.params["shape"])
     dt = np.dtype(eqn.params["dtype"])
@@ -284,7 +294,7 @@ def _iota(g, eqn, ins, outs):
     return [FRESH]
 
 
-@register("concatenate")
+@register(concatenate_p)
 def _concatenate(g, eqn, ins, outs):
     cat = f"{g.bind(np.concatenate, 'concatenate')}(({', '.join(ins)},), axis={int(eqn.params['dimension'])})"
     g.line(f"{outs[0]} = {_contiguous(g, eqn, cat)}")
@@ -308,76 +318,34 @@ def _reduce(ufunc: str, with_dtype: bool, needs_nonempty: bool):
     return lower
 
 
-LOWERINGS["reduce_sum"] = _reduce("add", True, False)
-LOWERINGS["reduce_prod"] = _reduce("multiply", True, False)
-LOWERINGS["reduce_max"] = _reduce("maximum", False, True)
-LOWERINGS["reduce_min"] = _reduce("minimum", False, True)
+LOWERINGS[reduce_sum_p] = _reduce("add", True, False)
+LOWERINGS[reduce_prod_p] = _reduce("multiply", True, False)
+LOWERINGS[reduce_max_p] = _reduce("maximum", False, True)
+LOWERINGS[reduce_min_p] = _reduce("minimum", False, True)
 
 
-def matmul_form(eqn) -> str | None:
-    """A NumPy expression template for `dot_general` when it is a plain (batched) matrix product, else None.
-
-    The template uses `{a}`/`{b}` for the operands and is only returned for float32/float64 operands of one dtype
-    whose result dtype is that dtype, where `matmul` is what the backend implementation computes.
-    """
-    lhs, rhs = eqn.invars
-    la, ra = lhs.aval, rhs.aval
-    if la.dtype != ra.dtype or la.dtype not in (np.float32, np.float64):
-        return None
-    pref = eqn.params.get("preferred_element_type")
-    if pref is not None and np.dtype(pref) != la.dtype:
-        return None
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    lc, rc, lb, rb = tuple(lc), tuple(rc), tuple(lb), tuple(rb)
-    nb = len(lb)
-    if lb != tuple(range(nb)) or rb != tuple(range(nb)) or len(lc) != 1 or len(rc) != 1:
-        return None
-    lfree = la.ndim - nb - 1
-    rfree = ra.ndim - nb - 1
-    if lfree > 1 or rfree > 1:
-        return None
-    (l_c,), (r_c,) = lc, rc
-    if nb == 0 and la.ndim == 1 and ra.ndim == 1:
-        return "dot({a}, {b})"
-    if lfree == 1 and rfree == 1:
-        a = "{a}" if l_c == nb + 1 else "swap({a})"
-        b = "{b}" if r_c == nb else "swap({b})"
-        return f"matmul({a}, {b})"
-    if lfree == 1 and rfree == 0:  # (..., m, k) x (..., k) -> (..., m)
-        a = "{a}" if l_c == nb + 1 else "swap({a})"
-        return f"matmul({a}, {{b}}[..., None])[..., 0]" if nb else f"matmul({a}, {{b}})"
-    if lfree == 0 and rfree == 1:  # (..., k) x (..., k, n) -> (..., n)
-        b = "{b}" if r_c == nb else "swap({b})"
-        return f"matmul({{a}}[..., None, :], {b})[..., 0, :]" if nb else f"matmul({{a}}, {b})"
-    return None
-
-
-def _swap(x):
-    return np.swapaxes(x, -1, -2)
-
-
-@register("dot_general")
+@register(dot_general_p)
 def _dot_general(g, eqn, ins, outs):
-    form = matmul_form(eqn)
+    form = contractions.matmul_form(eqn)
     if form is None:
         return lower_impl(g, eqn, ins, outs)
     expr = form.replace("dot(", f"{g.bind(np.dot, 'dot')}(").replace(
-        "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(_swap, 'swap')}(")
+        "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(contractions.swap, 'swap')}(")
     g.line(f"{outs[0]} = {expr.format(a=ins[0], b=ins[1])}")
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
 
-@register("conv_general_dilated")
+@register(conv_general_dilated_p)
 def _conv(g, eqn, ins, outs):
     return conv.lower_conv(g, eqn, ins, outs, lower_impl)
 
 
-@register("pad")
+@register(pad_p)
 def _pad(g, eqn, ins, outs):
     return windowed.lower_pad(g, eqn, ins, outs, lower_impl)
 
 
-@register("reduce_window_sum", "reduce_window_max", "reduce_window_min")
+@register(reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p)
 def _reduce_window(g, eqn, ins, outs):
     return windowed.lower_reduce_window(g, eqn, ins, outs, lower_impl)
 
@@ -386,7 +354,7 @@ def _reduce_window(g, eqn, ins, outs):
 # Updates: in place when the operand is dead
 # --------------------------------------------------------------------------------------------------------------
 
-@register("dynamic_update_slice")
+@register(dynamic_update_slice_p)
 def _dynamic_update_slice(g, eqn, ins, outs):
     x, upd = eqn.invars[0], eqn.invars[1]
     if not g.can_overwrite(0) or x.aval.ndim == 0:
@@ -401,15 +369,16 @@ def _dynamic_update_slice(g, eqn, ins, outs):
     return [("inplace", 0)]
 
 
-def _scatter_inplace_impl(name: str):
+def _scatter_inplace_impl(prim: Primitive):
     """The backend's scatter without its defensive copy, for operands the generated code owns and may overwrite.
 
     Returns None if the backend does not expose the pieces (then the copying implementation is used).
     """
     try:
         from ..backends.numpy import indexing as ix
-        combine = {"scatter": ix._set, "scatter-add": ix._accumulate(np.add), "scatter-mul": ix._accumulate(np.multiply),
-                   "scatter-min": ix._accumulate(np.minimum), "scatter-max": ix._accumulate(np.maximum)}[name]
+        combine = {scatter_p: ix._set, scatter_add_p: ix._accumulate(np.add),
+                   scatter_mul_p: ix._accumulate(np.multiply), scatter_min_p: ix._accumulate(np.minimum),
+                   scatter_max_p: ix._accumulate(np.maximum)}[prim]
         index_arrays = ix._scatter_index_arrays
     except (ImportError, AttributeError, KeyError):
         return None
@@ -424,19 +393,19 @@ def _scatter_inplace_impl(name: str):
             updates = updates[mask]
         combine(out, tuple(arrays), updates)
         return out
-    impl.__name__ = f"{name.replace('-', '_')}_inplace"
+    impl.__name__ = f"{prim.name.replace('-', '_')}_inplace"
     return impl
 
 
 _SCATTER_INPLACE: dict = {}
 
 
-@register("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max")
+@register(scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p)
 def _scatter(g, eqn, ins, outs):
-    name = eqn.primitive.name
-    if name not in _SCATTER_INPLACE:
-        _SCATTER_INPLACE[name] = _scatter_inplace_impl(name)
-    impl = _SCATTER_INPLACE[name]
+    prim = eqn.primitive
+    if prim not in _SCATTER_INPLACE:
+        _SCATTER_INPLACE[prim] = _scatter_inplace_impl(prim)
+    impl = _SCATTER_INPLACE[prim]
     if impl is None or not g.can_overwrite(0):
         return lower_impl(g, eqn, ins, outs)
     fn = g.bind(impl, impl.__name__)
@@ -477,7 +446,7 @@ def _scan_kernel_call(g, eqn, ins, outs, kernel) -> list:
     return [FRESH if a.ndim else UNKNOWN for a in carry_avals] + [FRESH] * len(ys)
 
 
-@register("scan")
+@register(scan_p)
 def _scan(g, eqn, ins, outs):
     loop_kernel = getattr(g.module, "loop_kernel", None)
     kernel = loop_kernel(eqn) if loop_kernel is not None else None
@@ -516,7 +485,7 @@ def _scan(g, eqn, ins, outs):
     return [UNKNOWN] * nk + [FRESH] * len(ys)
 
 
-@register("while")
+@register(while_p)
 def _while(g, eqn, ins, outs):
     p = eqn.params
     ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
@@ -536,7 +505,7 @@ def _while(g, eqn, ins, outs):
     return [UNKNOWN] * len(outs)
 
 
-@register("cond")
+@register(cond_p)
 def _cond(g, eqn, ins, outs):
     branches = eqn.params["branches"]
     fns = [g.compile_sub(b, f"branch{k}") for k, b in enumerate(branches)]
@@ -559,18 +528,20 @@ def _cond(g, eqn, ins, outs):
 
 
 def lowering_for(eqn) -> Lowering:
-    return LOWERINGS.get(eqn.primitive.name, lower_impl)
+    return LOWERINGS.get(eqn.primitive, lower_impl)
 
 
 def broadcast_tolerant(eqn) -> bool:
     """Whether `eqn` is lowered to a NumPy ufunc that broadcasts its operands itself (so a broadcast operand can be
     passed in its small, un-broadcast form when another operand has the full shape)."""
-    name = eqn.primitive.name
-    if name == "select_n":
+    prim = eqn.primitive
+    if prim is select_n_p:
         return len(eqn.invars) == 3 and eqn.invars[0].aval.dtype == np.bool_
-    if name in ("clamp", "integer_pow"):
-        return name == "clamp" or eqn.params["y"] > 0
+    if prim is clamp_p:
+        return True
+    if prim is integer_pow_p:
+        return eqn.params["y"] > 0
     return ufunc_for(eqn) is not None
 
 
-__all__ = ["LOWERINGS", "lowering_for", "lower_impl", "broadcast_tolerant", "matmul_form", "memory"]
+__all__ = ["LOWERINGS", "lowering_for", "lower_impl", "broadcast_tolerant", "memory"]

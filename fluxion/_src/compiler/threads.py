@@ -11,7 +11,13 @@ So the decision is made per call, from what the rest of the machine is doing: ev
 all processes used (`/proc/stat`) minus the time this process used (`time.process_time`) gives the number of cores
 other programs keep busy; this process uses the cores they leave (at least one). The first decision, before there is
 an interval to measure, counts the runnable tasks in `/proc/loadavg`. Where neither file exists (not Linux), all
-cores are used. `FLUXION_NUM_THREADS=N` fixes the count.
+cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count.
+
+Upper bounds: the standard variables `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` and
+`NUMBA_NUM_THREADS` (`config.thread_limit`) cap every count fluxion sets, the fixed one included: a user who pins
+BLAS to one thread (to run one process per core, say) keeps one thread in compiled code too. The option and the
+variables are re-read with the load, every `INTERVAL` seconds, and the option at once when `config.update` changes
+it (reading them on every call would cost about a microsecond, a third of a small jitted call).
 
 Generated functions call `enter()` on entry and `leave()` on exit (about 0.3 us when nothing changes): `enter`
 sets OpenBLAS's thread count and Numba's (for kernels compiled with `parallel=True`) to the decision.
@@ -23,6 +29,7 @@ import os
 import threading
 import time
 
+from ..config import config, thread_limit
 from . import blas
 from .fusion import runtime
 
@@ -44,16 +51,12 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _fixed() -> int | None:
-    raw = os.environ.get("FLUXION_NUM_THREADS", "").strip()
-    if not raw:
-        return None
-    try:
-        n = int(raw)
-    except ValueError:
-        raise ValueError(f"FLUXION_NUM_THREADS must be a positive integer, got {raw!r}") from None
-    if n < 1:
-        raise ValueError(f"FLUXION_NUM_THREADS must be a positive integer, got {raw!r}")
-    return n
+    """The thread count fixed by `fluxion_num_threads`, or None.
+
+    Raises:
+      ValueError: `FLUXION_NUM_THREADS` is not a positive integer (the message names it).
+    """
+    return config.fluxion_num_threads
 
 
 def _machine_busy_seconds() -> float | None:
@@ -88,42 +91,62 @@ def threads_for(other_cores: float, cores: int = CORES) -> int:
 
 
 class _Monitor:
-    """Keeps the current decision; re-reads the machine's load at most every `INTERVAL` seconds."""
+    """Keeps the current decision; re-reads the machine's load and the limits at most every `INTERVAL` seconds.
+
+    Attributes:
+      measured: the count the machine's load allows (see the module docstring).
+      decision: what compiled code uses: the fixed count or `measured`, capped by `config.thread_limit()`.
+    """
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.fixed = _fixed()
         self.next_check = 0.0
         self.last = None   # (wall, machine busy seconds, own cpu seconds)
         others = _runnable_others()
-        self.decision = self.fixed or (threads_for(others) if others is not None else CORES)
+        self.measured = threads_for(others) if others is not None else CORES
+        self.decision = self.measured
 
     def refresh(self, now: float) -> int:
         with self.lock:
             if now < self.next_check:
                 return self.decision
             self.next_check = now + INTERVAL
-            busy, own = _machine_busy_seconds(), time.process_time()
-            if busy is None:
-                return self.decision
-            if self.last is not None:
-                wall = now - self.last[0]
-                if wall > 0:
-                    other = max((busy - self.last[1]) - (own - self.last[2]), 0.0) / wall
-                    self.decision = threads_for(other)
-            self.last = (now, busy, own)
+            wanted = _fixed()
+            if wanted is None:
+                wanted = self._measure(now)
+            else:
+                self.last = None  # measure afresh if the count is released
+            limit = thread_limit()
+            self.decision = wanted if limit is None else min(wanted, limit)
             return self.decision
+
+    def _measure(self, now: float) -> int:
+        busy, own = _machine_busy_seconds(), time.process_time()
+        if busy is None:
+            return self.measured
+        if self.last is not None:
+            wall = now - self.last[0]
+            if wall > 0:
+                other = max((busy - self.last[1]) - (own - self.last[2]), 0.0) / wall
+                self.measured = threads_for(other)
+        self.last = (now, busy, own)
+        return self.measured
 
 
 _monitor = _Monitor()
 _local = threading.local()   # Numba's thread count is per calling thread
 
 
+def _option_changed(value) -> None:
+    _monitor.next_check = 0.0  # decide again on the next call
+
+
+config.add_hook("fluxion_num_threads", _option_changed)
+
+
 def current() -> int:
     """The number of threads compiled code should use now."""
     m = _monitor
-    if m.fixed is not None:
-        return m.fixed
     now = time.monotonic()
     if now < m.next_check:
         return m.decision
@@ -136,7 +159,7 @@ def _set_numba_threads(n: int) -> None:
     numba = runtime.loaded_numba()
     if numba is None:  # no kernel has been loaded, so none runs in parallel
         return
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # Numba's pool has this many threads at most
     _local.numba = n
 
 

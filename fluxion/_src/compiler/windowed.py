@@ -16,12 +16,15 @@ import itertools
 import numpy as np
 
 from ..backends.numpy.windowed import identity as _window_identity
+from ..lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
 from . import ir
 from .memory import FRESH
 
 MAX_TAPS = 64
 
-_OPS = {"reduce_window_sum": np.add, "reduce_window_max": np.maximum, "reduce_window_min": np.minimum}
+# Per primitive: the ufunc combining taps, and the reduction kind naming its identity in the backend's table.
+_OPS = {reduce_window_sum_p: (np.add, "sum"), reduce_window_max_p: (np.maximum, "max"),
+        reduce_window_min_p: (np.minimum, "min")}
 
 
 def supported(eqn) -> bool:
@@ -57,11 +60,10 @@ def lower_reduce_window(g, eqn, ins, outs, fallback):
     if not supported(eqn):
         return fallback(g, eqn, ins, outs)
     p = eqn.params
-    name = eqn.primitive.name
-    # name is 'reduce_window_sum' / '_max' / '_min'; the backend's identity table is keyed by the suffix.
-    ident = _window_identity(name.rsplit("_", 1)[1], eqn.invars[0].aval.dtype)
+    op, kind = _OPS[eqn.primitive]
+    ident = _window_identity(kind, eqn.invars[0].aval.dtype)
     fn = g.bind(reduce_window, "reduce_window_taps")
-    g.line(f"{outs[0]} = {fn}({ins[0]}, op={g.bind(_OPS[name], _OPS[name].__name__)}, "
+    g.line(f"{outs[0]} = {fn}({ins[0]}, op={g.bind(op, op.__name__)}, "
            f"identity={g.bind(ident, 'identity')}, window_dimensions={tuple(p['window_dimensions'])!r}, "
            f"window_strides={tuple(p['window_strides'])!r}, padding={tuple(tuple(q) for q in p['padding'])!r}, "
            f"window_dilation={tuple(p['window_dilation'])!r}, out_shape={eqn.outvars[0].aval.shape!r})")

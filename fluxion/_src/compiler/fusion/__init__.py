@@ -8,9 +8,11 @@ Fusion only pays above a size: a kernel call costs about a microsecond, as does 
 array, and every kernel costs compile time (about a second, once per machine thanks to the disk cache). Measured on
 the benchmark machine with `benchmarks/fusion_threshold.py`: a fused `x * 2 + 1` beats NumPy from about 2K
 elements (0.6 vs 0.8 us), a fused `where(x > 0, x, exp(x) - 1)` from 1K (1.8 vs 6.3 us), and at 4K elements fused
-chains are 1.5-6x faster; the threshold is 4K elements (or 8 operations on smaller arrays).
+chains are 1.5-6x faster; the threshold is 4K elements (or 8 operations on smaller arrays). Both are options
+(`fluxion_fuse_min_elements`, `fluxion_small_group_min_ops`), as is the parallel threshold below
+(`fluxion_parallel_min_work`).
 
-Threads (`prange`) are used when a group's work -- elements times operations -- is at least `PARALLEL_MIN_WORK`,
+Threads (`prange`) are used when a group's work -- elements times operations -- is at least `parallel_min_work()`,
 and only while the machine's other cores are idle (`compiler.threads` decides per call; a parallel kernel run on one
 thread costs about what a serial one does). Measured with the same script on the idle 2-core machine, serial vs
 parallel kernel: `x * 2 + 1` 2.9 vs 3.5 us at 64K elements and 8.5 vs 4.7 us at 128K; the 5-operation select
@@ -20,11 +22,11 @@ operations is where threads start to win. Without Numba everything runs on NumPy
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
+from ...config import config
 from ...core import ClosedJaxpr, Var
 from .. import blas, ir, memory
 from ..memory import FRESH
@@ -36,9 +38,6 @@ from . import onehot as _onehot
 from . import runtime
 from .rewrite import vector_dots_as_reductions
 
-FUSE_MIN_ELEMENTS = int(os.environ.get("FLUXION_FUSE_MIN_ELEMENTS", 1 << 12))
-# Kernels whose elements x operations reach this use threads (see the module docstring).
-PARALLEL_MIN_WORK = int(os.environ.get("FLUXION_PARALLEL_MIN_WORK", 1 << 18))
 # In check mode (`check`), groups of any size are fused, and kernels use threads from this much work on, so that
 # small test programs exercise serial and parallel kernels alike.
 CHECK_PARALLEL_MIN_WORK = 1 << 10
@@ -47,13 +46,14 @@ MATHLIB_VERSION = 5
 
 
 def min_elements() -> int:
-    """Groups over smaller domains are not fused (1 in check mode)."""
-    return 1 if check.enabled() else FUSE_MIN_ELEMENTS
+    """Groups over smaller domains are not fused unless long and exact (`fluxion_fuse_min_elements`; 1 in check
+    mode)."""
+    return 1 if check.enabled() else int(config.fluxion_fuse_min_elements)
 
 
 def parallel_min_work() -> int:
-    """Kernels with at least this much work (elements x operations) use threads."""
-    return CHECK_PARALLEL_MIN_WORK if check.enabled() else PARALLEL_MIN_WORK
+    """Kernels with at least this much work (elements x operations) use threads (`fluxion_parallel_min_work`)."""
+    return CHECK_PARALLEL_MIN_WORK if check.enabled() else int(config.fluxion_parallel_min_work)
 
 
 def prepare(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -32,6 +32,10 @@ import numpy as np
 
 from ...config import config
 from ...core import Jaxpr, Literal, Var, pp_jaxpr
+from ...lax.elementwise import (add_p, div_p, exp_p, expm1_p, integer_pow_p, log1p_p, log_p, mul_p, rsqrt_p, sqrt_p,
+                                square_p, sub_p)
+from ...lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
+from ...lax.structural import broadcast_in_dim_p
 from .. import ir
 from . import groups
 
@@ -86,25 +90,25 @@ def _env_add(out, vals, envs):
 
 
 _ENVELOPES = {
-    "add": _env_add, "sub": _env_add, "mul": _env_mul, "div": _env_div, "exp": _env_exp, "expm1": _env_exp,
-    "log": _env_log, "log1p": _env_log1p, "sqrt": _env_sqrt, "rsqrt": _env_rsqrt,
-    "square": lambda out, vals, envs: envs[0] * envs[0],
+    add_p: _env_add, sub_p: _env_add, mul_p: _env_mul, div_p: _env_div, exp_p: _env_exp, expm1_p: _env_exp,
+    log_p: _env_log, log1p_p: _env_log1p, sqrt_p: _env_sqrt, rsqrt_p: _env_rsqrt,
+    square_p: lambda out, vals, envs: envs[0] * envs[0],
 }
 
 
 def _envelope(eqn, out, vals: list, envs: list):
     """`E` of `eqn`'s output (float64, broadcastable to its shape) from its operands' values and envelopes."""
-    name = eqn.primitive.name
+    prim = eqn.primitive
     with np.errstate(over="ignore", invalid="ignore"):
-        if name == "integer_pow":
+        if prim is integer_pow_p:
             return np.maximum(np.abs(out), envs[0] ** abs(int(eqn.params["y"])))
-        if name == "reduce_sum":
+        if prim is reduce_sum_p:
             return np.sum(envs[0], axis=tuple(eqn.params["axes"]))
-        if name in ("reduce_max", "reduce_min"):
+        if prim is reduce_max_p or prim is reduce_min_p:
             return np.max(envs[0], axis=tuple(eqn.params["axes"]), initial=0.0)
-        if name == "broadcast_in_dim":
-            return eqn.primitive.impl(envs[0], **eqn.params)
-        rule = _ENVELOPES.get(name)
+        if prim is broadcast_in_dim_p:
+            return prim.impl(envs[0], **eqn.params)
+        rule = _ENVELOPES.get(prim)
         if rule is not None:
             return np.maximum(np.abs(out), rule(out, vals, envs))
         # Selections, comparisons, min/max, conversions, bounded-derivative functions (tanh, logistic, sin, cos):
@@ -161,13 +165,13 @@ class _Reference:
         (o,) = e.outvars
         inside = id(e) in self.members
         op_exact = groups.exact(e) and not (inside and self.reassociates)
-        if e.primitive.name == "reduce_sum" and out.dtype.kind == "f":
+        if e.primitive is reduce_sum_p and out.dtype.kind == "f":
             op_exact = False
         self.val[o] = out
         self.env[o] = _envelope(e, out, vals, [g[1] for g in got])
         self.exact[o] = op_exact and all(g[2] for g in got)
         depth = max([g[3] for g in got], default=0.0) + 1.0
-        if e.primitive.name == "reduce_sum":
+        if e.primitive is reduce_sum_p:
             n = math.prod(np.shape(vals[0])[a] for a in e.params["axes"])
             depth += math.log2(n + 1)
         self.depth[o] = depth

@@ -9,29 +9,33 @@ memory.
 
 Groups are grown greedily in program order: an equation joins (and merges) the groups producing its operands unless
 that would create a cycle (an outside equation that needs one group's result and feeds the other). Groups whose
-domain is smaller than the size threshold, or that would replace a single cheap NumPy call, are dissolved.
+domain is smaller than the size threshold (unless they are long: `fluxion_small_group_min_ops` operations, so that one
+kernel call, about 2 us with its argument checks, replaces that many NumPy calls of about 0.7 us each on small
+arrays), or that would replace a single cheap NumPy call, are dissolved.
 """
 
 from __future__ import annotations
 
 import heapq
-import os
 from typing import Any, Sequence
 
 import numpy as np
 
+from ...config import config
 from ...core import Var
+from ...lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, div_p, eq_p, floor_p,
+                                ge_p, gt_p, integer_pow_p, is_finite_p, le_p, logistic_p, lt_p, max_p, min_p, mul_p,
+                                ne_p, neg_p, not_p, or_p, select_n_p, sign_p, sqrt_p, square_p, sub_p, xor_p)
+from ...lax.reductions import reduce_sum_p
+from ...lax.structural import broadcast_in_dim_p, iota_p
 from .. import ir
 from . import scalar
+from .scalar import REDUCTIONS
 
-REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})
 # Members that cost no NumPy pass of their own (views and index arithmetic do not count towards "worth fusing").
-_FREE = frozenset({"broadcast_in_dim", "iota"})
-# Below the size threshold a group is still fused when it has at least this many operations: a kernel call (about
-# 2 us with its argument checks) then replaces that many NumPy calls (about 0.7 us each on small arrays).
-SMALL_GROUP_MIN_OPS = int(os.environ.get("FLUXION_SMALL_GROUP_MIN_OPS", 8))
+_FREE = frozenset({broadcast_in_dim_p, iota_p})
 # A single one of these is already worth a kernel: NumPy computes them slowly (branchy `where`) or in several passes.
-_EXPENSIVE = frozenset({"select_n", "clamp", "logistic", "integer_pow", "sign"})
+_EXPENSIVE = frozenset({select_n_p, clamp_p, logistic_p, integer_pow_p, sign_p})
 
 
 class Group:
@@ -51,10 +55,10 @@ class Group:
 
 
 def _ew_kind(eqn) -> bool:
-    name = eqn.primitive.name
-    if name == "broadcast_in_dim":
+    prim = eqn.primitive
+    if prim is broadcast_in_dim_p:
         return scalar.dtype_ok(eqn.outvars[0].aval.dtype)
-    if name == "iota":
+    if prim is iota_p:
         return scalar.dtype_ok(eqn.outvars[0].aval.dtype) and np.dtype(eqn.params["dtype"]).kind in "iu"
     return scalar.fusible(eqn)
 
@@ -63,16 +67,16 @@ def _ew_kind(eqn) -> bool:
 # comparisons, conversions). Transcendental functions use other approximations in kernels (`mathlib`) and `x**3` is
 # two roundings instead of `pow`'s one, so below the size threshold -- where tests and small programs live and
 # fusion gains little -- only these are fused, and jit stays bit-identical to eager execution there.
-EXACT = frozenset({"add", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "sqrt", "floor", "ceil", "square",
-                   "select_n", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "is_finite",
-                   "convert_element_type", "broadcast_in_dim", "iota"})
+EXACT = frozenset({add_p, sub_p, mul_p, div_p, neg_p, max_p, min_p, abs_p, sign_p, sqrt_p, floor_p, ceil_p, square_p,
+                   select_n_p, clamp_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, not_p, is_finite_p,
+                   convert_element_type_p, broadcast_in_dim_p, iota_p})
 
 
 def exact(eqn) -> bool:
-    name = eqn.primitive.name
-    if name == "integer_pow":
+    prim = eqn.primitive
+    if prim is integer_pow_p:
         return eqn.params["y"] in (1, 2)
-    return name in EXACT
+    return prim in EXACT
 
 
 def reduction_pattern(domain: Sequence[int], axes: Sequence[int]) -> str | None:
@@ -84,11 +88,10 @@ def reduction_pattern(domain: Sequence[int], axes: Sequence[int]) -> str | None:
 
 
 def _reduction_ok(eqn) -> bool:
-    name = eqn.primitive.name
     dt = eqn.invars[0].aval.dtype
     if not scalar.dtype_ok(dt) or ir.size(eqn.invars[0]) == 0:
         return False
-    if name == "reduce_sum" and dt == np.bool_:
+    if eqn.primitive is reduce_sum_p and dt == np.bool_:
         return False
     return reduction_pattern(eqn.invars[0].aval.shape, tuple(eqn.params["axes"])) is not None
 
@@ -99,13 +102,15 @@ class Grouping:
     Args:
       eqns: the equations in program order.
       outvars: the jaxpr's outputs.
-      min_elements: groups over smaller domains are not formed.
+      min_elements: groups over smaller domains are formed only from exact operations (`exact`) and kept only
+        with at least `fluxion_small_group_min_ops` operations.
     """
 
     def __init__(self, eqns: Sequence[Any], outvars: Sequence[Any], min_elements: int):
         self.eqns = list(eqns)
         self.outvars = list(outvars)
         self.min_elements = min_elements
+        self.small_group_min_ops = int(config.fluxion_small_group_min_ops)
         self.producer: dict = {}
         for i, e in enumerate(self.eqns):
             for v in e.outvars:
@@ -178,8 +183,8 @@ class Grouping:
 
     def run(self) -> list[Group]:
         for idx, eqn in enumerate(self.eqns):
-            name = eqn.primitive.name
-            if name in REDUCTIONS:
+            prim = eqn.primitive
+            if prim in REDUCTIONS:
                 self._add_reduction(idx, eqn)
                 continue
             if eqn.primitive.multiple_results or not _ew_kind(eqn):
@@ -193,7 +198,7 @@ class Grouping:
                 if (g is not None and g.alive and g.domain == domain and g not in cands
                         and v.aval.shape == domain):
                     cands.append(g)
-            if name == "broadcast_in_dim":
+            if prim is broadcast_in_dim_p:
                 cands = []  # its operand has another shape: it is read through the index map, never fused into
             # Two candidates with different reduction axes cannot share loops.
             axes = {g.red_axes for g in cands if g.red_axes is not None}
@@ -214,7 +219,7 @@ class Grouping:
             # A column-wise reduction of an array computed elsewhere: NumPy's is several times slower than one
             # pass with a row of accumulators (measured: sum over axis 0 of 10000x100 float32, 154 vs 76 us).
             if (reduction_pattern(v.aval.shape, axes) == "RK" and ir.size(v) >= self.min_elements
-                    and eqn.primitive.name == "reduce_sum"):
+                    and eqn.primitive is reduce_sum_p):
                 self._new_group(idx, v.aval.shape)
                 self.group_of[idx].red_axes = axes
             return
@@ -227,13 +232,13 @@ class Grouping:
         for g in self.groups:
             if not g.alive:
                 continue
-            names = [self.eqns[i].primitive.name for i in g.members]
-            work = [n for n in names if n not in _FREE]
+            prims = [self.eqns[i].primitive for i in g.members]
+            work = [p for p in prims if p not in _FREE]
             if int(np.prod(g.domain, dtype=np.int64)) >= self.min_elements:
-                worth = len(work) >= 2 or any(n in _EXPENSIVE for n in work) or names == ["reduce_sum"]
+                worth = len(work) >= 2 or any(p in _EXPENSIVE for p in work) or prims == [reduce_sum_p]
             else:  # small arrays: only long chains, where one kernel call replaces many NumPy calls
-                worth = len(work) >= SMALL_GROUP_MIN_OPS
-            if not worth or not any(n not in ("broadcast_in_dim", "iota") for n in names):
+                worth = len(work) >= self.small_group_min_ops
+            if not worth or not work:
                 for i in g.members:
                     self.group_of.pop(i, None)
                 g.alive = False

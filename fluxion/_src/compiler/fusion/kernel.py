@@ -17,6 +17,11 @@ Float sums accumulate in float64 (more accurate than NumPy's pairwise float32 su
 output dtype), integer sums in 64 bits (identical to NumPy's wrapping sum after the final cast). Kernels are
 compiled with `error_model="numpy"` (IEEE results, no exceptions) and, when they sum floats, `fastmath={"reassoc"}`
 so the accumulation vectorizes.
+
+`build` runs these steps, one class or function each: `_Group` (the members, their outputs and reductions),
+`_Accesses` (every array read or written and how), `_MergedDomain` (dimension merging), `_lay_out_arguments` (the
+caller's side of the call), `_LoopWriter` (the per-element statements and the loop nest of the group's pattern) and
+`_module_source`. The text they produce is the disk cache's key: `tests/compiler/test_kernel_source.py` pins it.
 """
 
 from __future__ import annotations
@@ -27,8 +32,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core import Literal
+from ...lax.reductions import reduce_sum_p
+from ...lax.structural import broadcast_in_dim_p, iota_p
 from .. import ir
 from . import scalar
+from .scalar import REDUCTIONS, accumulator_dtype, combine, initial_value, np_type, numba_type
 
 # Partial accumulators per full or column-wise reduction; fixed so results are reproducible on any machine.
 REDUCTION_CHUNKS = 16
@@ -69,53 +77,6 @@ class KernelSpec:
         self.status = "pending"
 
 
-def _np_type(dt) -> str:
-    name = np.dtype(dt).name
-    return "np.bool_" if name == "bool" else f"np.{name}"
-
-
-def _nb_type(dt) -> str:
-    name = np.dtype(dt).name
-    return "types.boolean" if name == "bool" else f"types.{name}"
-
-
-def _acc_dtype(kind: str, dt) -> np.dtype:
-    dt = np.dtype(dt)
-    if kind == "reduce_sum":
-        if dt.kind == "f":
-            return np.dtype(np.float64)
-        if dt.kind == "i":
-            return np.dtype(np.int64)
-        if dt.kind == "u":
-            return np.dtype(np.uint64)
-    return dt
-
-
-def _init_value(kind: str, dt) -> str:
-    dt = np.dtype(dt)
-    if kind == "reduce_sum":
-        return f"{_np_type(dt)}(0)"
-    is_max = kind == "reduce_max"
-    if dt == np.bool_:
-        return "False" if is_max else "True"
-    if dt.kind == "f":
-        return f"{_np_type(dt)}({'-' if is_max else ''}np.inf)"
-    info = np.iinfo(dt)
-    return f"{_np_type(dt)}({info.min if is_max else info.max})"
-
-
-def _combine(kind: str, dt, acc: str, v: str) -> str:
-    dt = np.dtype(dt)
-    if kind == "reduce_sum":
-        return f"{acc} + {v}"
-    which = "max" if kind == "reduce_max" else "min"
-    if dt.kind == "f":
-        return f"_f{which}({acc}, {v})"
-    if dt == np.bool_:
-        return f"({acc} {'|' if which == 'max' else '&'} {v})"
-    return f"{which}({acc}, {v})"
-
-
 def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, domain: tuple,
           red_axes: tuple | None, parallel: bool, version: int) -> KernelSpec:
     """Generates the kernel for a group.
@@ -128,249 +89,360 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
       red_axes: the reduced axes of the group's reductions, or None.
       parallel: use threads (`prange`).
       version: the helper library version (part of the source, hence of the disk-cache key).
+
+    Returns:
+      The kernel's spec: argument layout, source and digest (the hash of the source, its disk-cache key).
     """
+    group = _Group(eqns, members, outvars_needed, domain, red_axes)
+    accesses = _Accesses(group)
+    merged = _MergedDomain(group, accesses.all())
     spec = KernelSpec()
     spec.parallel = parallel
-    member_eqns = [eqns[i] for i in members]
-    produced = {v for e in member_eqns for v in e.outvars}
-    reductions = [e for e in member_eqns if e.primitive.name in scalar_reductions()]
-    rset = set(red_axes or ())
-    nd = len(domain)
+    arg_names = _lay_out_arguments(spec, accesses, merged)
+    writer = _LoopWriter(group, accesses, merged, parallel)
+    spec.source = _module_source(spec, arg_names, writer.statements(), writer.sums_floats(), parallel, version)
+    spec.digest = hashlib.sha256(spec.source.encode()).hexdigest()[:24]
+    return spec
 
-    # -- accesses: inputs, iotas and outputs ---------------------------------------------------------------------
-    inputs: list = []          # (var, Access)
-    input_index: dict = {}
 
-    def add_input(v, acc: Access) -> int:
+class _Group:
+    """The equations of one fused group and what the kernel must compute from them.
+
+    Attributes:
+      all_eqns: every equation of the program (a broadcast outside the group may be read through its operand).
+      eqns: the group's equations, in program order.
+      produced: the variables they define.
+      reductions: the group's reductions (its sinks), in program order.
+      ew_outs: elementwise results read outside the group (written to memory), in program order.
+      domain: the iteration shape; red_axes: the set of reduced axes (empty without reductions).
+    """
+
+    def __init__(self, eqns, members, outvars_needed, domain, red_axes):
+        self.all_eqns = eqns
+        self.eqns = [eqns[i] for i in members]
+        self.produced = {v for e in self.eqns for v in e.outvars}
+        self.reductions = [e for e in self.eqns if e.primitive in REDUCTIONS]
+        self.ew_outs = [v for e in self.eqns if e.primitive not in REDUCTIONS for v in e.outvars
+                        if v in outvars_needed]
+        self.domain = tuple(domain)
+        self.red_axes = set(red_axes or ())
+
+    def full_access(self, keep=lambda d: True) -> Access:
+        """The access of an array indexed by every domain dimension `keep` selects (size-1 dimensions: None)."""
+        return Access(tuple(d if self.domain[d] != 1 else None for d in range(len(self.domain)) if keep(d)))
+
+
+class _Accesses:
+    """Step 1: every array the kernel touches and how it is indexed.
+
+    Attributes:
+      inputs: (var, Access) read by the kernel, in argument order; one entry per distinct pair.
+      reads: (member position, operand position) -> how the member reads that operand: ("in", k) input k,
+        ("var", v) a value computed earlier in the kernel, or ("lit", source) a literal.
+      outputs: one Access per output: elementwise outputs (`group.ew_outs`), then reductions.
+      iota_dims: the domain dimension each iota counts along.
+    """
+
+    def __init__(self, group: _Group):
+        self.group = group
+        self.inputs: list = []
+        self._input_index: dict = {}
+        self.reads: dict = {}
+        # Broadcasts computed outside the group (shared with other consumers) are read through their operands too,
+        # never as materialized arrays (a relu's broadcast zero would otherwise be copied to full size every call).
+        self._outside_broadcasts = {
+            e.outvars[0]: e for e in group.all_eqns
+            if e.primitive is broadcast_in_dim_p and e.outvars[0] not in group.produced
+            and tuple(e.outvars[0].aval.shape) == group.domain
+            and (type(e.invars[0]) is Literal or e.invars[0] not in group.produced)}
+        for pos, e in enumerate(group.eqns):
+            if e.primitive is broadcast_in_dim_p:
+                self.reads[(pos, 0)] = self._read_broadcast(e)
+                continue
+            for k, v in enumerate(e.invars):
+                self.reads[(pos, k)] = self._read_operand(v)
+        self.iota_dims = [e.params["dimension"] for e in group.eqns if e.primitive is iota_p]
+        self.outputs = [group.full_access() for _ in group.ew_outs]
+        self.outputs += [group.full_access(lambda d: d not in group.red_axes) for _ in group.reductions]
+
+    def _add_input(self, v, acc: Access) -> int:
         key = (v, acc)
-        if key not in input_index:
-            input_index[key] = len(inputs)
-            inputs.append(key)
-        return input_index[key]
+        if key not in self._input_index:
+            self._input_index[key] = len(self.inputs)
+            self.inputs.append(key)
+        return self._input_index[key]
 
-    def read_broadcast(b):
+    def _read_broadcast(self, b) -> tuple:
         """How to read the result of broadcast equation `b`: its operand through an index map (or a literal)."""
         x = b.invars[0]
+        if type(x) is Literal:
+            return ("lit", scalar.literal_source(ir.literal_value(x)))
+        domain = self.group.domain
         dims = tuple(d if x.aval.shape[k] == domain[d] and domain[d] != 1 else None
                      for k, d in enumerate(b.params["broadcast_dimensions"]))
-        return ("lit", scalar.literal_source(ir.literal_value(x))) if type(x) is Literal else \
-            ("in", add_input(x, Access(dims)))
+        return ("in", self._add_input(x, Access(dims)))
 
-    # Broadcasts computed outside the group (shared with other consumers) are read through their operands too,
-    # never as materialized arrays (a relu's broadcast zero would otherwise be copied to full size every call).
-    outside_broadcasts = {e.outvars[0]: e for e in eqns if e.primitive.name == "broadcast_in_dim"
-                          and e.outvars[0] not in produced and tuple(e.outvars[0].aval.shape) == tuple(domain)
-                          and (type(e.invars[0]) is Literal or e.invars[0] not in produced)}
+    def _read_operand(self, v) -> tuple:
+        if type(v) is Literal:
+            return ("lit", scalar.literal_source(ir.literal_value(v)))
+        if v in self.group.produced:
+            return ("var", v)
+        if v.aval.shape == ():
+            return ("in", self._add_input(v, Access(())))
+        if v in self._outside_broadcasts:
+            return self._read_broadcast(self._outside_broadcasts[v])
+        return ("in", self._add_input(v, self.group.full_access()))
 
-    reads: dict = {}           # (member eqn position, operand position) -> ("in", k) / ("var", v) / ("lit", src)
-    for pos, e in enumerate(member_eqns):
-        name = e.primitive.name
-        if name == "broadcast_in_dim":
-            reads[(pos, 0)] = read_broadcast(e)
-            continue
-        for k, v in enumerate(e.invars):
-            if type(v) is Literal:
-                reads[(pos, k)] = ("lit", scalar.literal_source(ir.literal_value(v)))
-            elif v in produced:
-                reads[(pos, k)] = ("var", v)
-            elif v.aval.shape == ():
-                reads[(pos, k)] = ("in", add_input(v, Access(())))
-            elif v in outside_broadcasts:
-                reads[(pos, k)] = read_broadcast(outside_broadcasts[v])
+    def all(self) -> list:
+        """Every access, for dimension merging: inputs, outputs, and the dimensions iotas count along."""
+        return [a for _, a in self.inputs] + self.outputs + [Access((d,)) for d in self.iota_dims]
+
+
+class _MergedDomain:
+    """Step 2: the domain with size-1 dimensions dropped and adjacent dimensions merged where every access reads
+    them alike (both through consecutive axes of the array, or both not at all) and both are kept or both reduced.
+
+    Attributes:
+      groups: the domain dimensions of each merged dimension.
+      of: domain dimension -> its merged dimension.
+      sizes: extent of each merged dimension.
+      classes: "K" (kept) or "R" (reduced) per merged dimension.
+      pattern: the classes with runs collapsed ("", "K", "R", "KR", "RK", ...).
+    """
+
+    def __init__(self, group: _Group, accesses: list):
+        domain, rset = group.domain, group.red_axes
+        self.groups: list[list[int]] = []
+        for d in (d for d in range(len(domain)) if domain[d] != 1):
+            if self.groups and self._mergeable(self.groups[-1][-1], d, rset, accesses):
+                self.groups[-1].append(d)
             else:
-                full = tuple(d if domain[d] != 1 else None for d in range(nd))
-                reads[(pos, k)] = ("in", add_input(v, Access(full)))
+                self.groups.append([d])
+        self.of = {d: g for g, ds in enumerate(self.groups) for d in ds}
+        self.sizes = [int(np.prod([domain[d] for d in ds], dtype=np.int64)) for ds in self.groups]
+        self.classes = ["R" if ds[0] in rset else "K" for ds in self.groups]
+        self.pattern = "".join(c for k, c in enumerate(self.classes) if k == 0 or self.classes[k - 1] != c)
 
-    iota_dims = [e.params["dimension"] for e in member_eqns if e.primitive.name == "iota"]
-    out_accesses = []
-    ew_outs = [v for e in member_eqns if e.primitive.name not in scalar_reductions() for v in e.outvars
-               if v in outvars_needed]
-    for v in ew_outs:
-        out_accesses.append(Access(tuple(d if domain[d] != 1 else None for d in range(nd))))
-    for e in reductions:
-        out_accesses.append(Access(tuple(d if domain[d] != 1 else None for d in range(nd) if d not in rset)))
+    @staticmethod
+    def _mergeable(prev: int, d: int, rset: set, accesses: list) -> bool:
+        if (prev in rset) != (d in rset):
+            return False
+        for acc in accesses:
+            a = [k for k, x in enumerate(acc.dims) if x == prev]
+            b = [k for k, x in enumerate(acc.dims) if x == d]
+            if bool(a) != bool(b) or (a and b and b[0] != a[0] + 1):
+                return False
+        return True
 
-    # -- merge adjacent dimensions -------------------------------------------------------------------------------
-    live_dims = [d for d in range(nd) if domain[d] != 1]
-    all_acc = [a for _, a in inputs] + out_accesses + [Access((d,)) for d in iota_dims]
-
-    def indexed(acc: Access, d: int):
-        return [k for k, x in enumerate(acc.dims) if x == d]
-
-    merged: list[list[int]] = []
-    for d in live_dims:
-        if merged:
-            prev = merged[-1][-1]
-            same_class = (prev in rset) == (d in rset)
-            ok = same_class
-            for acc in all_acc:
-                a, b = indexed(acc, prev), indexed(acc, d)
-                if bool(a) != bool(b) or (a and b and b[0] != a[0] + 1):
-                    ok = False
-                    break
-            if ok:
-                merged[-1].append(d)
-                continue
-        merged.append([d])
-    mdim = {d: g for g, ds in enumerate(merged) for d in ds}
-    msize = [int(np.prod([domain[d] for d in ds], dtype=np.int64)) for ds in merged]
-    mclass = ["R" if ds[0] in rset else "K" for ds in merged]
-
-    def merged_dims(acc: Access) -> tuple:
+    def dims(self, acc: Access) -> tuple:
+        """The merged dimensions indexing an array's (merged) axes, in order."""
         out = []
         for d in acc.dims:
             if d is None:
                 continue
-            g = mdim[d]
+            g = self.of[d]
             if not out or out[-1] != g:
                 out.append(g)
         return tuple(out)
 
-    def merged_shape(acc: Access) -> tuple:
-        return tuple(msize[g] for g in merged_dims(acc))
+    def shape(self, acc: Access) -> tuple:
+        """The shape the caller reshapes an array to (a view for contiguous arrays)."""
+        return tuple(self.sizes[g] for g in self.dims(acc))
 
-    # -- kernel arguments ----------------------------------------------------------------------------------------
-    in_names = []
-    for k, (v, acc) in enumerate(inputs):
-        shp = merged_shape(acc)
+
+def _lay_out_arguments(spec: KernelSpec, accesses: _Accesses, merged: _MergedDomain) -> list[str]:
+    """Step 3: fills `spec.inputs`/`spec.outputs` (the caller's side of the call) and returns the kernel's parameter
+    names: `in0, in1, ...` then `out0, out1, ...`. Arrays read or written through no dimension travel as (1,)."""
+    names = []
+    for k, (v, acc) in enumerate(accesses.inputs):
+        shp = merged.shape(acc)
         spec.inputs.append((v, v.aval.shape, shp if shp else (1,)))
-        in_names.append(f"in{k}")
-    out_names = []
-    for k, (v, acc) in enumerate(zip(ew_outs + [e.outvars[0] for e in reductions], out_accesses)):
-        shp = merged_shape(acc)
+        names.append(f"in{k}")
+    group = accesses.group
+    for k, (v, acc) in enumerate(zip(group.ew_outs + [e.outvars[0] for e in group.reductions], accesses.outputs)):
+        shp = merged.shape(acc)
         spec.outputs.append((v, shp if shp else (1,)))
-        out_names.append(f"out{k}")
+        names.append(f"out{k}")
+    return names
 
-    idx = [f"i{g}" for g in range(len(merged))]
-    nred = len(reductions)
-    pattern = "".join(c for k, c in enumerate(mclass) if k == 0 or mclass[k - 1] != c)
-    # Full and column-wise reductions split their first (reduced) dimension into chunks. Inside a chunk, arrays
-    # spanning that dimension are read through slices starting at the chunk (`w3 = in3[lo:hi]`), indexed from 0:
-    # Numba vectorizes loops over `range(n)` of such views, not loops over `range(lo, hi)` inside a `prange`
-    # (measured, a float32 sum over 1M elements on two threads: 30 us with views, 180 us without).
-    chunked = nred > 0 and pattern in ("R", "RK")   # the chunked dimension is then merged dimension 0
 
-    def via_chunk(dims: tuple) -> bool:
-        return chunked and bool(dims) and dims[0] == 0
+class _LoopWriter:
+    """Steps 4 and 5: the kernel's statements -- one per member for one element of the domain -- inside the loop
+    nest of the group's pattern (see the module docstring).
 
-    def load(k: int) -> str:
-        dims = merged_dims(inputs[k][1])
+    Index variable `i<g>` runs over merged dimension g. Full (`R`) and column-wise (`RK`) reductions split their
+    first, reduced, dimension (merged dimension 0) into chunks; inside a chunk, arrays spanning that dimension are
+    read through slices starting at the chunk (`w3 = in3[lo:hi]`) and indexed from 0: Numba vectorizes loops over
+    `range(n)` of such views, not loops over `range(lo, hi)` inside a `prange` (measured, a float32 sum over 1M
+    elements on two threads: 30 us with views, 180 us without).
+    """
+
+    def __init__(self, group: _Group, accesses: _Accesses, merged: _MergedDomain, parallel: bool):
+        self.group = group
+        self.accesses = accesses
+        self.merged = merged
+        self.idx = [f"i{g}" for g in range(len(merged.groups))]
+        self.prange = "numba.prange" if parallel else "range"
+        self.chunked = bool(group.reductions) and merged.pattern in ("R", "RK")
+        reds = group.reductions
+        self.red_kinds = [e.primitive for e in reds]
+        self.red_dts = [e.invars[0].aval.dtype for e in reds]
+        self.acc_dts = [accumulator_dtype(p, dt) for p, dt in zip(self.red_kinds, self.red_dts)]
+
+    def sums_floats(self) -> bool:
+        """Whether a reduction sums floats (the kernel then allows reassociation, so the sum vectorizes)."""
+        return any(p is reduce_sum_p and np.dtype(dt).kind == "f" for p, dt in zip(self.red_kinds, self.red_dts))
+
+    def statements(self) -> list[str]:
+        """The kernel function's body."""
+        body, red_vals = self._body()
+        lines = [f"s{k} = in{k}[0]" for k, (_, acc) in enumerate(self.accesses.inputs) if not self.merged.dims(acc)]
+        if not self.group.reductions:
+            lines += self._elementwise_nest(body)
+        elif self.merged.pattern == "KR" or (self.merged.pattern == "K" and not self._dims("R")):
+            lines += self._rowwise_nest(body, red_vals)
+        else:
+            lines += self._chunked_nest(body, red_vals)
+        return lines
+
+    # -- step 4: one element --------------------------------------------------------------------------------------
+    def _via_chunk(self, dims: tuple) -> bool:
+        return self.chunked and bool(dims) and dims[0] == 0
+
+    def _load(self, k: int) -> str:
+        """Source reading input k at the current indices (a scalar input was loaded once, into `s<k>`)."""
+        dims = self.merged.dims(self.accesses.inputs[k][1])
         if not dims:
             return f"s{k}"
-        return f"{'w' if via_chunk(dims) else 'in'}{k}[{', '.join(idx[g] for g in dims)}]"
+        return f"{'w' if self._via_chunk(dims) else 'in'}{k}[{', '.join(self.idx[g] for g in dims)}]"
 
-    # -- body: one statement per member -------------------------------------------------------------------------
-    body: list[str] = []
-    names: dict = {}
-    red_vals = []
-    for pos, e in enumerate(member_eqns):
-        name = e.primitive.name
-        if name in scalar_reductions():
-            src = reads[(pos, 0)]
-            red_vals.append(names[src[1]] if src[0] == "var" else (load(src[1]) if src[0] == "in" else src[1]))
-            continue
-        out = e.outvars[0]
-        x = f"x{pos}"
-        names[out] = x
-        if name == "broadcast_in_dim":
-            src = reads[(pos, 0)]
-            expr = load(src[1]) if src[0] == "in" else src[1]
-        elif name == "iota":
-            d = e.params["dimension"]
-            i = idx[mdim[d]] if domain[d] != 1 else "0"
-            if chunked and domain[d] != 1 and mdim[d] == 0:
-                i = f"(lo + {i})"
-            expr = scalar.cast(out.aval.dtype, i)
-        else:
-            args = []
-            for k in range(len(e.invars)):
-                src = reads[(pos, k)]
-                args.append(names[src[1]] if src[0] == "var" else (load(src[1]) if src[0] == "in" else src[1]))
-            expr = scalar.scalar_expr(e, args)
-            assert expr is not None, name
-        body.append(f"{x} = {expr}")
-    for k, v in enumerate(ew_outs):
-        dims = merged_dims(out_accesses[k])
-        arr = f"wo{k}" if via_chunk(dims) else f"out{k}"
-        body.append(f"{arr}[{', '.join(idx[g] for g in dims) if dims else '0'}] = {names[v]}")
+    def _operand(self, src: tuple, names: dict) -> str:
+        kind, what = src
+        if kind == "var":
+            return names[what]
+        return self._load(what) if kind == "in" else what
 
-    # -- loops ---------------------------------------------------------------------------------------------------
-    lines = []
-    prange = "numba.prange" if parallel else "range"
-    for k, (v, acc) in enumerate(inputs):
-        if not merged_dims(acc):
-            lines.append(f"s{k} = in{k}[0]")
-    red_kinds = [e.primitive.name for e in reductions]
-    red_dts = [e.invars[0].aval.dtype for e in reductions]
-    acc_dts = [_acc_dtype(kd, dt) for kd, dt in zip(red_kinds, red_dts)]
-    out_base = len(ew_outs)
+    def _body(self) -> tuple[list[str], list[str]]:
+        """Statements computing one element of every member (`x<pos> = ...`) and storing the elementwise outputs;
+        and, per reduction, the source of the value it accumulates."""
+        group, merged = self.group, self.merged
+        body: list[str] = []
+        names: dict = {}
+        red_vals = []
+        for pos, e in enumerate(group.eqns):
+            prim = e.primitive
+            if prim in REDUCTIONS:
+                red_vals.append(self._operand(self.accesses.reads[(pos, 0)], names))
+                continue
+            out = e.outvars[0]
+            names[out] = f"x{pos}"
+            if prim is broadcast_in_dim_p:
+                expr = self._operand(self.accesses.reads[(pos, 0)], {})
+            elif prim is iota_p:
+                d = e.params["dimension"]
+                i = self.idx[merged.of[d]] if group.domain[d] != 1 else "0"
+                if self.chunked and group.domain[d] != 1 and merged.of[d] == 0:
+                    i = f"(lo + {i})"
+                expr = scalar.cast(out.aval.dtype, i)
+            else:
+                args = [self._operand(self.accesses.reads[(pos, k)], names) for k in range(len(e.invars))]
+                expr = scalar.scalar_expr(e, args)
+                assert expr is not None, prim.name
+            body.append(f"x{pos} = {expr}")
+        for k, v in enumerate(group.ew_outs):
+            dims = merged.dims(self.accesses.outputs[k])
+            arr = f"wo{k}" if self._via_chunk(dims) else f"out{k}"
+            body.append(f"{arr}[{', '.join(self.idx[g] for g in dims) if dims else '0'}] = {names[v]}")
+        return body, red_vals
 
-    def emit_loops(ds: list[int], inner: list[str], depth: int, first_parallel: bool) -> list[str]:
+    # -- step 5: loop nests ----------------------------------------------------------------------------------------
+    def _dims(self, cls: str) -> list[int]:
+        return [g for g in range(len(self.merged.groups)) if self.merged.classes[g] == cls]
+
+    def _loops(self, ds: list[int], inner: list[str], first_parallel: bool) -> list[str]:
+        """`inner` nested in loops over merged dimensions `ds` (the outermost a `prange` if `first_parallel`)."""
         code = []
-        pad = "    " * depth
         for j, g in enumerate(ds):
-            rng = prange if (j == 0 and first_parallel) else "range"
-            code.append(f"{pad}{'    ' * j}for {idx[g]} in {rng}({msize[g]}):")
-        pad2 = pad + "    " * len(ds)
-        code.extend(pad2 + ln for ln in inner)
+            rng = self.prange if (j == 0 and first_parallel) else "range"
+            code.append(f"{'    ' * j}for {self.idx[g]} in {rng}({self.merged.sizes[g]}):")
+        code.extend("    " * len(ds) + ln for ln in inner)
         return code
 
-    if nred == 0:
-        lines += emit_loops(list(range(len(merged))), body, 0, True) if merged else body
-    else:
-        kdims = [g for g in range(len(merged)) if mclass[g] == "K"]
-        rdims = [g for g in range(len(merged)) if mclass[g] == "R"]
-        acc_update = [f"acc{r} = " + _combine(red_kinds[r], red_dts[r], f"acc{r}", f"{_np_type(acc_dts[r])}({red_vals[r]})")
-                      for r in range(nred)]
-        if pattern == "KR" or (pattern == "K" and not rdims):
-            inner = [f"acc{r} = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
-            inner += emit_loops(rdims, body + acc_update, 0, False)
-            kidx = ", ".join(idx[g] for g in kdims) if kdims else "0"
-            inner += [f"out{out_base + r}[{kidx}] = {_np_type(red_dts[r])}(acc{r})" for r in range(nred)]
-            lines += emit_loops(kdims, inner, 0, True) if kdims else inner
-        else:  # "R" or "RK": chunk the first reduced dimension
-            g0 = rdims[0]
-            n0 = msize[g0]
-            nch = max(1, min(REDUCTION_CHUNKS, n0))
-            step = -(-n0 // nch)
-            kshape = tuple(msize[g] for g in kdims)
-            for r in range(nred):
-                lines.append(f"part{r} = np.empty({(nch,) + kshape!r}, {_np_type(acc_dts[r])})")
-            lines.append(f"for c in {prange}({nch}):")
-            chunk = [f"lo = c * {step}", f"hi = min(lo + {step}, {n0})"]
-            kidx = ", ".join(idx[g] for g in kdims)
-            if kdims:
-                init = [f"part{r}[c, {kidx}] = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
-                chunk += emit_loops(kdims, init, 0, False)
-                upd = [f"part{r}[c, {kidx}] = " + _combine(red_kinds[r], red_dts[r], f"part{r}[c, {kidx}]",
-                                                            f"{_np_type(acc_dts[r])}({red_vals[r]})")
-                       for r in range(nred)]
-                inner = emit_loops(rdims[1:] + kdims, body + upd, 0, False)
-            else:
-                chunk += [f"acc{r} = {_init_value(red_kinds[r], acc_dts[r])}" for r in range(nred)]
-                inner = emit_loops(rdims[1:], body + acc_update, 0, False)
-            chunk += [f"w{k} = in{k}[lo:hi]" for k, (_, acc) in enumerate(inputs) if via_chunk(merged_dims(acc))]
-            chunk += [f"wo{k} = out{k}[lo:hi]" for k in range(len(ew_outs)) if via_chunk(merged_dims(out_accesses[k]))]
-            chunk.append(f"for {idx[g0]} in range(hi - lo):" if chunked else f"for {idx[g0]} in range(lo, hi):")
-            chunk += ["    " + ln for ln in inner]
-            if not kdims:
-                chunk += [f"part{r}[c] = acc{r}" for r in range(nred)]
-            lines += ["    " + ln for ln in chunk]
-            # Combine the partials in chunk order (deterministic).
-            fin = [f"acc{r} = part{r}[0{', ' + kidx if kdims else ''}]" for r in range(nred)]
-            fin += ["for c in range(1, %d):" % nch]
-            ksuffix = (", " + kidx) if kdims else ""
-            fin += [f"    acc{r} = " + _combine(red_kinds[r], red_dts[r], f"acc{r}", f"part{r}[c{ksuffix}]")
-                    for r in range(nred)]
-            fin += [f"out{out_base + r}[{kidx if kdims else '0'}] = {_np_type(red_dts[r])}(acc{r})" for r in range(nred)]
-            lines += emit_loops(kdims, fin, 0, False) if kdims else fin
+    def _update(self, r: int, acc: str, value: str) -> str:
+        """`acc` combined with `value` (converted to the accumulator's dtype) by reduction r."""
+        return combine(self.red_kinds[r], self.red_dts[r], acc, f"{np_type(self.acc_dts[r])}({value})")
 
-    # -- module source -------------------------------------------------------------------------------------------
-    has_fsum = any(k == "reduce_sum" and np.dtype(dt).kind == "f" for k, dt in zip(red_kinds, red_dts))
-    sig_args = [f"types.Array({_nb_type(v.aval.dtype)}, {len(shp)}, 'C', readonly=True)"
+    def _elementwise_nest(self, body: list[str]) -> list[str]:
+        """No reduction: a `prange` over the first merged dimension, plain loops inside."""
+        n = len(self.merged.groups)
+        return self._loops(list(range(n)), body, True) if n else body
+
+    def _rowwise_nest(self, body: list[str], red_vals: list[str]) -> list[str]:
+        """`KR`: a `prange` over the kept dimensions, one scalar accumulator per reduction over the reduced ones."""
+        nred = len(red_vals)
+        kdims, rdims = self._dims("K"), self._dims("R")
+        acc_update = [f"acc{r} = " + self._update(r, f"acc{r}", red_vals[r]) for r in range(nred)]
+        inner = [f"acc{r} = {initial_value(self.red_kinds[r], self.acc_dts[r])}" for r in range(nred)]
+        inner += self._loops(rdims, body + acc_update, False)
+        kidx = ", ".join(self.idx[g] for g in kdims) if kdims else "0"
+        inner += [f"out{len(self.group.ew_outs) + r}[{kidx}] = {np_type(self.red_dts[r])}(acc{r})"
+                  for r in range(nred)]
+        return self._loops(kdims, inner, True) if kdims else inner
+
+    def _chunked_nest(self, body: list[str], red_vals: list[str]) -> list[str]:
+        """`R` and `RK`: the first reduced dimension is split into `REDUCTION_CHUNKS` chunks (a `prange`), each with
+        its own partial accumulators (a row of them for `RK`), combined afterwards in chunk order."""
+        nred = len(red_vals)
+        merged, kinds, acc_dts = self.merged, self.red_kinds, self.acc_dts
+        kdims, rdims = self._dims("K"), self._dims("R")
+        g0 = rdims[0]
+        n0 = merged.sizes[g0]
+        nch = max(1, min(REDUCTION_CHUNKS, n0))
+        step = -(-n0 // nch)
+        kshape = tuple(merged.sizes[g] for g in kdims)
+        kidx = ", ".join(self.idx[g] for g in kdims)
+        lines = [f"part{r} = np.empty({(nch,) + kshape!r}, {np_type(acc_dts[r])})" for r in range(nred)]
+        lines.append(f"for c in {self.prange}({nch}):")
+        chunk = [f"lo = c * {step}", f"hi = min(lo + {step}, {n0})"]
+        if kdims:
+            init = [f"part{r}[c, {kidx}] = {initial_value(kinds[r], acc_dts[r])}" for r in range(nred)]
+            chunk += self._loops(kdims, init, False)
+            upd = [f"part{r}[c, {kidx}] = " + self._update(r, f"part{r}[c, {kidx}]", red_vals[r])
+                   for r in range(nred)]
+            inner = self._loops(rdims[1:] + kdims, body + upd, False)
+        else:
+            chunk += [f"acc{r} = {initial_value(kinds[r], acc_dts[r])}" for r in range(nred)]
+            inner = self._loops(rdims[1:], body + [f"acc{r} = " + self._update(r, f"acc{r}", red_vals[r])
+                                                   for r in range(nred)], False)
+        chunk += [f"w{k} = in{k}[lo:hi]" for k, (_, acc) in enumerate(self.accesses.inputs)
+                  if self._via_chunk(merged.dims(acc))]
+        chunk += [f"wo{k} = out{k}[lo:hi]" for k in range(len(self.group.ew_outs))
+                  if self._via_chunk(merged.dims(self.accesses.outputs[k]))]
+        chunk.append(f"for {self.idx[g0]} in range(hi - lo):" if self.chunked else
+                     f"for {self.idx[g0]} in range(lo, hi):")
+        chunk += ["    " + ln for ln in inner]
+        if not kdims:
+            chunk += [f"part{r}[c] = acc{r}" for r in range(nred)]
+        lines += ["    " + ln for ln in chunk]
+        # Combine the partials in chunk order (deterministic).
+        ksuffix = (", " + kidx) if kdims else ""
+        fin = [f"acc{r} = part{r}[0{ksuffix}]" for r in range(nred)]
+        fin += ["for c in range(1, %d):" % nch]
+        fin += [f"    acc{r} = " + combine(kinds[r], self.red_dts[r], f"acc{r}", f"part{r}[c{ksuffix}]")
+                for r in range(nred)]
+        fin += [f"out{len(self.group.ew_outs) + r}[{kidx if kdims else '0'}] = {np_type(self.red_dts[r])}(acc{r})"
+                for r in range(nred)]
+        return lines + (self._loops(kdims, fin, False) if kdims else fin)
+
+
+def _module_source(spec: KernelSpec, arg_names: list[str], statements: list[str], sums_floats: bool,
+                   parallel: bool, version: int) -> str:
+    """Step 6: the kernel module: imports, the Numba signature (read-only C arrays in, C arrays out) and the
+    function. Floats sums are compiled with `fastmath={'reassoc'}` so the accumulation vectorizes."""
+    sig_args = [f"types.Array({numba_type(v.aval.dtype)}, {len(shp)}, 'C', readonly=True)"
                 for v, _, shp in spec.inputs]
-    sig_args += [f"types.Array({_nb_type(v.aval.dtype)}, {len(shp)}, 'C')" for v, shp in spec.outputs]
-    fastmath = "{'reassoc'}" if has_fsum else "False"
+    sig_args += [f"types.Array({numba_type(v.aval.dtype)}, {len(shp)}, 'C')" for v, shp in spec.outputs]
+    fastmath = "{'reassoc'}" if sums_floats else "False"
     header = [
         "# Generated by fluxion's compiler (fusion). Do not edit: the file name is the hash of this text.",
         f"# helpers version {version}",
@@ -385,12 +457,6 @@ def build(eqns: Sequence[Any], members: Sequence[int], outvars_needed: set, doma
         "",
         f"@numba.njit(SIGNATURE, parallel={parallel}, cache=True, error_model='numpy', nogil=True, "
         f"fastmath={fastmath})",
-        f"def kernel({', '.join(in_names + out_names)}):",
+        f"def kernel({', '.join(arg_names)}):",
     ]
-    spec.source = "\n".join(header + ["    " + ln for ln in (lines or ["pass"])]) + "\n"
-    spec.digest = hashlib.sha256(spec.source.encode()).hexdigest()[:24]
-    return spec
-
-
-def scalar_reductions() -> frozenset:
-    return frozenset({"reduce_sum", "reduce_max", "reduce_min"})
+    return "\n".join(header + ["    " + ln for ln in (statements or ["pass"])]) + "\n"

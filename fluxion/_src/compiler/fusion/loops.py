@@ -20,14 +20,17 @@ from typing import Sequence
 import numpy as np
 
 from ...core import ClosedJaxpr, Literal, Var
-from .. import ir
+from ...custom_derivatives import stop_gradient_p
+from ...lax.control_flow import scan_p
+from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
+from ...lax.structural import broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, transpose_p
+from .. import contractions, ir
 from . import scalar
+from .scalar import REDUCTIONS, np_type, numba_type
 
 # Per-step element operations (output elements times contracted/reduced extents) above which a scan stays a
 # Python loop over NumPy calls.
 MAX_STEP_WORK = 1 << 18
-_STRUCTURAL = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "dot_general",
-                         "reduce_sum", "reduce_max", "reduce_min", "iota", "slice", "copy", "stop_gradient"})
 
 
 class Unsupported(Exception):
@@ -43,22 +46,19 @@ def _dtype_ok(dt) -> bool:
 
 
 def eqn_supported(eqn) -> bool:
-    name = eqn.primitive.name
-    if eqn.primitive.multiple_results or ir.has_sub_jaxprs(eqn):
+    prim = eqn.primitive
+    if prim.multiple_results or ir.has_sub_jaxprs(eqn):
         return False
     if not all(_dtype_ok(v.aval.dtype) for v in list(eqn.invars) + list(eqn.outvars)):
         return False
-    if name in _STRUCTURAL:
-        if name == "reshape" and eqn.params.get("dimensions") is not None:
+    if prim in _STRUCTURAL:
+        if prim is reshape_p and eqn.params.get("dimensions") is not None:
             return False
-        if name == "dot_general":
-            pref = eqn.params.get("preferred_element_type")
-            dt = eqn.outvars[0].aval.dtype
-            return dt.kind == "f" and (pref is None or np.dtype(pref) == dt) and \
-                eqn.invars[0].aval.dtype == eqn.invars[1].aval.dtype == dt
-        if name == "iota":
+        if prim is dot_general_p:
+            return eqn.outvars[0].aval.dtype.kind == "f" and contractions.computes_in_operand_dtype(eqn)
+        if prim is iota_p:
             return np.dtype(eqn.params["dtype"]).kind in "iuf"
-        if name in ("reduce_sum",) and eqn.invars[0].aval.dtype == np.bool_:
+        if prim is reduce_sum_p and eqn.invars[0].aval.dtype == np.bool_:
             return False
         return True
     return scalar.fusible(eqn)
@@ -68,10 +68,9 @@ def step_work(jaxpr) -> int:
     work = 0
     for e in jaxpr.eqns:
         out = _size(e.outvars[0].aval.shape) if e.outvars else 0
-        if e.primitive.name == "dot_general":
-            (lc, _), _ = e.params["dimension_numbers"]
-            out *= _size([e.invars[0].aval.shape[d] for d in lc])
-        elif e.primitive.name.startswith("reduce_"):
+        if e.primitive is dot_general_p:
+            out *= contractions.contracted_size(e)
+        elif e.primitive in REDUCTIONS:
             out = _size(e.invars[0].aval.shape)
         work += out
     return work
@@ -79,7 +78,7 @@ def step_work(jaxpr) -> int:
 
 def scan_eligible(eqn) -> bool:
     """Whether a `scan` equation can (and should) become a loop kernel."""
-    if eqn.primitive.name != "scan":
+    if eqn.primitive is not scan_p:
         return False
     body: ClosedJaxpr = eqn.params["jaxpr"]
     j = body.jaxpr
@@ -132,19 +131,19 @@ class _Body:
 
     def _element_expr(self, e, idx: list) -> str:
         """The source of element `idx` of an inlined equation's result (elementwise or broadcast)."""
-        name = e.primitive.name
-        if name == "broadcast_in_dim":
+        prim = e.primitive
+        if prim is broadcast_in_dim_p:
             x = e.invars[0]
             shape = e.outvars[0].aval.shape
             src = [idx[d] if x.aval.shape[k] == shape[d] else "0" for k, d in enumerate(e.params["broadcast_dimensions"])]
             return self.elem(x, src) if (type(x) is Var and x.aval.ndim) else self.elem(x, [])
-        if name == "transpose":
+        if prim is transpose_p:
             src = [None] * len(idx)
             for d, p in enumerate(e.params["permutation"]):
                 src[p] = idx[d]
             return self.elem(e.invars[0], src)
-        if name == "dot_general":  # only with a single contracted element: an outer-product-like map
-            li, ri, _ = _dot_indices(e, idx, ["0"] * len(e.params["dimension_numbers"][0][0]))
+        if prim is dot_general_p:  # only with a single contracted element: an outer-product-like map
+            li, ri = contractions.operand_indices(e, idx, ["0"] * len(e.params["dimension_numbers"][0][0]))
             return f"({self.elem(e.invars[0], li)} * {self.elem(e.invars[1], ri)})"
         args = [self.elem(v, idx if (type(v) is Var and v.aval.ndim) else []) for v in e.invars]
         expr = scalar.scalar_expr(e, args)
@@ -153,7 +152,7 @@ class _Body:
         return expr
 
     def emit_eqn(self, e) -> None:
-        name = e.primitive.name
+        emit = _EMITTERS.get(e.primitive, _Body._elementwise)
         out = e.outvars[0]
         shape = out.aval.shape
         dt = out.aval.dtype
@@ -162,7 +161,7 @@ class _Body:
         if out in self.inplace:
             target = self.inplace[out]
             self.names[out] = target
-            getattr(self, "_" + name, self._elementwise)(e, target, shape, dt)
+            emit(self, e, target, shape, dt)
             return
         if out.aval.ndim == 0:
             target = self.fresh("s")
@@ -170,10 +169,10 @@ class _Body:
         else:
             target = self.fresh("t")
             self.names[out] = target
-            if name not in ("reshape", "squeeze", "expand_dims"):
-                self.prologue.append(f"{target} = np.empty({shape!r}, {_np(dt)})")
+            if e.primitive not in (reshape_p, squeeze_p):
+                self.prologue.append(f"{target} = np.empty({shape!r}, {np_type(dt)})")
                 self.persistent.add(out)
-        getattr(self, "_" + name, self._elementwise)(e, target, shape, dt)
+        emit(self, e, target, shape, dt)
 
     # -- element formulas ----------------------------------------------------------------------------------------
     def _assign(self, target: str, shape, idx: list[str], expr: str) -> str:
@@ -189,8 +188,6 @@ class _Body:
         _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], idx))])
         self.step += code
 
-    _stop_gradient = _copy
-
     def _broadcast_in_dim(self, e, target, shape, dt):
         x = e.invars[0]
         idx = [f"j{d}" for d in range(len(shape))]
@@ -202,7 +199,7 @@ class _Body:
     def _reshape(self, e, target, shape, dt):
         x = e.invars[0]
         if type(x) is Literal or x.aval.ndim == 0:
-            self.prologue.append(f"{target} = np.empty({shape!r}, {_np(dt)})")
+            self.prologue.append(f"{target} = np.empty({shape!r}, {np_type(dt)})")
             self.persistent.add(e.outvars[0])
             self.step.append(f"{target}.reshape({_size(shape)})[0] = {self.elem(x, [])}")
             return
@@ -217,9 +214,6 @@ class _Body:
         else:  # a per-step value (a slice of xs): a view per step
             self.step.append(f"{target} = {src}.reshape({shape!r})")
         self.views_of[e.outvars[0]] = base
-
-    _squeeze = _reshape
-    _expand_dims = _reshape
 
     def _transpose(self, e, target, shape, dt):
         perm = e.params["permutation"]
@@ -247,11 +241,11 @@ class _Body:
         lhs, rhs = e.invars
         idx = [f"j{d}" for d in range(len(shape))]
         kidx = [f"k{d}" for d in range(len(e.params["dimension_numbers"][0][0]))]
-        li, ri, lc = _dot_indices(e, idx, kidx)
-        kl = [lhs.aval.shape[a] for a in lc]
+        li, ri = contractions.operand_indices(e, idx, kidx)
+        kl = [lhs.aval.shape[a] for a in e.params["dimension_numbers"][0][0]]
         lname, rname = self.elem(lhs, li), self.elem(rhs, ri)
         # dot order: accumulate over the contracted indices (in the output dtype, as BLAS and XLA do).
-        inner = [f"acc = {_np(dt)}(0)"]
+        inner = [f"acc = {np_type(dt)}(0)"]
         for k, n in enumerate(kl):
             inner.append("    " * k + f"for {kidx[k]} in range({n}):")
         inner.append("    " * len(kl) + f"acc += {lname} * {rname}")
@@ -259,7 +253,7 @@ class _Body:
         _, code = self.loops(shape, inner)
         self.step += code
 
-    def _reduce(self, e, target, shape, dt, kind):
+    def _reduce(self, e, target, shape, dt):
         x = e.invars[0]
         axes = sorted(e.params["axes"])
         kept = [d for d in range(x.aval.ndim) if d not in axes]
@@ -270,71 +264,47 @@ class _Body:
             src[d] = j
         for d, r in zip(axes, ridx):
             src[d] = r
-        if kind == "sum":
+        if e.primitive is reduce_sum_p:
+            # Unsigned sums accumulate in their own dtype here (the same values after the final cast).
             acc_dt = np.dtype(np.float64) if dt.kind == "f" else (np.dtype(np.int64) if dt.kind == "i" else dt)
-            init = f"{_np(acc_dt)}(0)"
-            upd = f"acc = acc + {_np(acc_dt)}({self.elem(x, src)})"
+            init = f"{np_type(acc_dt)}(0)"
+            upd = f"acc = acc + {np_type(acc_dt)}({self.elem(x, src)})"
         else:
-            from .kernel import _combine, _init_value
-            acc_dt = dt
-            init = _init_value(f"reduce_{kind}", dt)
-            upd = f"acc = {_combine(f'reduce_{kind}', dt, 'acc', self.elem(x, src))}"
+            init = scalar.initial_value(e.primitive, dt)
+            upd = f"acc = {scalar.combine(e.primitive, dt, 'acc', self.elem(x, src))}"
         inner = [f"acc = {init}"]
         for k, d in enumerate(axes):
             inner.append("    " * k + f"for {ridx[k]} in range({x.aval.shape[d]}):")
         inner.append("    " * len(axes) + upd)
-        inner.append(self._assign(target, shape, idx, f"{_np(dt)}(acc)"))
+        inner.append(self._assign(target, shape, idx, f"{np_type(dt)}(acc)"))
         _, code = self.loops(shape, inner)
         self.step += code
 
-    def _reduce_sum(self, e, target, shape, dt):
-        self._reduce(e, target, shape, dt, "sum")
-
-    def _reduce_max(self, e, target, shape, dt):
-        self._reduce(e, target, shape, dt, "max")
-
-    def _reduce_min(self, e, target, shape, dt):
-        self._reduce(e, target, shape, dt, "min")
 
 
-def _dot_indices(e, idx: list, kidx: list):
-    """Operand index expressions of `dot_general` element `idx`, with `kidx` for the contracted dimensions."""
-    lhs, rhs = e.invars
-    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-    lc, rc, lb, rb = list(lc), list(rc), list(lb), list(rb)
-    lfree = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
-    rfree = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
-    li, ri = [None] * lhs.aval.ndim, [None] * rhs.aval.ndim
-    pos = 0
-    for a, b in zip(lb, rb):
-        li[a] = ri[b] = idx[pos]
-        pos += 1
-    for a in lfree:
-        li[a] = idx[pos]
-        pos += 1
-    for b in rfree:
-        ri[b] = idx[pos]
-        pos += 1
-    for k, (a, b) in enumerate(zip(lc, rc)):
-        li[a] = ri[b] = kidx[k]
-    return li, ri, lc
+# How each structural primitive's result is computed in a loop kernel (any other supported equation is elementwise,
+# from its `scalar` form); these are also the primitives `eqn_supported` checks beyond their scalar form.
+_EMITTERS = {
+    broadcast_in_dim_p: _Body._broadcast_in_dim, reshape_p: _Body._reshape, squeeze_p: _Body._reshape,
+    transpose_p: _Body._transpose, dot_general_p: _Body._dot_general, reduce_sum_p: _Body._reduce,
+    reduce_max_p: _Body._reduce, reduce_min_p: _Body._reduce, iota_p: _Body._iota, slice_p: _Body._slice,
+    copy_p: _Body._copy, stop_gradient_p: _Body._copy,
+}
+_STRUCTURAL = frozenset(_EMITTERS)
 
 
 # Pure index maps: expanding them where they are read costs nothing, whatever reads them.
-_INDEX_MAPS = frozenset({"broadcast_in_dim", "transpose"})
+_INDEX_MAPS = frozenset({broadcast_in_dim_p, transpose_p})
 
 
 def _outer_product(e) -> bool:
     """A `dot_general` contracting a single element: each output element is one product."""
-    if e.primitive.name != "dot_general":
-        return False
-    (lc, _), _ = e.params["dimension_numbers"]
-    return _size([e.invars[0].aval.shape[d] for d in lc]) == 1
+    return e.primitive is dot_general_p and contractions.contracted_size(e) == 1
 
 
 def _index_aligned(e) -> bool:
     """Whether `e` computes element `idx` of its result from elements `idx` of its (same-shape) operands."""
-    return e.primitive.name not in _STRUCTURAL and scalar.fusible(e)
+    return e.primitive not in _STRUCTURAL and scalar.fusible(e)
 
 
 def _plan_inlining(b: _Body, j, carry_in: list) -> None:
@@ -354,7 +324,7 @@ def _plan_inlining(b: _Body, j, carry_in: list) -> None:
         if out is None or out.aval.ndim == 0 or out in outputs or uses.get(out) != 1:
             continue
         (reader,) = readers[out]
-        if e.primitive.name in _INDEX_MAPS and not reader.primitive.name.startswith("reshape"):
+        if e.primitive in _INDEX_MAPS and reader.primitive is not reshape_p:
             b.inline[out] = e
         elif ((_index_aligned(e) or _outer_product(e)) and _index_aligned(reader)
               and reader.outvars[0].aval.shape == out.aval.shape):
@@ -378,16 +348,6 @@ def _reads(b: _Body, v, target) -> bool:
     if e is None:
         return v is target
     return any(type(x) is Var and _reads(b, x, target) for x in e.invars)
-
-
-def _np(dt) -> str:
-    name = np.dtype(dt).name
-    return "np.bool_" if name == "bool" else f"np.{name}"
-
-
-def _nb(dt) -> str:
-    name = np.dtype(dt).name
-    return "types.boolean" if name == "bool" else f"types.{name}"
 
 
 class ScanKernelSpec:
@@ -422,7 +382,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         args.append(name)
         aval = v.aval
         nd = aval.ndim + (1 if per_step else 0)
-        sig.append(f"types.Array({_nb(aval.dtype)}, {max(nd, 1)}, 'C'{', readonly=True' if readonly else ''})")
+        sig.append(f"types.Array({numba_type(aval.dtype)}, {max(nd, 1)}, 'C'{', readonly=True' if readonly else ''})")
         return name
 
     # Body constants and scan constants: read-only, persistent.
@@ -502,11 +462,11 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
             continue  # computed directly into the carry's buffer
         if type(out) is Literal:
             st = b.fresh("st")
-            b.prologue.append(f"{st} = np.full({cv.aval.shape!r}, {src(out)}, {_np(cv.aval.dtype)})")
+            b.prologue.append(f"{st} = np.full({cv.aval.shape!r}, {src(out)}, {np_type(cv.aval.dtype)})")
             staged.append((cv, st))
         elif base in carry_set or out in carry_set:
             st = b.fresh("st")
-            b.prologue.append(f"{st} = np.empty({cv.aval.shape!r}, {_np(cv.aval.dtype)})")
+            b.prologue.append(f"{st} = np.empty({cv.aval.shape!r}, {np_type(cv.aval.dtype)})")
             b.step += copy_into(st, cv.aval.shape, src(out))
             staged.append((cv, st))
         else:

@@ -15,8 +15,11 @@ import hashlib
 import numpy as np
 
 from ...core import ClosedJaxpr, Literal
+from ...lax.elementwise import convert_element_type_p, eq_p
+from ...lax.structural import broadcast_in_dim_p, iota_p, reshape_p
 from .. import ir
-from .kernel import KernelSpec, _nb_type, _np_type
+from .kernel import KernelSpec
+from .scalar import np_type, numba_type
 
 # Rows per chunk (the unit of the zero fill and of the parallel loop).
 CHUNKS = 16
@@ -24,7 +27,7 @@ CHUNKS = 16
 
 # Equations whose results `_static_value` computes at compile time (with the backend's own implementations, as
 # constant folding does): what an `arange` becomes on its way to a comparison.
-_STATIC = frozenset({"iota", "reshape", "broadcast_in_dim"})
+_STATIC = frozenset({iota_p, reshape_p, broadcast_in_dim_p})
 
 
 def _static_value(x, producers: dict, consts: dict):
@@ -34,7 +37,7 @@ def _static_value(x, producers: dict, consts: dict):
     if x in consts:
         return np.asarray(consts[x])
     e = producers.get(x)
-    if e is None or e.primitive.name not in _STATIC or e.primitive.impl is None:
+    if e is None or e.primitive not in _STATIC or e.primitive.impl is None:
         return None
     vals = [_static_value(v, producers, consts) for v in e.invars]
     if any(v is None for v in vals):
@@ -46,7 +49,7 @@ def _label_source(x, producers: dict, n: int):
     """The array of labels `x` broadcasts along the second axis: a variable with n elements whose non-unit axes
     all map to the first axis of the domain, or None."""
     b = producers.get(x) if type(x) is not Literal else None
-    if b is None or b.primitive.name != "broadcast_in_dim" or type(b.invars[0]) is Literal:
+    if b is None or b.primitive is not broadcast_in_dim_p or type(b.invars[0]) is Literal:
         return None
     src = b.invars[0]
     varying = [d for k, d in enumerate(b.params["broadcast_dimensions"]) if src.aval.shape[k] != 1]
@@ -68,13 +71,13 @@ def match(closed: ClosedJaxpr, members: list, needed: set, domain: tuple, parall
         return None
     eqns = closed.jaxpr.eqns
     group = [eqns[i] for i in members]
-    names = [e.primitive.name for e in group]
-    if names.count("eq") != 1 or any(n not in ("eq", "convert_element_type", "broadcast_in_dim", "iota")
-                                     for n in names):
+    prims = [e.primitive for e in group]
+    if prims.count(eq_p) != 1 or any(p not in (eq_p, convert_element_type_p, broadcast_in_dim_p, iota_p)
+                                     for p in prims):
         return None
-    eq = group[names.index("eq")]
+    eq = group[prims.index(eq_p)]
     last = group[-1]
-    if last is not eq and not (last.primitive.name == "convert_element_type" and last.invars[0] is eq.outvars[0]):
+    if last is not eq and not (last.primitive is convert_element_type_p and last.invars[0] is eq.outvars[0]):
         return None
     if set(needed) != {last.outvars[0]}:
         return None
@@ -97,8 +100,8 @@ def match(closed: ClosedJaxpr, members: list, needed: set, domain: tuple, parall
     spec.inputs = [(labels, tuple(labels.aval.shape), (n,))]
     spec.outputs = [(out, (n, k))]
     rows = -(-n // CHUNKS)
-    one = "True" if out.aval.dtype == np.bool_ else f"{_np_type(out.aval.dtype)}(1)"
-    zero = "False" if out.aval.dtype == np.bool_ else f"{_np_type(out.aval.dtype)}(0)"
+    one = "True" if out.aval.dtype == np.bool_ else f"{np_type(out.aval.dtype)}(1)"
+    zero = "False" if out.aval.dtype == np.bool_ else f"{np_type(out.aval.dtype)}(0)"
     loop = "numba.prange" if parallel else "range"
     body = [
         f"for c in {loop}({CHUNKS}):",
@@ -119,8 +122,8 @@ def match(closed: ClosedJaxpr, members: list, needed: set, domain: tuple, parall
         "import numpy as np",
         "from numba import types",
         "",
-        f"SIGNATURE = types.void(types.Array({_nb_type(labels.aval.dtype)}, 1, 'C', readonly=True), "
-        f"types.Array({_nb_type(out.aval.dtype)}, 2, 'C'))",
+        f"SIGNATURE = types.void(types.Array({numba_type(labels.aval.dtype)}, 1, 'C', readonly=True), "
+        f"types.Array({numba_type(out.aval.dtype)}, 2, 'C'))",
         "",
         "",
         f"@numba.njit(SIGNATURE, parallel={parallel}, cache=True, error_model='numpy', nogil=True)",

@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...core import ClosedJaxpr, JaxprEqn, ShapedArray, Var
 from ...lax.elementwise import mul_p
 from ...lax.reductions import reduce_sum_p
-from .. import ir
+from .. import contractions, ir
 from . import check
 
 # Vector dot products with at least this many elements become fused reductions.
@@ -24,14 +22,7 @@ CHECK_DOT_REDUCE_MIN_ELEMENTS = 64
 
 
 def _vector_dot(e, min_elements: int) -> bool:
-    if e.primitive.name != "dot_general":
-        return False
-    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-    x, y = e.invars
-    out = e.outvars[0].aval
-    return (x.aval.ndim == 1 and y.aval.ndim == 1 and tuple(lc) == (0,) and tuple(rc) == (0,) and not lb and not rb
-            and x.aval.dtype == y.aval.dtype == out.dtype and out.dtype in (np.float32, np.float64)
-            and ir.size(x) >= min_elements)
+    return contractions.is_vector_dot(e) and ir.size(e.invars[0]) >= min_elements
 
 
 def vector_dots_as_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:

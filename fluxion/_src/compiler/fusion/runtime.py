@@ -1,26 +1,45 @@
 """Loading fused kernels: the on-disk cache, Numba, and the background compiler thread.
 
-Kernel sources are written to `<cache dir>/kernels/k_<hash>.py` (atomically, once) and imported from there, so
-Numba's own cache (`cache=True`) stores the compiled machine code next to them: a second process loads kernels
-instead of compiling them. The cache directory is `$FLUXION_CACHE_DIR`, else `jax_compilation_cache_dir` if set,
-else `~/.cache/fluxion`.
+The cache directory is `fluxion_cache_dir` (`FLUXION_CACHE_DIR`), else `jax_compilation_cache_dir` if set, else
+`~/.cache/fluxion`. It holds:
+
+* `kernels/k_<hash>.py`: the generated source of each fused kernel (the name is the hash of the text);
+* `kernels/__pycache__/k_<hash>.*.nbi` and `.nbc`: Numba's cache of the machine code compiled from it (`cache=True`),
+  so a second process loads kernels in milliseconds instead of compiling them for about a second each. Numba writes
+  and reads these files itself, and its index files (`.nbi`) are pickles: whoever can write them can make this
+  process run arbitrary code;
+* `executables/<key>.json`: a record per compiled program (its generated source and the kernels it uses; see
+  `compiler.disk_cache`), read with `json` only.
+
+So the directory must be private: it is created with mode 0o700, and a directory (or `kernels` subdirectory) owned by
+another user or writable by group or others is not used -- a warning says so once, and kernels are compiled in
+memory (`cachedir.usable_dir`). Every kernel is executed from the source in memory: before Numba loads a kernel, its
+file is compared with that source and rewritten atomically (with Numba's files for it deleted) if it differs, so an
+edited or truncated file never runs and never serves stale machine code. A load that fails anyway (a damaged Numba
+index or data file) deletes that kernel's files and compiles it once more before giving up. Temporary files older
+than an hour are removed, and the cache is kept under `fluxion_cache_max_bytes` (default 512 MB) by deleting the
+least recently used kernels (`cachedir.maintain`). To clear the cache, delete the directory (or its `kernels` and
+`executables` subdirectories) while no fluxion process is compiling; it is rebuilt on demand. With
+`NUMBA_CACHE_DIR` set, Numba keeps its files there instead, outside this module's care.
 
 Numba is imported lazily and, by default, kernels are compiled on a background thread: the first call of a jitted
 function runs the plain NumPy code at once, and the executable switches to the fused code when its kernels are
-ready (`FLUXION_JIT_SYNC_KERNELS=1` compiles them before the first call instead). Numba keeps its compiled code in
-files it serializes itself (with pickle) in the cache directory, which only this user writes.
+ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them before the first call instead).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import logging
-import os
 import queue
 import sys
-import tempfile
 import threading
+import types
 from typing import Any, Callable
+
+from ...config import config, set_default_environment
+from . import cachedir
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -41,40 +60,56 @@ def numba_installed() -> bool:
     return _numba_ok
 
 
-def cache_dir() -> str:
-    d = os.environ.get("FLUXION_CACHE_DIR")
-    if not d:
-        try:
-            from ...config import config
-            d = config.jax_compilation_cache_dir
-        except Exception:  # noqa: BLE001
-            d = None
-    if not d:
-        d = os.path.join(os.path.expanduser("~"), ".cache", "fluxion")
-    return d
-
-
 def sync_kernels() -> bool:
-    return os.environ.get("FLUXION_JIT_SYNC_KERNELS", "0").strip().lower() in ("1", "true", "yes", "on")
+    """Whether kernels are compiled before the first call (`fluxion_jit_sync_kernels`)."""
+    return bool(config.fluxion_jit_sync_kernels)
 
 
-def _write_atomic(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".py")
+def kernel_path(digest: str) -> str | None:
+    """Where kernel `digest` is cached, or None when the cache directory is not usable (not private)."""
+    root = cachedir.usable_dir()
+    return None if root is None else cachedir.kernel_file(root, digest)
+
+
+def _execute(source: str, digest: str, filename: str, cached: bool) -> Any:
+    """Runs a kernel module's source (the text in memory, never the file's) and returns its `kernel` function.
+
+    With `cached`, the functions are compiled with their code attributed to `filename` (the verified copy of the
+    source on disk), which is what Numba's cache keys on; otherwise Numba's cache is switched off in the text."""
+    if not cached:
+        marker = ", cache=True,"
+        if marker not in source:
+            raise RuntimeError(f"kernel {digest} does not use Numba's cache as expected")
+        source = source.replace(marker, ", cache=False,", 1)
+        # Registered so tracebacks and Numba's error messages show the kernel's lines.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    name = f"fluxion_kernel_{digest}"
+    mod = types.ModuleType(name)
+    mod.__file__ = filename
+    sys.modules[name] = mod
+    exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 -- source generated by the compiler
+    return mod.kernel
+
+
+def _load(digest: str, source: str) -> Any:
+    root = cachedir.usable_dir()
+    if root is None:
+        return _execute(source, digest, f"<fluxion kernel {digest}>", cached=False)
+    path = cachedir.kernel_file(root, digest)
+    written = cachedir.ensure_source(root, digest, source)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def kernel_path(digest: str) -> str:
-    return os.path.join(cache_dir(), "kernels", f"k_{digest}.py")
+        fn = _execute(source, digest, path, cached=True)
+    except Exception as err:  # noqa: BLE001 -- e.g. a truncated or garbled Numba index: repair once
+        logger.info("fused kernel %s failed to load from the cache (%s: %s); recompiling it", digest,
+                    type(err).__name__, err)
+        cachedir.purge(root, digest, source_too=True)
+        cachedir.write_atomic(path, source)
+        written = True
+        fn = _execute(source, digest, path, cached=True)
+    cachedir.touch(root, digest)
+    if written:
+        cachedir.maintain(root)
+    return fn
 
 
 def load_kernel(digest: str, source: str) -> Any:
@@ -89,23 +124,15 @@ def load_kernel(digest: str, source: str) -> Any:
     # both on two threads, took 8.4 ms per pair with the default and 0.42 ms with 1,000 while the other core was
     # busy; back-to-back selu calls ran equally fast either way). Set only if the user has not chosen, and only
     # before Numba starts OpenMP.
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+    set_default_environment("GOMP_SPINCOUNT", "1000")
     with _lock:
         hit = _loaded.get(digest)
         if hit is not None:
             return hit
         if digest in _failed:
             raise RuntimeError(_failed[digest])
-        path = kernel_path(digest)
         try:
-            if not os.path.exists(path):
-                _write_atomic(path, source)
-            name = f"fluxion_kernel_{digest}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            spec.loader.exec_module(mod)
-            fn = mod.kernel
+            fn = _load(digest, source)
         except Exception as err:  # noqa: BLE001 -- any Numba failure falls back to NumPy
             msg = f"fused kernel {digest} failed to compile: {type(err).__name__}: {err}"
             _failed[digest] = msg

@@ -1,4 +1,4 @@
-"""Scalar forms of the primitives a fused kernel can compute: a table keyed by primitive name.
+"""Scalar forms of the primitives a fused kernel can compute: a table keyed by primitive object.
 
 `scalar_expr(eqn, args)` returns Numba source computing one element of `eqn`'s output from the source `args` of
 its operands' elements, cast to the output dtype, or None when the primitive (or this dtype combination) is not
@@ -17,6 +17,13 @@ from typing import Callable
 
 import numpy as np
 
+from ...core import Primitive
+from ...lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, cos_p, div_p, eq_p,
+                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
+                                logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, not_p, or_p, rsqrt_p, select_n_p,
+                                sign_p, sin_p, sqrt_p, square_p, sub_p, tanh_p, xor_p)
+from ...lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
+
 # dtypes kernels handle (NumPy names); anything else (float16, bfloat16, complex, ...) stays on the NumPy path.
 KERNEL_DTYPES = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                            "bool"})
@@ -26,9 +33,20 @@ def dtype_ok(dt) -> bool:
     return np.dtype(dt).name in KERNEL_DTYPES
 
 
-def cast(dt, expr: str) -> str:
+def np_type(dt) -> str:
+    """Numba source naming the NumPy scalar type of `dt` (`np.float32`, `np.bool_`)."""
     name = np.dtype(dt).name
-    return f"np.{'bool_' if name == 'bool' else name}({expr})"
+    return "np.bool_" if name == "bool" else f"np.{name}"
+
+
+def numba_type(dt) -> str:
+    """Numba source naming the Numba type of `dt` (`types.float32`, `types.boolean`)."""
+    name = np.dtype(dt).name
+    return "types.boolean" if name == "bool" else f"types.{name}"
+
+
+def cast(dt, expr: str) -> str:
+    return f"{np_type(dt)}({expr})"
 
 
 def literal_source(raw) -> str:
@@ -50,7 +68,7 @@ def literal_source(raw) -> str:
 
 
 Template = Callable[[list, list, np.dtype, dict], "str | None"]
-TEMPLATES: dict[str, Template] = {}
+TEMPLATES: dict[Primitive, Template] = {}
 
 
 def _is_f(dt) -> bool:
@@ -61,8 +79,8 @@ def _is_int(dt) -> bool:
     return np.dtype(dt).kind in "iu"
 
 
-def _reg(name: str, fn: Template) -> None:
-    TEMPLATES[name] = fn
+def _reg(prim: Primitive, fn: Template) -> None:
+    TEMPLATES[prim] = fn
 
 
 def _arith(op: str, floats_only: bool = False) -> Template:
@@ -75,17 +93,17 @@ def _arith(op: str, floats_only: bool = False) -> Template:
     return t
 
 
-_reg("add", _arith("+"))
-_reg("sub", _arith("-"))
-_reg("mul", _arith("*"))
-_reg("div", _arith("/", floats_only=True))
+_reg(add_p, _arith("+"))
+_reg(sub_p, _arith("-"))
+_reg(mul_p, _arith("*"))
+_reg(div_p, _arith("/", floats_only=True))
 
 
 def _neg(a, in_dts, out_dt, params):
     return None if np.dtype(out_dt) == np.bool_ else f"(-{a[0]})"
 
 
-_reg("neg", _neg)
+_reg(neg_p, _neg)
 
 
 def _maxmin(which: str) -> Template:
@@ -98,8 +116,8 @@ def _maxmin(which: str) -> Template:
     return t
 
 
-_reg("max", _maxmin("max"))
-_reg("min", _maxmin("min"))
+_reg(max_p, _maxmin("max"))
+_reg(min_p, _maxmin("min"))
 
 
 def _float_fn(f32: str, f64: str) -> Template:
@@ -113,17 +131,17 @@ def _float_fn(f32: str, f64: str) -> Template:
     return t
 
 
-_reg("exp", _float_fn("_expf", "math.exp"))
-_reg("log", _float_fn("math.log", "math.log"))
-_reg("log1p", _float_fn("math.log1p", "math.log1p"))
-_reg("expm1", _float_fn("math.expm1", "math.expm1"))
-_reg("tanh", _float_fn("_tanhf", "math.tanh"))
-_reg("sin", _float_fn("math.sin", "math.sin"))
-_reg("cos", _float_fn("math.cos", "math.cos"))
-_reg("sqrt", _float_fn("math.sqrt", "math.sqrt"))
-_reg("logistic", _float_fn("_logisticf", "_logistic"))
-_reg("floor", _float_fn("np.floor", "np.floor"))
-_reg("ceil", _float_fn("np.ceil", "np.ceil"))
+_reg(exp_p, _float_fn("_expf", "math.exp"))
+_reg(log_p, _float_fn("math.log", "math.log"))
+_reg(log1p_p, _float_fn("math.log1p", "math.log1p"))
+_reg(expm1_p, _float_fn("math.expm1", "math.expm1"))
+_reg(tanh_p, _float_fn("_tanhf", "math.tanh"))
+_reg(sin_p, _float_fn("math.sin", "math.sin"))
+_reg(cos_p, _float_fn("math.cos", "math.cos"))
+_reg(sqrt_p, _float_fn("math.sqrt", "math.sqrt"))
+_reg(logistic_p, _float_fn("_logisticf", "_logistic"))
+_reg(floor_p, _float_fn("np.floor", "np.floor"))
+_reg(ceil_p, _float_fn("np.ceil", "np.ceil"))
 
 
 def _rsqrt(a, in_dts, out_dt, params):
@@ -132,7 +150,7 @@ def _rsqrt(a, in_dts, out_dt, params):
     return f"({cast(out_dt, '1')} / math.sqrt({a[0]}))"
 
 
-_reg("rsqrt", _rsqrt)
+_reg(rsqrt_p, _rsqrt)
 
 
 def _abs(a, in_dts, out_dt, params):
@@ -141,7 +159,7 @@ def _abs(a, in_dts, out_dt, params):
     return f"abs({a[0]})"
 
 
-_reg("abs", _abs)
+_reg(abs_p, _abs)
 
 
 def _sign(a, in_dts, out_dt, params):
@@ -153,14 +171,14 @@ def _sign(a, in_dts, out_dt, params):
     return None
 
 
-_reg("sign", _sign)
+_reg(sign_p, _sign)
 
 
 def _square(a, in_dts, out_dt, params):
     return None if np.dtype(out_dt) == np.bool_ else f"({a[0]} * {a[0]})"
 
 
-_reg("square", _square)
+_reg(square_p, _square)
 
 
 def _integer_pow(a, in_dts, out_dt, params):
@@ -170,7 +188,7 @@ def _integer_pow(a, in_dts, out_dt, params):
     return "(" + " * ".join([a[0]] * y) + ")"
 
 
-_reg("integer_pow", _integer_pow)
+_reg(integer_pow_p, _integer_pow)
 
 
 def _cmp(op: str) -> Template:
@@ -179,8 +197,8 @@ def _cmp(op: str) -> Template:
     return t
 
 
-for _n, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
-    _reg(_n, _cmp(_op))
+for _p, _op in ((eq_p, "=="), (ne_p, "!="), (lt_p, "<"), (le_p, "<="), (gt_p, ">"), (ge_p, ">=")):
+    _reg(_p, _cmp(_op))
 
 
 def _bitwise(op: str) -> Template:
@@ -191,9 +209,9 @@ def _bitwise(op: str) -> Template:
     return t
 
 
-_reg("and", _bitwise("&"))
-_reg("or", _bitwise("|"))
-_reg("xor", _bitwise("^"))
+_reg(and_p, _bitwise("&"))
+_reg(or_p, _bitwise("|"))
+_reg(xor_p, _bitwise("^"))
 
 
 def _not(a, in_dts, out_dt, params):
@@ -204,14 +222,14 @@ def _not(a, in_dts, out_dt, params):
     return None
 
 
-_reg("not", _not)
+_reg(not_p, _not)
 
 
 def _is_finite(a, in_dts, out_dt, params):
     return f"math.isfinite({a[0]})" if _is_f(in_dts[0]) else None
 
 
-_reg("is_finite", _is_finite)
+_reg(is_finite_p, _is_finite)
 
 
 def _select_n(a, in_dts, out_dt, params):
@@ -220,7 +238,7 @@ def _select_n(a, in_dts, out_dt, params):
     return f"({a[2]} if {a[0]} else {a[1]})"
 
 
-_reg("select_n", _select_n)
+_reg(select_n_p, _select_n)
 
 
 def _clamp(a, in_dts, out_dt, params):
@@ -232,7 +250,7 @@ def _clamp(a, in_dts, out_dt, params):
     return None
 
 
-_reg("clamp", _clamp)
+_reg(clamp_p, _clamp)
 
 
 def _convert(a, in_dts, out_dt, params):
@@ -244,12 +262,65 @@ def _convert(a, in_dts, out_dt, params):
     return a[0]
 
 
-_reg("convert_element_type", _convert)
+_reg(convert_element_type_p, _convert)
 
+
+# --------------------------------------------------------------------------------------------------------------
+# Reductions: an accumulator's dtype, initial value and update
+# --------------------------------------------------------------------------------------------------------------
+
+REDUCTIONS = frozenset({reduce_sum_p, reduce_max_p, reduce_min_p})
+
+
+def accumulator_dtype(prim: Primitive, dt) -> np.dtype:
+    """The dtype fused kernels accumulate reduction `prim` of `dt` values in: float64 for float sums (more accurate
+    than NumPy's pairwise float32 sum), 64-bit integers for integer sums (identical after the final cast), else
+    `dt` itself."""
+    dt = np.dtype(dt)
+    if prim is reduce_sum_p:
+        if dt.kind == "f":
+            return np.dtype(np.float64)
+        if dt.kind == "i":
+            return np.dtype(np.int64)
+        if dt.kind == "u":
+            return np.dtype(np.uint64)
+    return dt
+
+
+def initial_value(prim: Primitive, dt) -> str:
+    """Source of reduction `prim`'s identity in dtype `dt` (0, or the lowest/highest value for max/min)."""
+    dt = np.dtype(dt)
+    if prim is reduce_sum_p:
+        return f"{np_type(dt)}(0)"
+    is_max = prim is reduce_max_p
+    if dt == np.bool_:
+        return "False" if is_max else "True"
+    if dt.kind == "f":
+        return f"{np_type(dt)}({'-' if is_max else ''}np.inf)"
+    info = np.iinfo(dt)
+    return f"{np_type(dt)}({info.min if is_max else info.max})"
+
+
+def combine(prim: Primitive, dt, acc: str, v: str) -> str:
+    """Source of reduction `prim`'s accumulator `acc` updated with value `v` (NaN-propagating max/min for floats)."""
+    dt = np.dtype(dt)
+    if prim is reduce_sum_p:
+        return f"{acc} + {v}"
+    which = "max" if prim is reduce_max_p else "min"
+    if dt.kind == "f":
+        return f"_f{which}({acc}, {v})"
+    if dt == np.bool_:
+        return f"({acc} {'|' if which == 'max' else '&'} {v})"
+    return f"{which}({acc}, {v})"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Elementwise equations
+# --------------------------------------------------------------------------------------------------------------
 
 def scalar_expr(eqn, args: list) -> str | None:
     """Source for one element of `eqn`'s (single) output, cast to its dtype; None if not fusible."""
-    t = TEMPLATES.get(eqn.primitive.name)
+    t = TEMPLATES.get(eqn.primitive)
     if t is None or eqn.primitive.multiple_results:
         return None
     out_dt = eqn.outvars[0].aval.dtype

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...core import ClosedJaxpr, Jaxpr, Literal
+from ...lax.elementwise import add_p, and_p, eq_p, max_p, min_p, mul_p, ne_p, or_p, xor_p
 from .. import ir
 
 
@@ -43,14 +44,14 @@ def _atom_key(v: Any) -> Any:
 
 
 # Operand order does not matter for these: `mul a b` and `mul b a` are one computation.
-COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"})
+COMMUTATIVE = frozenset({add_p, mul_p, max_p, min_p, and_p, or_p, xor_p, eq_p, ne_p})
 
 
 def _eqn_key(eqn) -> Any:
     params = eqn.params
     pkey = tuple(sorted((k, _freeze(v)) for k, v in params.items())) if params else ()
     ins = tuple(_atom_key(v) for v in eqn.invars)
-    if eqn.primitive.name in COMMUTATIVE:
+    if eqn.primitive in COMMUTATIVE:
         ins = tuple(sorted(ins, key=lambda a: (1, a) if isinstance(a, tuple) else (0, id(a))))
     return (eqn.primitive, ins, pkey, tuple((v.aval.shape, v.aval.dtype) for v in eqn.outvars))
 

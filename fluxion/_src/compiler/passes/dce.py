@@ -8,6 +8,7 @@ reads are removed from the body and the equation, which is where reverse-mode pr
 from __future__ import annotations
 
 from ...core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from ...lax.control_flow import scan_p
 from .. import ir
 
 
@@ -48,7 +49,7 @@ def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
         if not ir.is_effectful(eqn) and not any(v in live for v in eqn.outvars):
             changed = True
             continue
-        if eqn.primitive.name == "scan":
+        if eqn.primitive is scan_p:
             pruned = _prune_scan_ys(eqn, live)
             changed |= pruned is not eqn
             eqn = pruned

@@ -5,7 +5,7 @@ Rules (each applies only when the replacement has exactly the result's shape and
 * `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `x / 1`, `neg(neg(x))`, `integer_pow(x, 1)` -> `x`, where the
   constant may be a literal or a broadcast of one;
 * `convert_element_type` to the operand's own dtype, `reshape`/`broadcast_in_dim` to the same shape, identity
-  `transpose`, empty `squeeze`/`expand_dims`/`rev`/reductions, full `slice`, zero `pad`, single-operand
+  `transpose`, empty `squeeze`/`rev`/reductions, full `slice`, zero `pad`, single-operand
   `concatenate`, `stop_gradient`, `copy` -> the operand;
 * `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
 * `select_n` with one case, identical cases or a literal predicate -> the chosen case.
@@ -19,7 +19,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from ...core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive
+from ...custom_derivatives import stop_gradient_p
+from ...lax.elementwise import add_p, convert_element_type_p, div_p, integer_pow_p, mul_p, neg_p, select_n_p, sub_p
+from ...lax.reductions import reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
+from ...lax.structural import (broadcast_in_dim_p, concatenate_p, copy_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
+                               transpose_p)
 from .. import ir
 
 
@@ -38,7 +43,7 @@ class _Ctx:
         if type(v) is Literal:
             return ir.literal_value(v)
         e = self.producer.get(v)
-        if e is not None and e.primitive.name == "broadcast_in_dim" and type(e.invars[0]) is Literal:
+        if e is not None and e.primitive is broadcast_in_dim_p and type(e.invars[0]) is Literal:
             return ir.literal_value(e.invars[0])
         return None
 
@@ -71,7 +76,7 @@ def _binary_identity(left_unit: Any, right_unit: Any) -> Rule:
 
 def _neg(ctx, e):
     p = ctx.producer.get(e.invars[0])
-    if p is not None and p.primitive.name == "neg":
+    if p is not None and p.primitive is neg_p:
         return p.invars[0]
     return None
 
@@ -87,7 +92,7 @@ def _transpose(ctx, e):
     if perm == tuple(range(len(perm))):
         return e.invars[0]
     p = ctx.producer.get(e.invars[0])
-    if p is not None and p.primitive.name == "transpose":
+    if p is not None and p.primitive is transpose_p:
         inner = tuple(p.params["permutation"])
         composed = tuple(inner[k] for k in perm)
         if composed == tuple(range(len(composed))):
@@ -103,7 +108,7 @@ def _reshape(ctx, e):
     if tuple(e.params["new_sizes"]) == x.aval.shape:
         return x
     p = ctx.producer.get(x)
-    if p is not None and p.primitive.name == "reshape" and p.params.get("dimensions") is None:
+    if p is not None and p.primitive is reshape_p and p.params.get("dimensions") is None:
         return e._replace(invars=[p.invars[0]])
     return None
 
@@ -114,7 +119,7 @@ def _broadcast(ctx, e):
     if tuple(e.params["shape"]) == x.aval.shape and dims == tuple(range(x.aval.ndim)):
         return x
     p = ctx.producer.get(x)
-    if p is not None and p.primitive.name == "broadcast_in_dim":
+    if p is not None and p.primitive is broadcast_in_dim_p:
         inner = tuple(p.params["broadcast_dimensions"])
         return e._replace(invars=[p.invars[0]], params=dict(e.params, broadcast_dimensions=tuple(dims[d] for d in inner)))
     return None
@@ -143,30 +148,29 @@ def _slice(ctx, e):
     return x if full else None
 
 
-RULES: dict[str, Rule] = {
-    "add": _binary_identity(0, 0),
-    "sub": _binary_identity(None, 0),
-    "mul": _binary_identity(1, 1),
-    "div": _binary_identity(None, 1),
-    "neg": _neg,
-    "integer_pow": _when(lambda e: e.params["y"] == 1),
-    "convert_element_type": _when(lambda e: e.invars[0].aval.dtype == e.params["new_dtype"]),
-    "transpose": _transpose,
-    "reshape": _reshape,
-    "broadcast_in_dim": _broadcast,
-    "squeeze": _when(lambda e: not e.params["dimensions"]),
-    "expand_dims": _when(lambda e: not e.params["dimensions"]),
-    "rev": _when(lambda e: not e.params["dimensions"]),
-    "reduce_sum": _when(lambda e: not e.params["axes"]),
-    "reduce_max": _when(lambda e: not e.params["axes"]),
-    "reduce_min": _when(lambda e: not e.params["axes"]),
-    "reduce_prod": _when(lambda e: not e.params["axes"]),
-    "stop_gradient": _when(lambda e: True),
-    "copy": _when(lambda e: True),
-    "select_n": _select,
-    "slice": _slice,
-    "pad": _when(lambda e: all(tuple(c) == (0, 0, 0) for c in e.params["padding_config"])),
-    "concatenate": _when(lambda e: len(e.invars) == 1),
+RULES: dict[Primitive, Rule] = {
+    add_p: _binary_identity(0, 0),
+    sub_p: _binary_identity(None, 0),
+    mul_p: _binary_identity(1, 1),
+    div_p: _binary_identity(None, 1),
+    neg_p: _neg,
+    integer_pow_p: _when(lambda e: e.params["y"] == 1),
+    convert_element_type_p: _when(lambda e: e.invars[0].aval.dtype == e.params["new_dtype"]),
+    transpose_p: _transpose,
+    reshape_p: _reshape,
+    broadcast_in_dim_p: _broadcast,
+    squeeze_p: _when(lambda e: not e.params["dimensions"]),
+    rev_p: _when(lambda e: not e.params["dimensions"]),
+    reduce_sum_p: _when(lambda e: not e.params["axes"]),
+    reduce_max_p: _when(lambda e: not e.params["axes"]),
+    reduce_min_p: _when(lambda e: not e.params["axes"]),
+    reduce_prod_p: _when(lambda e: not e.params["axes"]),
+    stop_gradient_p: _when(lambda e: True),
+    copy_p: _when(lambda e: True),
+    select_n_p: _select,
+    slice_p: _slice,
+    pad_p: _when(lambda e: all(tuple(c) == (0, 0, 0) for c in e.params["padding_config"])),
+    concatenate_p: _when(lambda e: len(e.invars) == 1),
 }
 
 
@@ -190,7 +194,7 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
         if new_params is not eqn.params:
             eqn = eqn._replace(params=new_params)
             changed = True
-        rule = RULES.get(eqn.primitive.name)
+        rule = RULES.get(eqn.primitive)
         while rule is not None and not eqn.primitive.multiple_results:
             res = rule(ctx, eqn)
             if res is None:
@@ -198,7 +202,7 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
             changed = True
             if isinstance(res, JaxprEqn):
                 eqn = res
-                rule = RULES.get(eqn.primitive.name)
+                rule = RULES.get(eqn.primitive)
                 continue
             ren.set(eqn.outvars[0], res)
             eqn = None
