@@ -15,15 +15,15 @@ from typing import Callable
 
 import numpy as np
 
-from ..backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS, select_bits, select_bits_supported
+from ..backends.numpy.elementwise import (QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
+                                         select_bits_supported)
 from ..core import Primitive, Var
 from ..lax.control_flow import cond_p, scan_p, while_p
 from ..lax.convolution import conv_general_dilated_p
 from ..lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
                                cbrt_p, ceil_p, clamp_p, convert_element_type_p, cos_p, cosh_p, div_p, eq_p, exp2_p,
                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
-                               lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, rsqrt_p,
-                               select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
+                               lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
 from ..lax.indexing import scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
 from ..lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
 from ..lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
@@ -35,12 +35,9 @@ from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 Lowering = Callable[..., list]
 LOWERINGS: dict[Primitive, Lowering] = {}
 
-# Primitives whose eager implementation silences floating-point warnings (`_quiet` in backends/numpy/elementwise):
+# Primitives whose eager implementation silences floating-point warnings (the backend's `QUIET_PRIMITIVES`):
 # generated code that calls their NumPy function directly runs them with warnings silenced too.
-# This set must equal the backend's `_NOISY` (`tests/compiler/test_lowering_tables.py` checks it); when the backend
-# exports its set of primitive objects, this becomes that set.
-NOISY = frozenset({exp_p, exp2_p, log_p, log1p_p, expm1_p, tan_p, asin_p, acos_p, sinh_p, cosh_p, acosh_p, atanh_p,
-                   sqrt_p, rsqrt_p, div_p, rem_p, pow_p, integer_pow_p, atan2_p})
+NOISY = QUIET_PRIMITIVES
 
 
 def register(*prims: Primitive):

@@ -141,7 +141,7 @@ class Grouping:
         its loops have finished, e.g. `x == max(x)` needs the maximum before the comparison starts)."""
         lo = min(members)
         produced = {v for i in members for v in self.eqns[i].outvars}
-        reduced = {v for i in members if self.eqns[i].primitive.name in REDUCTIONS for v in self.eqns[i].outvars}
+        reduced = {v for i in members if self.eqns[i].primitive in REDUCTIONS for v in self.eqns[i].outvars}
         for i in members:
             for v in self.eqns[i].invars:
                 if type(v) is not Var:

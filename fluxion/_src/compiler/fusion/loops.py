@@ -20,10 +20,10 @@ from typing import Sequence
 import numpy as np
 
 from ...core import ClosedJaxpr, Literal, Var
-from ...custom_derivatives import stop_gradient_p
 from ...lax.control_flow import scan_p
 from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
-from ...lax.structural import broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, transpose_p
+from ...lax.structural import (broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, stop_gradient_p,
+                               transpose_p)
 from .. import contractions, ir
 from . import scalar
 from .scalar import REDUCTIONS, np_type, numba_type
