@@ -18,8 +18,8 @@ import numpy as np  # noqa: E402
 
 import fluxion  # noqa: E402
 import fluxion.numpy as jnp  # noqa: E402
-from fluxion._src import compiler  # noqa: E402
-from fluxion._src.compiler import threads  # noqa: E402
+from fluxion._src.backends import compiler  # noqa: E402
+from fluxion._src.backends.compiler import threads  # noqa: E402
 
 CHAINS = {
     "x*2+1": lambda x: x * 2.0 + 1.0,

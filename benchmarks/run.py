@@ -85,7 +85,7 @@ def run_one(key: str, framework: str, quick: bool, cache_dir: str, timeout: floa
     else:
         env.pop("FLUXION_JIT_SYNC_KERNELS", None)
     samples, info = [], {}
-    for p in range(w.processes):
+    for _ in range(w.processes):
         if not w.sync_kernels:  # first-call latency: a cold kernel cache for every process
             env["FLUXION_CACHE_DIR"] = tempfile.mkdtemp(prefix="fluxion-bench-cold-")
         code = _CHILD.format(root=ROOT, key=key, framework=framework, quick=quick)

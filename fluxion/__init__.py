@@ -12,7 +12,7 @@ from ._src.api import (ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready a
 # The NumPy backend registers the implementations of every primitive. It is imported right after `api` and before
 # `jit`: it imports lax (all primitives), whose collectives import the pmap runtime, which imports jit; jit in turn
 # imports the backend package, which must therefore already be loading rather than be started by jit.
-from ._src.backends import numpy as _numpy_backend  # noqa: F401
+from ._src import backends as _backends  # noqa: F401
 from ._src.config import config as config
 from ._src.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from ._src.core import Array as Array

@@ -408,7 +408,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         # Arrange as out_tree of (arg structure)
         result_by_out = []
         for k in range(len(out_avals)):
-            args_k = tuple(tree_map(lambda parts: parts[k], pa, is_leaf=lambda x: isinstance(x, list))
+            args_k = tuple(tree_map(lambda parts, k=k: parts[k], pa, is_leaf=lambda x: isinstance(x, list))
                            for pa in per_arg)
             result_by_out.append(args_k[0] if isinstance(argnums, int) else args_k)
         res = tree_unflatten(out_tree, result_by_out)

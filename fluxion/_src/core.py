@@ -235,7 +235,7 @@ class Array(ArrayOps):
         v = np.asarray(self._value)
         weak = ", weak_type=True" if self.weak_type else ""
         if v.size == 0:
-            body = f"[]" if v.ndim == 1 else repr(v)[6:-1].split(", shape=")[0]
+            body = "[]" if v.ndim == 1 else repr(v)[6:-1].split(", shape=")[0]
             return f"Array({body}, shape={v.shape}, dtype={v.dtype.name}{weak})"
         body = "Array(" + np.array2string(v, separator=", ", prefix="Array(") + ","
         tail = f"dtype={v.dtype.name}{weak})"

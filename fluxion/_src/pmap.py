@@ -34,7 +34,7 @@ from . import devices as devices_mod
 from .api import vmap
 from .api_util import as_output
 from .api_util import arg_names as _arg_names, as_value as _as_value, fun_name as _fun_name, fun_src as _fun_src
-from .backends import numpy as backend
+from . import backends
 from .core import Array, ShapedArray, Tracer
 from .interpreters import partial_eval as pe
 from .interpreters import spmd
@@ -288,8 +288,8 @@ class PmapWrapped:
                     raise ValueError(f"pmap out_axes entry {ax!r} is out of range for an output of shape {a.shape}")
                 ax %= a.ndim + 1
             norm.append(ax)
-        return _Compiled(backend.compile_jaxpr(closed.jaxpr), [backend.raw_const(c) for c in closed.consts],
-                         out_tree, norm, [a.weak_type for a in out_avals])
+        exe = backends.compile(closed, name=self._pmap_name)
+        return _Compiled(lambda _consts, args: list(exe(*args)), [], out_tree, norm, [a.weak_type for a in out_avals])
 
 
 def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,

@@ -8,7 +8,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from . import core
-from .backends import numpy as backend
+from . import backends
 from .core import Array
 from .jit_trace import leaf_signature
 from .tree_util import registered_kind, tree_flatten, tree_structure, tree_unflatten
@@ -26,7 +26,7 @@ class CompiledFunction:
         self.out_tree = out_tree
         self.out_weak = [a.weak_type for a in closed.out_avals]
         self.donated = tuple(donated)
-        self.executable = backend.compile_jaxpr(closed.jaxpr, closed.consts, name=name, donated=self.donated)
+        self.executable = backends.compile(closed, name=name, donated=self.donated)
         self.signature = signature
         self._single = out_tree == _LEAF_TREE and len(self.out_weak) == 1
         self._weak0 = self.out_weak[0] if self.out_weak else False
@@ -118,7 +118,7 @@ class Compiled:
         self._fn = CompiledFunction(lowered.jaxpr, lowered.out_tree, None, name=lowered.name)
 
     def as_text(self) -> str:
-        return backend.executable_text(self._fn.executable, self.lowered.jaxpr.jaxpr)
+        return backends.executable_text(self._fn.executable, self.lowered.jaxpr.jaxpr)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_flatten((list(args), kwargs))

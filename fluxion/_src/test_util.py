@@ -347,7 +347,7 @@ def check_batching(f: Callable, args: Sequence[Any], in_axes: Any = 0, out_axes:
     size = _batch_size(args, axes)
     msg = err_msg or f"vmap(in_axes={in_axes}, out_axes={out_axes}) vs loop"
     batched = api.vmap(f, in_axes=tuple(axes), out_axes=out_axes)(*args)
-    per_example = [f(*[tree_map(lambda leaf, ax=ax: _take(leaf, i, ax), a) for a, ax in zip(args, axes)])
+    per_example = [f(*[tree_map(lambda leaf, ax=ax, i=i: _take(leaf, i, ax), a) for a, ax in zip(args, axes)])
                    for i in range(size)]
     if size:
         treedef = tree_structure(per_example[0])

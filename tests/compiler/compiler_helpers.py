@@ -6,8 +6,8 @@ import numpy as np
 
 import fluxion
 from fluxion._src import core
-from fluxion._src.backends.numpy import eval_jaxpr_raw, raw_const
-from fluxion._src.compiler import ir
+from fluxion._src.backends.eager import eval_jaxpr_raw, raw_const
+from fluxion._src.backends.compiler import ir
 
 
 def closed_of(fun, *args):

@@ -14,9 +14,9 @@ import pytest
 import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax
-from fluxion._src import compiler
-from fluxion._src.backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS
-from fluxion._src.compiler import contractions
+from fluxion._src.backends import compiler
+from fluxion._src.backends.eager.elementwise import SELECT_BITS_MIN_ELEMENTS
+from fluxion._src.backends.compiler import contractions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
@@ -174,7 +174,7 @@ def test_errors_in_generated_code_point_at_generated_lines():
 
 def test_pad_lowering_matches_jax_for_random_configs(rng):
     jax = pytest.importorskip("jax")
-    from fluxion._src.compiler.windowed import pad
+    from fluxion._src.backends.compiler.windowed import pad
     checked = 0
     for shape in [(5,), (3, 4), (1,), (4, 1, 3)]:
         for _ in range(100):

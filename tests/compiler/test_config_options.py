@@ -11,8 +11,9 @@ import pytest
 
 import fluxion
 import fluxion.numpy as jnp
-from fluxion._src import compiler, config as config_module
-from fluxion._src.compiler import fusion
+from fluxion._src import config as config_module
+from fluxion._src.backends import compiler
+from fluxion._src.backends.compiler import fusion
 from fluxion._src.config import config
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")

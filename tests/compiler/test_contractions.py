@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fluxion import lax
-from fluxion._src.compiler import contractions
+from fluxion._src.backends.compiler import contractions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import closed_of  # noqa: E402

@@ -18,10 +18,10 @@ import pytest
 import fluxion
 import fluxion.flax.linen as nn
 import fluxion.numpy as jnp
-from fluxion import config, lax, optax, random
-from fluxion._src import compiler
-from fluxion._src.compiler import fusion, memory
-from fluxion._src.compiler.fusion import check
+from fluxion import config, optax, random
+from fluxion._src.backends import compiler
+from fluxion._src.backends.compiler import fusion, memory
+from fluxion._src.backends.compiler.fusion import check
 from fluxion.flax.training.train_state import TrainState
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
@@ -208,7 +208,7 @@ def test_transformer_training_steps_match_the_numpy_path(rng):
 def test_check_mode_reports_a_kernel_that_disagrees_with_numpy(fusion_check_mode, monkeypatch):
     # A deliberately wrong scalar form (exp computed as exp(x) + 1e-3 * exp(x)) must be caught on the first call,
     # with the kernel's equations in the message.
-    from fluxion._src.compiler.fusion import scalar
+    from fluxion._src.backends.compiler.fusion import scalar
     from fluxion._src.lax.elementwise import exp_p
     wrong = dict(scalar.TEMPLATES)
     wrong[exp_p] = lambda a, in_dts, out_dt, params: \
@@ -242,7 +242,7 @@ def test_check_mode_reports_outputs_sharing_a_buffer(fusion_check_mode, monkeypa
 
 @needs_numba
 def test_check_mode_reports_a_broken_layout_promise(fusion_check_mode, monkeypatch):
-    from fluxion._src.compiler import lowering
+    from fluxion._src.backends.compiler import lowering
     monkeypatch.setattr(lowering, "c_order_needed", lambda g, eqn: False)
     f = fluxion.jit(lambda x: x + 1.0)  # a single addition: a NumPy ufunc, not a kernel
     with pytest.raises(memory.LayoutError, match="C-contiguous"):

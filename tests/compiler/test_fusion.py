@@ -13,9 +13,9 @@ import pytest
 import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax
-from fluxion._src import compiler
-from fluxion._src.compiler import fusion
-from fluxion._src.compiler.fusion import groups, kernel
+from fluxion._src.backends import compiler
+from fluxion._src.backends.compiler import fusion
+from fluxion._src.backends.compiler.fusion import groups, kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
 from compiler_helpers import assert_same_values, closed_of, reference  # noqa: E402
@@ -138,7 +138,7 @@ def test_fused_reductions_all_patterns(rng, axes):
 @pytest.mark.parametrize("axes", [None, 0, 1])
 @pytest.mark.usefixtures("without_fusion_check")
 def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng, monkeypatch, axes):
-    from fluxion._src.compiler import threads
+    from fluxion._src.backends.compiler import threads
     x = rng.standard_normal((BIG // 64, 64)).astype(np.float32)
 
     def f(x):  # an iota along the chunked dimension, and a value needed outside the reduction group
@@ -237,7 +237,7 @@ def test_fusion_can_be_disabled(monkeypatch, rng):
 # -- loop kernels (a whole scan in one Numba function) ----------------------------------------------------------
 
 def test_scan_eligibility():
-    from fluxion._src.compiler.fusion import loops
+    from fluxion._src.backends.compiler.fusion import loops
     small = closed_of(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x), c * 2.0), jnp.zeros(4), xs),
                       np.ones((5, 4), np.float32))
     assert loops.scan_eligible(small.jaxpr.eqns[-1])
@@ -308,7 +308,7 @@ def test_small_groups_leave_transcendental_functions_to_numpy():
 # -- rewrites before fusion --------------------------------------------------------------------------------------
 
 def test_only_large_vector_dots_become_reductions():
-    from fluxion._src.compiler.fusion import rewrite
+    from fluxion._src.backends.compiler.fusion import rewrite
     n = rewrite.DOT_REDUCE_MIN_ELEMENTS
     big = closed_of(jnp.dot, np.ones(n, np.float32), np.ones(n, np.float32))
     names = [e.primitive.name for e in rewrite.vector_dots_as_reductions(big).jaxpr.eqns]
@@ -322,7 +322,7 @@ def test_only_large_vector_dots_become_reductions():
 
 @needs_numba
 def test_large_vector_dot_runs_as_a_fused_reduction(rng):
-    from fluxion._src.compiler.fusion import rewrite
+    from fluxion._src.backends.compiler.fusion import rewrite
     x = rng.standard_normal(rewrite.DOT_REDUCE_MIN_ELEMENTS + 3).astype(np.float32)
     y = rng.standard_normal(x.size).astype(np.float32)
     (got,), _, exe = _fused(jnp.dot, x, y)

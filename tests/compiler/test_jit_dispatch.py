@@ -15,8 +15,8 @@ import pytest
 
 import fluxion
 import fluxion.numpy as jnp
-from fluxion._src import compiler
-from fluxion._src.compiler import fusion
+from fluxion._src.backends import compiler
+from fluxion._src.backends.compiler import fusion
 
 needs_compiler = pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)")
 
@@ -96,7 +96,7 @@ def test_second_process_loads_kernels_from_the_disk_cache(tmp_path):
     script = textwrap.dedent("""
         import os, sys, numpy as np
         import fluxion, fluxion.numpy as jnp
-        from fluxion._src.compiler.fusion import runtime
+        from fluxion._src.backends.compiler.fusion import runtime
         f = fluxion.jit(lambda x: jnp.sum(jnp.exp(x) * 2.0 + x))
         x = jnp.asarray(np.linspace(0, 1, 1 << 15, dtype=np.float32))
         v = float(f(x))

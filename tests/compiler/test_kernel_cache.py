@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import fluxion
-from fluxion._src.compiler import disk_cache, fusion
-from fluxion._src.compiler.fusion import cachedir, runtime
+from fluxion._src.backends.compiler import disk_cache, fusion
+from fluxion._src.backends.compiler.fusion import cachedir, runtime
 
 pytestmark = pytest.mark.skipif(not runtime.numba_installed(), reason="needs Numba")
 config = fluxion.config

@@ -17,7 +17,7 @@ import pytest
 import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax
-from fluxion._src.compiler import fusion
+from fluxion._src.backends.compiler import fusion
 
 PINNED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pinned_kernels")
 f32 = np.float32

@@ -14,8 +14,8 @@ import pytest
 
 import fluxion
 import fluxion.numpy as jnp
-from fluxion._src import compiler
-from fluxion._src.compiler import memory
+from fluxion._src.backends import compiler
+from fluxion._src.backends.compiler import memory
 from fluxion._src.core import ShapedArray, Var
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here

@@ -7,14 +7,14 @@ import importlib
 
 import pytest
 
-from fluxion._src.backends.numpy import elementwise as backend_elementwise
-from fluxion._src.compiler import blas, lowering, windowed
-from fluxion._src.compiler.fusion import check, groups, loops, onehot, scalar
+from fluxion._src.backends.eager import elementwise as backend_elementwise
+from fluxion._src.backends.compiler import blas, lowering, windowed
+from fluxion._src.backends.compiler.fusion import check, groups, loops, onehot, scalar
 from fluxion._src.core import Primitive
 
 # The pass modules (the package exports the pass functions under the same names).
-cse = importlib.import_module("fluxion._src.compiler.passes.cse")
-simplify = importlib.import_module("fluxion._src.compiler.passes.simplify")
+cse = importlib.import_module("fluxion._src.backends.compiler.passes.cse")
+simplify = importlib.import_module("fluxion._src.backends.compiler.passes.simplify")
 
 TABLES = {
     "lowering.LOWERINGS": lowering.LOWERINGS,

@@ -13,8 +13,8 @@ import pytest
 
 import fluxion
 import fluxion.numpy as jnp
-from fluxion._src.compiler import blas, threads
-from fluxion._src.compiler.fusion import runtime
+from fluxion._src.backends.compiler import blas, threads
+from fluxion._src.backends.compiler.fusion import runtime
 from fluxion._src.config import THREAD_LIMIT_VARIABLES, thread_limit
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -117,8 +117,8 @@ def test_standard_variables_cap_the_decision_and_the_fixed_count(monkeypatch, va
 _PROBE = textwrap.dedent("""
     import numpy as np
     import fluxion, fluxion.numpy as jnp
-    from fluxion._src.compiler import blas, threads
-    from fluxion._src.compiler.fusion import runtime
+    from fluxion._src.backends.compiler import blas, threads
+    from fluxion._src.backends.compiler.fusion import runtime
 
     seen = {}
     real_enter = threads.enter

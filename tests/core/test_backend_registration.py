@@ -1,7 +1,7 @@
 """The NumPy backend registers its implementations itself, before any primitive can be bound.
 
 * lax never imports a backend (static check over `fluxion/_src/lax`): implementations are registered by
-  `fluxion._src.backends.numpy`, keyed by the primitive objects it imports from lax.
+  `fluxion._src.backends.eager`, keyed by the primitive objects it imports from lax.
 * Whatever a program imports first (the public mirrors, a private lax module, the backend itself), a fresh
   interpreter can bind primitives right away: every entry point goes through `fluxion/__init__.py`, which loads the
   backend.
@@ -50,8 +50,8 @@ def test_lax_never_imports_a_backend():
 def test_import_scanner_sees_backend_imports(tmp_path):
     """The scan above must catch relative, absolute and function-level spellings (so that test can fail)."""
     bad = tmp_path / "bad.py"
-    bad.write_text("from ..backends.numpy import register_impl\nimport fluxion._src.backends.numpy\n"
-                   "def f():\n    from ..backends import numpy\n")
+    bad.write_text("from ..backends.eager import register_impl\nimport fluxion._src.backends.eager\n"
+                   "def f():\n    from ..backends import eager\n")
     mods = [m for _, m in _imports_of(str(bad))]
     assert sum("backends" in m.split(".") for m in mods) >= 3
 
@@ -72,7 +72,7 @@ _ENTRY_POINTS = {
         out = out + 1.0
     """),
     "the backend itself": textwrap.dedent("""
-        from fluxion._src.backends import numpy as backend
+        from fluxion._src.backends import eager as backend
         from fluxion._src.lax import elementwise
         from fluxion._src import core
         import numpy as np

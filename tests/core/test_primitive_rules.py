@@ -4,7 +4,7 @@ The primitives are collected from the rule tables after importing every module o
 (so a primitive registered anywhere is found). For each one:
 
 * an abstract-evaluation rule (`core.abstract_eval_rules`: jit, make_jaxpr, eval_shape);
-* a NumPy implementation (`backends.numpy.impl_rules`, also `prim.impl`: eager evaluation);
+* a NumPy implementation (`backends.eager.impl_rules`, also `prim.impl`: eager evaluation);
 * a batching rule (`batching.primitive_batchers`: vmap), unless the primitive has no operands (nothing to batch) or
   is listed in `NOT_BATCHED` with the reason;
 * a JVP rule (`ad.primitive_jvps`: forward and reverse mode), unless it has no operands or is declared with
@@ -27,7 +27,7 @@ import pytest
 import fluxion
 import fluxion._src
 from fluxion._src import core
-from fluxion._src.backends.numpy import impl_rules
+from fluxion._src.backends.eager import impl_rules
 from fluxion._src.interpreters import ad, batching
 
 
@@ -35,7 +35,7 @@ def _all_primitives() -> dict:
     # Every module that could define a primitive. (The compiler only lowers primitives; importing it here would
     # load Numba into this test process, which the compiler's own tests want to control.)
     for info in pkgutil.walk_packages(fluxion._src.__path__, prefix="fluxion._src."):
-        if not info.name.startswith("fluxion._src.compiler"):
+        if not info.name.startswith("fluxion._src.backends.compiler"):
             importlib.import_module(info.name)
     tables = (core.abstract_eval_rules, impl_rules, ad.primitive_jvps, ad.primitive_transposes,
               batching.primitive_batchers, ad.NON_DIFFERENTIABLE)

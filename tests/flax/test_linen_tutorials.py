@@ -129,7 +129,7 @@ def test_train_state_mnist_script_on_synthetic_data():
         return jnp.mean(jnp.argmax(logits, axis=-1) == jnp.argmax(y, axis=-1))
 
     losses = []
-    for epoch in range(3):
+    for _epoch in range(3):
         key, p_key = random.split(key)
         idxs = random.permutation(p_key, 256)
         for i in range(0, 256, 32):

@@ -518,7 +518,7 @@ def test_grads_float64_tight(op: Op, shapes, rng, x64):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_eager_large_select_is_bit_exact_against_numpy_where(dtype):
-    from fluxion._src.backends.numpy.elementwise import SELECT_BITS_MIN_ELEMENTS, _select_n
+    from fluxion._src.backends.eager.elementwise import SELECT_BITS_MIN_ELEMENTS, _select_n
     rng = np.random.default_rng(3)
     n = SELECT_BITS_MIN_ELEMENTS + 5
     x = rng.standard_normal(n).astype(dtype)

@@ -17,8 +17,8 @@ import pytest
 import fluxion
 import fluxion.numpy as jnp
 from fluxion import random
-from fluxion._src.backends.numpy import register_impl
-from fluxion._src.backends.numpy import special
+from fluxion._src.backends.eager import register_impl
+from fluxion._src.backends.eager import special
 from fluxion._src.lax import elementwise as ew
 from fluxion._src.random.threefry import threefry2x32
 

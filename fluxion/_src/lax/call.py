@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .. import core
 from ..core import ClosedJaxpr, Primitive, abstract_eval_rules, param_print_order
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe

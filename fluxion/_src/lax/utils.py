@@ -13,7 +13,7 @@ def standard_primitive(name: str, abstract_eval: Callable | None = None, *, mult
 
     Without `abstract_eval` the caller registers it (`abstract_eval_rules[foo_p] = _foo_abstract_eval`) below
     the primitive's public wrapper, where the other rules follow. The implementation is registered by each
-    backend that supports the primitive (the NumPy backend in `fluxion._src.backends.numpy`, keyed by the
+    backend that supports the primitive (the NumPy backend in `fluxion._src.backends.eager`, keyed by the
     primitive object); lax itself never imports a backend.
     """
     prim = Primitive(name, multiple_results=multiple_results, weak_type=weak_type)

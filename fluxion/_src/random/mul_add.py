@@ -2,7 +2,7 @@
 
 XLA's CPU compiler contracts a multiply feeding an add into one fused multiply-add (one rounding instead of two)
 for float32/float64, and for float16 on CPUs with float16 arithmetic (AVX512-FP16); elsewhere 16-bit floats are
-computed in float32 and rounded after every operation (see `backends.numpy.special.mul_add`). Samplers
+computed in float32 and rounded after every operation (see `backends.eager.special.mul_add`). Samplers
 such as `uniform(minval, maxval)` end in `bits * (maxval - minval) + minval`, so matching JAX bit for bit needs
 that contraction; it is kept as its own primitive so that it survives jit, vmap and grad like any other op.
 """

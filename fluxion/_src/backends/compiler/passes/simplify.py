@@ -19,10 +19,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive
-from ...lax.elementwise import add_p, convert_element_type_p, div_p, integer_pow_p, mul_p, neg_p, select_n_p, sub_p
-from ...lax.reductions import reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
-from ...lax.structural import (broadcast_in_dim_p, concatenate_p, copy_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
+from ....core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive
+from ....lax.elementwise import add_p, convert_element_type_p, div_p, integer_pow_p, mul_p, neg_p, select_n_p, sub_p
+from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
+from ....lax.structural import (broadcast_in_dim_p, concatenate_p, copy_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
                                stop_gradient_p, transpose_p)
 from .. import ir
 

@@ -12,8 +12,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .. import core
-from ..core import Array, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
+from ... import core
+from ...core import Array, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 Atom = Any  # a Var or a Literal
 

@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 
-from ...config import config
+from ....config import config
 
 # Temporary files (`.tmp-*`) older than this are left over from killed processes.
 STALE_TMP_SECONDS = 3600

@@ -38,7 +38,7 @@ import threading
 import types
 from typing import Any, Callable
 
-from ...config import config, set_default_environment
+from ....config import config, set_default_environment
 from . import cachedir
 
 logger = logging.getLogger("fluxion.jit")

@@ -14,9 +14,9 @@ import hashlib
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Literal
-from ...lax.elementwise import convert_element_type_p, eq_p
-from ...lax.structural import broadcast_in_dim_p, iota_p, reshape_p
+from ....core import ClosedJaxpr, Literal
+from ....lax.elementwise import convert_element_type_p, eq_p
+from ....lax.structural import broadcast_in_dim_p, iota_p, reshape_p
 from .. import ir
 from .kernel import KernelSpec
 from .scalar import np_type, numba_type

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ...config import config
-from ...core import ClosedJaxpr, JaxprTypeError
+from ....config import config
+from ....core import ClosedJaxpr, JaxprTypeError
 from .. import ir
 from .cse import cse
 from .dce import dce

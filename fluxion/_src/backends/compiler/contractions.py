@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..lax.reductions import dot_general_p
+from ...lax.reductions import dot_general_p
 
 
 class Contraction:

@@ -19,10 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Literal, Var
-from ...lax.control_flow import scan_p
-from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
-from ...lax.structural import (broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, stop_gradient_p,
+from ....core import ClosedJaxpr, Literal, Var
+from ....lax.control_flow import scan_p
+from ....lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
+from ....lax.structural import (broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, stop_gradient_p,
                                transpose_p)
 from .. import contractions, ir
 from . import scalar
@@ -450,7 +450,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
             b.step += copy_into(name, out.aval.shape, src(out), "i, ")
     staged = []
     carry_set = set(carry_in)
-    for k, (out, cv) in enumerate(zip(j.outvars[:nk], carry_in)):
+    for out, cv in zip(j.outvars[:nk], carry_in):
         if cv.aval.ndim == 0:
             val = src(out)
             tmp = b.fresh("sc")
@@ -490,7 +490,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         "import numba",
         "import numpy as np",
         "from numba import types",
-        "from fluxion._src.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
+        "from fluxion._src.backends.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
         "",
         f"SIGNATURE = types.void({', '.join(sig)})",
         "",

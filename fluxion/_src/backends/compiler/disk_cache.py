@@ -18,7 +18,7 @@ import json
 import os
 from typing import Sequence
 
-from ..core import ClosedJaxpr
+from ...core import ClosedJaxpr
 from .fusion import cachedir, runtime
 
 # Part of every key: bump when generated code changes meaning for the same IR.

@@ -31,9 +31,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core import Literal
-from ...lax.reductions import reduce_sum_p
-from ...lax.structural import broadcast_in_dim_p, iota_p
+from ....core import Literal
+from ....lax.reductions import reduce_sum_p
+from ....lax.structural import broadcast_in_dim_p, iota_p
 from .. import ir
 from . import scalar
 from .scalar import REDUCTIONS, accumulator_dtype, combine, initial_value, np_type, numba_type
@@ -450,7 +450,7 @@ def _module_source(spec: KernelSpec, arg_names: list[str], statements: list[str]
         "import numba",
         "import numpy as np",
         "from numba import types",
-        "from fluxion._src.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
+        "from fluxion._src.backends.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
         "",
         f"SIGNATURE = types.void({', '.join(sig_args)})",
         "",

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ...config import config
-from ...core import ClosedJaxpr, Var
+from ....config import config
+from ....core import ClosedJaxpr, Var
 from .. import blas, ir, memory
 from ..memory import FRESH
 from . import check

@@ -13,10 +13,10 @@ import os
 
 import numpy as np
 
-from ..core import ClosedJaxpr
-from ..lax.convolution import conv_general_dilated_p
-from ..lax.linalg import cholesky_p, det_p, eigh_p, qr_p, slogdet_p, solve_p, svd_p, triangular_solve_p
-from ..lax.reductions import dot_general_p
+from ...core import ClosedJaxpr
+from ...lax.convolution import conv_general_dilated_p
+from ...lax.linalg import cholesky_p, det_p, eigh_p, qr_p, slogdet_p, solve_p, svd_p, triangular_solve_p
+from ...lax.reductions import dot_general_p
 from . import ir
 
 

@@ -15,20 +15,20 @@ from typing import Callable
 
 import numpy as np
 
-from ..backends.numpy.elementwise import (QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
+from ..eager.elementwise import (QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
                                          select_bits_supported)
-from ..core import Primitive, Var
-from ..lax.control_flow import cond_p, scan_p, while_p
-from ..lax.convolution import conv_general_dilated_p
-from ..lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
+from ...core import Primitive, Var
+from ...lax.control_flow import cond_p, scan_p, while_p
+from ...lax.convolution import conv_general_dilated_p
+from ...lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
                                cbrt_p, ceil_p, clamp_p, convert_element_type_p, cos_p, cosh_p, div_p, eq_p, exp2_p,
                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
                                lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
-from ..lax.indexing import scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
-from ..lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
-from ..lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
+from ...lax.indexing import scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
+from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
+from ...lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
                               rev_p, slice_p, squeeze_p, transpose_p)
-from ..lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
+from ...lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
 from . import contractions, conv, ir, memory, windowed
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
@@ -372,7 +372,7 @@ def _scatter_inplace_impl(prim: Primitive):
     Returns None if the backend does not expose the pieces (then the copying implementation is used).
     """
     try:
-        from ..backends.numpy import indexing as ix
+        from ..eager import indexing as ix
         combine = {scatter_p: ix._set, scatter_add_p: ix._accumulate(np.add),
                    scatter_mul_p: ix._accumulate(np.multiply), scatter_min_p: ix._accumulate(np.minimum),
                    scatter_max_p: ix._accumulate(np.maximum)}[prim]

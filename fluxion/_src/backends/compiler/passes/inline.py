@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Jaxpr, Literal, Var
-from ...interpreters.custom import custom_jvp_call_p, custom_vjp_call_p
-from ...lax.call import jit_p
-from ...lax.control_flow import cond_p
+from ....core import ClosedJaxpr, Jaxpr, Literal, Var
+from ....interpreters.custom import custom_jvp_call_p, custom_vjp_call_p
+from ....lax.call import jit_p
+from ....lax.control_flow import cond_p
 from .. import ir
 
 # Call-like primitives -> the parameter holding the program applied to all of the equation's operands.

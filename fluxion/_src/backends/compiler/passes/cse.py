@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Jaxpr, Literal
-from ...lax.elementwise import add_p, and_p, eq_p, max_p, min_p, mul_p, ne_p, or_p, xor_p
+from ....core import ClosedJaxpr, Jaxpr, Literal
+from ....lax.elementwise import add_p, and_p, eq_p, max_p, min_p, mul_p, ne_p, or_p, xor_p
 from .. import ir
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import ClosedJaxpr, Jaxpr, Literal, Var
+from ....core import ClosedJaxpr, Jaxpr, Literal, Var
 from .. import ir
 
 # Larger results are computed at run time (a stored constant costs memory and loses broadcasting views).

@@ -21,13 +21,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...config import config
-from ...core import Var
-from ...lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, div_p, eq_p, floor_p,
+from ....config import config
+from ....core import Var
+from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, div_p, eq_p, floor_p,
                                 ge_p, gt_p, integer_pow_p, is_finite_p, le_p, logistic_p, lt_p, max_p, min_p, mul_p,
                                 ne_p, neg_p, not_p, or_p, select_n_p, sign_p, sqrt_p, square_p, sub_p, xor_p)
-from ...lax.reductions import reduce_sum_p
-from ...lax.structural import broadcast_in_dim_p, iota_p
+from ....lax.reductions import reduce_sum_p
+from ....lax.structural import broadcast_in_dim_p, iota_p
 from .. import ir
 from . import scalar
 from .scalar import REDUCTIONS

@@ -18,9 +18,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..config import config
-from ..core import ClosedJaxpr, Literal, Var
-from ..lax.structural import broadcast_in_dim_p
+from ...config import config
+from ...core import ClosedJaxpr, Literal, Var
+from ...lax.structural import broadcast_in_dim_p
 from . import blas, ir, lowering, memory, threads
 from .quiet import quiet_enter, quiet_leave
 

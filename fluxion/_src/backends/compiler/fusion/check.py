@@ -30,12 +30,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...config import config
-from ...core import Jaxpr, Literal, Var, pp_jaxpr
-from ...lax.elementwise import (add_p, div_p, exp_p, expm1_p, integer_pow_p, log1p_p, log_p, mul_p, rsqrt_p, sqrt_p,
+from ....config import config
+from ....core import Jaxpr, Literal, Var, pp_jaxpr
+from ....lax.elementwise import (add_p, div_p, exp_p, expm1_p, integer_pow_p, log1p_p, log_p, mul_p, rsqrt_p, sqrt_p,
                                 square_p, sub_p)
-from ...lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
-from ...lax.structural import broadcast_in_dim_p
+from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
+from ....lax.structural import broadcast_in_dim_p
 from .. import ir
 from . import groups
 

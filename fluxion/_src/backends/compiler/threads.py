@@ -29,7 +29,7 @@ import os
 import threading
 import time
 
-from ..config import config, thread_limit
+from ...config import config, thread_limit
 from . import blas
 from .fusion import runtime
 

@@ -7,8 +7,8 @@ reads are removed from the body and the equation, which is where reverse-mode pr
 
 from __future__ import annotations
 
-from ...core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from ...lax.control_flow import scan_p
+from ....core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from ....lax.control_flow import scan_p
 from .. import ir
 
 

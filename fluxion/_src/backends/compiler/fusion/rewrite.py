@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-from ...core import ClosedJaxpr, JaxprEqn, ShapedArray, Var
-from ...lax.elementwise import mul_p
-from ...lax.reductions import reduce_sum_p
+from ....core import ClosedJaxpr, JaxprEqn, ShapedArray, Var
+from ....lax.elementwise import mul_p
+from ....lax.reductions import reduce_sum_p
 from .. import contractions, ir
 from . import check
 

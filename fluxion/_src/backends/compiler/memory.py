@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Var
+from ...core import Var
 from . import ir
 
 # Values smaller than this are not worth planning (allocation is cheap; `out=` only adds code).

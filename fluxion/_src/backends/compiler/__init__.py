@@ -20,8 +20,8 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
-from ..config import config
-from ..core import ClosedJaxpr
+from ...config import config
+from ...core import ClosedJaxpr
 from . import codegen, disk_cache, passes
 
 

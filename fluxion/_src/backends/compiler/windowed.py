@@ -15,8 +15,8 @@ import itertools
 
 import numpy as np
 
-from ..backends.numpy.windowed import identity as _window_identity
-from ..lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
+from ..eager.windowed import identity as _window_identity
+from ...lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
 from . import ir
 from .memory import FRESH
 

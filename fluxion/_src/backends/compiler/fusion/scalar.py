@@ -17,12 +17,12 @@ from typing import Callable
 
 import numpy as np
 
-from ...core import Primitive
-from ...lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, cos_p, div_p, eq_p,
+from ....core import Primitive
+from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, cos_p, div_p, eq_p,
                                 exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
                                 logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, not_p, or_p, rsqrt_p, select_n_p,
                                 sign_p, sin_p, sqrt_p, square_p, sub_p, tanh_p, xor_p)
-from ...lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
+from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
 
 # dtypes kernels handle (NumPy names); anything else (float16, bfloat16, complex, ...) stays on the NumPy path.
 KERNEL_DTYPES = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
