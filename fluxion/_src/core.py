@@ -721,35 +721,27 @@ class Tracer(ArrayOps):
         from . import errors
         return errors.concretization_error(self, kind, what)
 
-    def __bool__(self):
+    def _concrete_or_raise(self, kind: str):
+        """The tracer's known value, or the concretization error for converting it with `kind` (bool, int, ...)."""
         v = self._concrete_value()
         if v is None:
-            raise self._concretization_error("bool", "bool")
-        return bool(v)
+            raise self._concretization_error(kind, kind)
+        return v
+
+    def __bool__(self):
+        return bool(self._concrete_or_raise("bool"))
 
     def __int__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("int", "int")
-        return int(v)
+        return int(self._concrete_or_raise("int"))
 
     def __float__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("float", "float")
-        return float(v)
+        return float(self._concrete_or_raise("float"))
 
     def __complex__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("complex", "complex")
-        return complex(v)
+        return complex(self._concrete_or_raise("complex"))
 
     def __index__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("index", "index")
-        return operator.index(np.asarray(v).item())
+        return operator.index(np.asarray(self._concrete_or_raise("index")).item())
 
     def item(self, *args):
         v = self._concrete_value()
