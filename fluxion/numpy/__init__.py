@@ -103,6 +103,7 @@ number = _np.number
 generic = _np.generic
 bool = bool_  # noqa: A001  (Array-API name)
 
+from . import fft as fft  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 
 _array_methods.install_numpy_namespace(_sys.modules[__name__])

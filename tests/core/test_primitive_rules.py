@@ -58,7 +58,7 @@ LINEAR = {
     "gather": "operand", "scatter-add": "operand, updates", "scatter": "operand, updates (unique indices)",
     "scatter-mul": "operand",
     "dot_general": "lhs or rhs", "conv_general_dilated": "lhs or rhs",
-    "triangular_solve": "b", "solve": "b",
+    "triangular_solve": "b", "solve": "b", "fft": "x",
     "psum": "every operand", "all_gather": "x", "psum_scatter": "x", "all_to_all": "x", "ppermute": "x",
     "jit": "the operands its program is linear in",
     "cond": "the operands its branches are linear in", "scan": "the consts, carry and xs its body is linear in",
