@@ -18,6 +18,7 @@ from ._src.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as cus
 from ._src.core import Array as Array
 from ._src.jit import jit as jit
 from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure
+from ._src.aliases import install_aliases as install_aliases, uninstall_aliases as uninstall_aliases
 
 from . import errors as errors  # noqa: E402
 from . import lax as lax  # noqa: E402
