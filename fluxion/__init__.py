@@ -19,6 +19,7 @@ from ._src.core import Array as Array
 from ._src.jit import jit as jit
 from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure
 from ._src.aliases import install_aliases as install_aliases, uninstall_aliases as uninstall_aliases
+from ._src.callback import pure_callback as pure_callback
 
 from . import errors as errors  # noqa: E402
 from . import lax as lax  # noqa: E402
@@ -28,6 +29,8 @@ from . import tree_util as tree_util  # noqa: E402
 from . import dtypes as dtypes  # noqa: E402
 from . import nn as nn  # noqa: E402
 from . import random as random  # noqa: E402
+from . import debug as debug  # noqa: E402
+from . import experimental as experimental  # noqa: E402
 
 jacobian = jacrev
 

@@ -881,6 +881,33 @@ class Jaxpr:
     __repr__ = __str__
 
 
+# Primitives with side effects (callbacks that print or do I/O). An equation binding one -- or holding a sub-jaxpr
+# that does -- is never removed as dead, merged with an equal one, constant-folded or reordered past another effect.
+effectful_primitives: set = set()
+
+
+def _sub_jaxprs(params: dict):
+    for v in params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)):
+            yield v.jaxpr if isinstance(v, ClosedJaxpr) else v
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                if isinstance(x, (Jaxpr, ClosedJaxpr)):
+                    yield x.jaxpr if isinstance(x, ClosedJaxpr) else x
+
+
+def jaxpr_has_effects(jaxpr: "Jaxpr") -> bool:
+    """Whether running `jaxpr` has side effects (an effectful primitive anywhere in it, sub-jaxprs included)."""
+    return any(eqn_has_effects(e) for e in jaxpr.eqns)
+
+
+def eqn_has_effects(eqn: "JaxprEqn") -> bool:
+    """Whether evaluating `eqn` has side effects (see `effectful_primitives`)."""
+    if eqn.primitive in effectful_primitives:
+        return True
+    return any(jaxpr_has_effects(j) for j in _sub_jaxprs(eqn.params))
+
+
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars.
 
@@ -1056,7 +1083,7 @@ def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
     ins = " ".join(namer(v) for v in eqn.invars)
     outs = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in eqn.outvars)
     params = {k: v for k, v in eqn.params.items() if not k.startswith("_")}
-    head = f"{outs} = {eqn.primitive.name}"
+    head = f"{outs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
     if not params:
         return f"{head} {ins}".rstrip()
     order = param_print_order.get(eqn.primitive)

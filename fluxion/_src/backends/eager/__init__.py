@@ -56,6 +56,6 @@ def call_closed_jaxpr(closed, args: Sequence[Any]) -> list:
 
 # The implementations register themselves on import (the `jit` call's runs the compiled program: `backends`). (Last in this file: they use register_impl and the jaxpr
 # interpreter above.)
-from . import (control_flow, convolution, custom_derivatives, elementwise, fft, indexing, linalg,  # noqa: E402,F401
+from . import (callback, control_flow, convolution, custom_derivatives, elementwise, fft, indexing, linalg,  # noqa: E402,F401
                parallel, reductions, sorting, special, structural, threefry, windowed)
 from .elementwise import QUIET_PRIMITIVES as QUIET_PRIMITIVES  # noqa: E402
