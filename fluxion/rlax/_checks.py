@@ -14,7 +14,7 @@ import numpy as np
 import fluxion.numpy as jnp
 from fluxion import lax
 
-__all__ = ["RLaxInputError", "check", "check_equal_shape", "maybe_stop_gradient"]
+__all__ = ["RLaxInputError", "check", "check_rank", "check_equal_shape", "maybe_stop_gradient"]
 
 
 class RLaxInputError(ValueError, AssertionError):
@@ -72,3 +72,13 @@ def maybe_stop_gradient(flag: Any, x: Any) -> Any:
     if isinstance(flag, (bool, np.bool_)):
         return lax.stop_gradient(x) if flag else x
     return lax.select(jnp.broadcast_to(jnp.asarray(flag), jnp.shape(x)), lax.stop_gradient(x), x)
+
+
+def check_rank(fn: str, specs: Iterable[tuple[str, Any, Any]]) -> None:
+    """Rank-only variant of `check` for arguments of any dtype: `(name, value, rank)` specs."""
+    for name, value, rank in specs:
+        ranks = rank if isinstance(rank, (set, frozenset)) else {rank}
+        if np.ndim(value) not in ranks:
+            want = " or ".join(str(r) for r in sorted(ranks))
+            raise RLaxInputError(f"{fn}: `{name}` must have rank {want}, got rank {np.ndim(value)} "
+                                 f"(shape {tuple(np.shape(value))})")

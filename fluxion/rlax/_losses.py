@@ -1,4 +1,4 @@
-"""Elementwise losses on TD errors."""
+"""Elementwise losses: on TD errors (L2, Huber), likelihood-based, and expectile regression."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import fluxion.numpy as jnp
 
-from ._checks import RLaxInputError, _dtype
+from ._checks import RLaxInputError, _dtype, check_equal_shape
 
-__all__ = ["l2_loss", "huber_loss"]
+__all__ = ["l2_loss", "huber_loss", "likelihood", "log_loss", "expectile_loss"]
 
 
 def _check_float(fn: str, name: str, x: Any) -> None:
@@ -43,3 +43,41 @@ def huber_loss(x: Any, delta: float = 1.) -> Any:
     # `abs_x - quadratic` equals max(abs_x - delta, 0) without doubling the gradient at |x| = delta.
     linear = abs_x - quadratic
     return 0.5 * quadratic ** 2 + delta * linear
+
+
+def likelihood(predictions: Any, targets: Any) -> Any:
+    """Bernoulli likelihood `p^y (1 - p)^(1 - y)` of targets `y` under predicted probabilities `p`, defined as 1
+    where `p == y` is exactly 0 or 1 (avoiding `0^0`).
+
+    Raises:
+        RLaxInputError: non-float inputs.
+    """
+    _check_float("likelihood", "predictions", predictions)
+    _check_float("likelihood", "targets", targets)
+    values = predictions ** targets * (1. - predictions) ** (1. - targets)
+    exact = ((targets == 1) & (predictions == 1)) | ((targets == 0) & (predictions == 0))
+    return jnp.where(exact, 1, values)
+
+
+def log_loss(predictions: Any, targets: Any) -> Any:
+    """Binary log loss `-log likelihood(predictions, targets)`.
+
+    Raises:
+        RLaxInputError: non-float inputs.
+    """
+    _check_float("log_loss", "predictions", predictions)
+    _check_float("log_loss", "targets", targets)
+    return -jnp.log(likelihood(predictions, targets))
+
+
+def expectile_loss(predictions: Any, targets: Any, expectile: float) -> Any:
+    """Asymmetric squared loss `|tau - 1[u < 0]| u^2` with `u = targets - predictions` and `tau = expectile`
+    (Newey & Powell 1987; used by IQL, Kostrikov et al. 2021).
+
+    Raises:
+        RLaxInputError: predictions and targets differ in shape.
+    """
+    check_equal_shape("expectile_loss", [("predictions", predictions), ("targets", targets)])
+    diff = targets - predictions
+    weight = jnp.abs(expectile - (diff < 0))
+    return weight * diff ** 2

@@ -1,0 +1,107 @@
+"""Exploration: action noise for continuous control and NGU's episodic-novelty intrinsic reward.
+
+Noise draws use `fluxion.random.normal` with the action's shape, so a given key yields the same noise as RLax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import fluxion.numpy as jnp
+from fluxion import random, tree_util
+
+from ._checks import check, check_rank
+from ._episodic_memory import knn_query
+from ._losses import _check_float
+
+__all__ = ["add_gaussian_noise", "add_ornstein_uhlenbeck_noise", "IntrinsicRewardState",
+           "episodic_memory_intrinsic_rewards"]
+
+
+def add_gaussian_noise(key: Any, action: Any, stddev: float) -> Any:
+    """`action + stddev * N(0, 1)` of the action's shape (Lillicrap et al. 2016, "DDPG").
+
+    Raises:
+        RLaxInputError: non-float `action`.
+    """
+    _check_float("add_gaussian_noise", "action", action)
+    return action + random.normal(key, shape=action.shape) * stddev
+
+
+def add_ornstein_uhlenbeck_noise(key: Any, action: Any, noise_tm1: Any, damping: float, stddev: float) -> Any:
+    """`action + noise_t` with Ornstein-Uhlenbeck noise `noise_t = (1 - damping) noise_tm1 + stddev N(0, 1)`
+    (Uhlenbeck & Ornstein 1930; used by DDPG). Returns the noisy action (recover `noise_t` as the difference).
+
+    Args:
+        action, noise_tm1: float vectors of the same length.
+
+    Raises:
+        RLaxInputError: wrong rank or dtype.
+    """
+    check("add_ornstein_uhlenbeck_noise", [("action", action, 1, "float"), ("noise_tm1", noise_tm1, 1, "float")])
+    noise_t = (1. - damping) * noise_tm1 + random.normal(key, shape=action.shape) * stddev
+    return action + noise_t
+
+
+@dataclasses.dataclass
+class IntrinsicRewardState:
+    """Episodic memory (`[max_memory_size, dim]`, empty rows are +inf), the next write slot, and the running sum and
+    count of squared neighbour distances (a pytree, like RLax's chex dataclass)."""
+    memory: Any
+    next_memory_index: Any = 0
+    distance_sum: Any = 0
+    distance_count: Any = 0
+
+
+tree_util.register_dataclass(IntrinsicRewardState,
+                             data_fields=["memory", "next_memory_index", "distance_sum", "distance_count"],
+                             meta_fields=[])
+
+
+def episodic_memory_intrinsic_rewards(embeddings: Any, num_neighbors: int, reward_scale: float,
+                                      intrinsic_reward_state: Optional[IntrinsicRewardState] = None,
+                                      constant: float = 1e-3, epsilon: float = 1e-4, cluster_distance: float = 8e-3,
+                                      max_similarity: float = 8., max_memory_size: int = 30_000):
+    """Episodic novelty reward of Never Give Up (Badia et al. 2020, https://arxiv.org/abs/2002.06038, Alg. 1).
+
+    For each embedding, the `num_neighbors` nearest memory entries (squared distances `d`, normalised by their running
+    mean) give a kernel similarity `s = sqrt(sum eps / (max(d / mean - cluster_distance, 0) + eps)) + constant`; the
+    reward is `reward_scale / s`, or 0 when `s > max_similarity`. The embeddings are then written into the memory as a
+    ring buffer. A fresh state holds `num_neighbors` zero rows so that the first lookups are well defined.
+
+    Args:
+        embeddings: float `[batch, dim]`.
+
+    Returns:
+        `(rewards [batch], new IntrinsicRewardState)`.
+
+    Raises:
+        AssertionError: the given state's memory is not `[max_memory_size, dim]`.
+    """
+    check_rank("episodic_memory_intrinsic_rewards", [("embeddings", embeddings, 2)])
+    dim = embeddings.shape[-1]
+    if not intrinsic_reward_state:
+        memory = jnp.full((max_memory_size, dim), jnp.inf)
+        memory = memory.at[:num_neighbors, :].set(jnp.zeros((num_neighbors, dim)))
+        intrinsic_reward_state = IntrinsicRewardState(memory=memory)
+    elif tuple(intrinsic_reward_state.memory.shape) != (max_memory_size, dim):
+        raise AssertionError(f"episodic_memory_intrinsic_rewards: memory shape "
+                             f"{tuple(intrinsic_reward_state.memory.shape)} must be {(max_memory_size, dim)}")
+    state = intrinsic_reward_state
+    sq_distances = knn_query(state.memory, embeddings, num_neighbors).neighbor_neg_distances
+    start = state.next_memory_index % state.memory.shape[0]
+    slots = (jnp.arange(embeddings.shape[0]) + start) % state.memory.shape[0]
+    memory = jnp.asarray(state.memory).at[slots].set(embeddings)
+
+    # The "distances" are the negated squared distances returned by the query, exactly as RLax accumulates them.
+    distance_sum = state.distance_sum + jnp.sum(sq_distances)
+    distance_count = state.distance_count + sq_distances.size
+    rate = sq_distances / (distance_sum / distance_count + constant)
+    rate = jnp.maximum(rate - cluster_distance, jnp.zeros_like(rate))
+    similarity = jnp.sqrt(jnp.sum(epsilon / (rate + epsilon), axis=-1)) + constant
+    reward = jnp.where(similarity > max_similarity, 0, jnp.ones_like(embeddings[..., 0]) / similarity)
+    # RLax advances the write index by `start + batch % max_memory_size` (operator precedence); kept for parity.
+    new_state = IntrinsicRewardState(memory=memory, next_memory_index=start + embeddings.shape[0] % max_memory_size,
+                                     distance_sum=distance_sum, distance_count=distance_count)
+    return reward * reward_scale, new_state
