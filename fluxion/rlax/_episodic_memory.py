@@ -22,7 +22,8 @@ class KNNQueryResult:
     neighbor_neg_distances: Any
 
 
-tree_util.register_dataclass(KNNQueryResult, data_fields=["neighbors", "neighbor_indices", "neighbor_neg_distances"],
+# Leaves in sorted field-name order, as chex dataclasses flatten (same tree_leaves as RLax).
+tree_util.register_dataclass(KNNQueryResult, data_fields=["neighbor_indices", "neighbor_neg_distances", "neighbors"],
                              meta_fields=[])
 
 

@@ -54,8 +54,9 @@ class IntrinsicRewardState:
     distance_count: Any = 0
 
 
+# Leaves in sorted field-name order, as chex dataclasses flatten (same tree_leaves as RLax).
 tree_util.register_dataclass(IntrinsicRewardState,
-                             data_fields=["memory", "next_memory_index", "distance_sum", "distance_count"],
+                             data_fields=["distance_count", "distance_sum", "memory", "next_memory_index"],
                              meta_fields=[])
 
 

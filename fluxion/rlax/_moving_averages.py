@@ -36,7 +36,8 @@ class EmaState:
 
 
 tree_util.register_dataclass(EmaMoments, data_fields=["mean", "variance"], meta_fields=[])
-tree_util.register_dataclass(EmaState, data_fields=["mu", "nu", "decay_product"], meta_fields=[])
+# Leaves in sorted field-name order, the order chex dataclasses flatten in (same tree_leaves as RLax).
+tree_util.register_dataclass(EmaState, data_fields=["decay_product", "mu", "nu"], meta_fields=[])
 
 
 def create_ema(decay: float = 0.999, pmean_axis_name: Any = None):

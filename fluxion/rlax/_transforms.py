@@ -60,7 +60,9 @@ def signed_parabolic(x: Any, eps: float = 1e-3) -> Any:
     """Inverse of `signed_hyperbolic` with the same `eps`:
     `sign(x) (((sqrt(1 + 4 eps (|x| + 1 + eps)) - 1) / (2 eps))^2 - 1)`. Raises RLaxInputError for non-float."""
     _check_float("signed_parabolic", "x", x)
-    root = (jnp.sqrt(1 + 4 * eps * (eps + 1 + jnp.abs(x))) - 1) / (2 * eps)
+    # Evaluated as sqrt(.)/(2 eps) - 1/(2 eps), RLax's order: the subtraction cancels digits in float32, and the
+    # same order gives the same rounding.
+    root = jnp.sqrt(1 + 4 * eps * (eps + 1 + jnp.abs(x))) / 2 / eps - 1 / 2 / eps
     return jnp.sign(x) * (jnp.square(root) - 1)
 
 
