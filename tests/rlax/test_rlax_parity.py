@@ -257,7 +257,7 @@ RECORDS: dict[str, Rec] = {
     "replace_masked": Rec(lambda r: (n(r, T, A), n(r, T, A), r.integers(0, 2, T).astype(bool)),
                           f("replace_masked"), grad=(0, 1)),
     "AllSum": Rec(lambda r: (n(r, T, A),), lambda L, x: (L.rl.AllSum()(x), L.rl.AllSum()(x, axis=1)), grad=(0,)),
-    "clip_gradient": Rec(lambda r: (n(r, T),), lambda L, x: L.rl.clip_gradient(x * 3., -0.5, 2.), grad=(0,),
+    "clip_gradient": Rec(lambda r: (n(r, T),), lambda L, x: L.rl.clip_gradient(x, -0.5, 0.25), grad=(0,),
                          bad=lambda x: (np.arange(T),)),
     # distributions
     "categorical_cross_entropy": Rec(lambda r: (probs(r, T, A), n(r, T, A)), f("categorical_cross_entropy"),
