@@ -10,7 +10,7 @@ RLax applies it. Batch them with `fluxion.vmap`::
 Families: value learning (`_value_learning`), multistep returns (`_multistep`), V-trace (`_vtrace`), policy
 gradients (`_policy_gradients`), MPO/V-MPO (`_mpo`), PopArt (`_pop_art`), value transforms and transformed
 Bellman targets (`_transforms`, `_nonlinear_bellman`), distributions and exploration, auxiliary tasks, and tree
-helpers. `add_dirichlet_noise` is not provided (see `tests/rlax/test_rlax_parity.py::MISSING_WITH_REASON`).
+helpers. Every public name of rlax 0.1.9 is provided.
 """
 
 from ._base import AllSum as AllSum
@@ -35,6 +35,7 @@ from ._distributions import softmax as softmax
 from ._distributions import squashed_gaussian as squashed_gaussian
 from ._embedding import embed_oar as embed_oar
 from ._episodic_memory import knn_query as knn_query
+from ._exploration import add_dirichlet_noise as add_dirichlet_noise
 from ._exploration import add_gaussian_noise as add_gaussian_noise
 from ._exploration import add_ornstein_uhlenbeck_noise as add_ornstein_uhlenbeck_noise
 from ._exploration import episodic_memory_intrinsic_rewards as episodic_memory_intrinsic_rewards

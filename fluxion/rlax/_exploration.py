@@ -1,6 +1,8 @@
 """Exploration: action noise for continuous control and NGU's episodic-novelty intrinsic reward.
 
 Noise draws use `fluxion.random.normal` with the action's shape, so a given key yields the same noise as RLax.
+Dirichlet noise reproduces JAX's `random.dirichlet` draw (a softmax of log-Gamma samples from the Marsaglia-Tsang
+method, one split key per element) from fluxion's public `random` and `lax`, so it is also key-for-key identical.
 """
 
 from __future__ import annotations
@@ -8,14 +10,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+import numpy as np
+
+import fluxion
 import fluxion.numpy as jnp
-from fluxion import random, tree_util
+from fluxion import lax, nn, random, tree_util
 
 from ._checks import check, check_rank
 from ._episodic_memory import knn_query
 from ._losses import _check_float
 
-__all__ = ["add_gaussian_noise", "add_ornstein_uhlenbeck_noise", "IntrinsicRewardState",
+__all__ = ["add_gaussian_noise", "add_ornstein_uhlenbeck_noise", "add_dirichlet_noise", "IntrinsicRewardState",
            "episodic_memory_intrinsic_rewards"]
 
 
@@ -42,6 +47,71 @@ def add_ornstein_uhlenbeck_noise(key: Any, action: Any, noise_tm1: Any, damping:
     check("add_ornstein_uhlenbeck_noise", [("action", action, 1, "float"), ("noise_tm1", noise_tm1, 1, "float")])
     noise_t = (1. - damping) * noise_tm1 + random.normal(key, shape=action.shape) * stddev
     return action + noise_t
+
+
+def _log_gamma_one(key: Any, alpha: Any) -> Any:
+    """log of one Gamma(alpha, 1) sample (Marsaglia & Tsang 2000, "A simple method for generating gamma variables").
+
+    alpha < 1 is boosted to alpha + 1 and corrected by `U^(1/alpha)`, added in log space so that tiny alphas do not
+    underflow. The key schedule (split into loop key and boost key; per attempt split into three; normal draws
+    retried until `v > 0`) is JAX's, which makes the sample identical for the same key.
+    """
+    dtype = alpha.dtype
+    zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)
+    third = jnp.asarray(1. / 3., dtype)
+    boost = alpha >= one
+    alpha_orig = alpha
+    alpha = jnp.where(boost, alpha, alpha + one)
+    d = alpha - third
+    c = third / jnp.sqrt(d)
+
+    def reject(state):
+        _, x2, v3, u = state
+        squeeze = u >= one - jnp.asarray(0.0331, dtype) * (x2 * x2)
+        return squeeze & (jnp.log(u) >= x2 * jnp.asarray(0.5, dtype) + d * (one - v3 + jnp.log(v3)))
+
+    def propose(state):
+        def next_normal(kxv):
+            k, sub = random.split(kxv[0])
+            x = random.normal(sub, (), dtype=dtype)
+            return k, x, one + x * c
+
+        k, x_key, u_key = random.split(state[0], 3)
+        _, x, v = lax.while_loop(lambda kxv: kxv[2] <= zero, next_normal, (x_key, zero, -one))
+        return k, x * x, v * v * v, random.uniform(u_key, (), dtype=dtype)
+
+    key, boost_key = random.split(key)
+    # The initial state (U = 2) always fails the acceptance test, so at least one proposal is drawn.
+    _, _, v3, _ = lax.while_loop(reject, propose, (key, zero, one, 2 * one))
+    log_u = -(-jnp.log1p(-random.uniform(boost_key, (), dtype=dtype)))
+    log_boost = jnp.where(boost | (log_u == 0), zero, log_u * (one / alpha_orig))
+    return jnp.log(d) + jnp.log(v3) + log_boost
+
+
+def add_dirichlet_noise(key: Any, prior: Any, dirichlet_alpha: float, dirichlet_fraction: float) -> Any:
+    """Mixes Dirichlet noise into a batch of priors, as AlphaZero does at the search root (Silver et al. 2018):
+    `(1 - dirichlet_fraction) * prior + dirichlet_fraction * Dir(dirichlet_alpha, ..., dirichlet_alpha)`, one draw per
+    row.
+
+    Args:
+        prior: float `[batch, num_actions]` probabilities. dirichlet_alpha, dirichlet_fraction: Python floats.
+
+    Returns:
+        `[batch, num_actions]`, identical to RLax's for the same key.
+
+    Raises:
+        RLaxInputError: `prior` not rank 2, or non-float alpha/fraction.
+    """
+    check_rank("add_dirichlet_noise", [("prior", prior, 2)])
+    check("add_dirichlet_noise", [("dirichlet_alpha", dirichlet_alpha, set(range(8)), "float"),
+                                  ("dirichlet_fraction", dirichlet_fraction, set(range(8)), "float")])
+    batch_size, num_actions = prior.shape
+    alphas = jnp.full((batch_size * num_actions,), dirichlet_alpha, dtype=jnp.float32)
+    # One key per element, in row-major order, then a log-Gamma sample each; normalising gives the Dirichlet draw.
+    keys = random.split(key, int(np.prod((batch_size, num_actions))))
+    log_gamma = fluxion.vmap(_log_gamma_one)(keys, alphas).reshape(batch_size, num_actions)
+    noise = nn.softmax(log_gamma, axis=-1)
+    return (1 - dirichlet_fraction) * prior + dirichlet_fraction * noise
 
 
 @dataclasses.dataclass

@@ -28,11 +28,7 @@ f32 = np.float32
 T, A, N, Q = 5, 3, 7, 6     # trajectory length, actions, categorical atoms, quantiles
 
 # Names of RLax's public API that fluxion.rlax does not provide, each with the reason.
-MISSING_WITH_REASON = {
-    "add_dirichlet_noise": "needs Dirichlet (Gamma) sampling bit-exact with jax.random.dirichlet; fluxion.random "
-                           "has no gamma/dirichlet sampler yet, and RLax's contract is 'same noise for the same "
-                           "key', which an independent sampler could not honour.",
-}
+MISSING_WITH_REASON: dict[str, str] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +278,11 @@ RECORDS: dict[str, Rec] = {
     "episodic_memory_intrinsic_rewards": Rec(lambda r: (n(r, 4, 3), n(r, 3, 3)), _episodic),
     "add_gaussian_noise": Rec(lambda r: (Key(11), n(r, T, A)), lambda L, k, x: L.rl.add_gaussian_noise(k, x, 0.3),
                               grad=(1,), bad=lambda x: (x[0], np.arange(3))),
+    "add_dirichlet_noise": Rec(lambda r: (Key(14), probs(r, 4, A)),
+                               lambda L, k, p: (L.rl.add_dirichlet_noise(k, p, 0.3, 0.25),
+                                                L.rl.add_dirichlet_noise(k, p, 2.5, 0.5),
+                                                L.rl.add_dirichlet_noise(k, p, 0.01, 0.5)),
+                               grad=(1,), bad=lambda x: (x[0], x[1][0])),
     "add_ornstein_uhlenbeck_noise": Rec(lambda r: (Key(12), n(r, A), n(r, A)),
                                         lambda L, *x: L.rl.add_ornstein_uhlenbeck_noise(*x, 0.15, 0.2), grad=(1, 2),
                                         bad=lambda x: (x[0], x[1][None], x[2])),
