@@ -8,7 +8,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import tree_util
 
-from ._losses import _check_float
+from ._checks import check_float
 
 __all__ = ["clip_gradient"]
 
@@ -37,5 +37,5 @@ def clip_gradient(x: Any, gradient_min: float, gradient_max: float) -> Any:
     Raises:
         RLaxInputError: non-float `x`.
     """
-    _check_float("clip_gradient", "x", x)
+    check_float("clip_gradient", "x", x)
     return _clip_gradient(x, jnp.asarray(gradient_min, jnp.float32), jnp.asarray(gradient_max, jnp.float32))

@@ -16,9 +16,8 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax, nn, random, tree_util
 
-from ._checks import check, check_rank
+from ._checks import check, check_float, check_rank
 from ._episodic_memory import knn_query
-from ._losses import _check_float
 
 __all__ = ["add_gaussian_noise", "add_ornstein_uhlenbeck_noise", "add_dirichlet_noise", "IntrinsicRewardState",
            "episodic_memory_intrinsic_rewards"]
@@ -30,7 +29,7 @@ def add_gaussian_noise(key: Any, action: Any, stddev: float) -> Any:
     Raises:
         RLaxInputError: non-float `action`.
     """
-    _check_float("add_gaussian_noise", "action", action)
+    check_float("add_gaussian_noise", "action", action)
     return action + random.normal(key, shape=action.shape) * stddev
 
 
@@ -83,7 +82,8 @@ def _log_gamma_one(key: Any, alpha: Any) -> Any:
     key, boost_key = random.split(key)
     # The initial state (U = 2) always fails the acceptance test, so at least one proposal is drawn.
     _, _, v3, _ = lax.while_loop(reject, propose, (key, zero, one, 2 * one))
-    log_u = -(-jnp.log1p(-random.uniform(boost_key, (), dtype=dtype)))
+    # log(1 - U) = -Exponential(1); negation is exact, so this is JAX's -exponential(key) bit for bit.
+    log_u = jnp.log1p(-random.uniform(boost_key, (), dtype=dtype))
     log_boost = jnp.where(boost | (log_u == 0), zero, log_u * (one / alpha_orig))
     return jnp.log(d) + jnp.log(v3) + log_boost
 
@@ -103,8 +103,8 @@ def add_dirichlet_noise(key: Any, prior: Any, dirichlet_alpha: float, dirichlet_
         RLaxInputError: `prior` not rank 2, or non-float alpha/fraction.
     """
     check_rank("add_dirichlet_noise", [("prior", prior, 2)])
-    check("add_dirichlet_noise", [("dirichlet_alpha", dirichlet_alpha, set(range(8)), "float"),
-                                  ("dirichlet_fraction", dirichlet_fraction, set(range(8)), "float")])
+    check("add_dirichlet_noise", [("dirichlet_alpha", dirichlet_alpha, None, "float"),
+                                  ("dirichlet_fraction", dirichlet_fraction, None, "float")])
     batch_size, num_actions = prior.shape
     alphas = jnp.full((batch_size * num_actions,), dirichlet_alpha, dtype=jnp.float32)
     # One key per element, in row-major order, then a log-Gamma sample each; normalising gives the Dirichlet draw.

@@ -6,14 +6,9 @@ from typing import Any
 
 import fluxion.numpy as jnp
 
-from ._checks import RLaxInputError, _dtype, check_equal_shape
+from ._checks import check_equal_shape, check_float
 
 __all__ = ["l2_loss", "huber_loss", "likelihood", "log_loss", "expectile_loss"]
-
-
-def _check_float(fn: str, name: str, x: Any) -> None:
-    if not jnp.issubdtype(_dtype(x), jnp.floating):
-        raise RLaxInputError(f"{fn}: `{name}` must have a floating dtype, got {_dtype(x)}")
 
 
 def l2_loss(predictions: Any, targets: Any = None) -> Any:
@@ -26,8 +21,8 @@ def l2_loss(predictions: Any, targets: Any = None) -> Any:
     """
     if targets is None:
         targets = jnp.zeros_like(predictions)
-    _check_float("l2_loss", "predictions", predictions)
-    _check_float("l2_loss", "targets", targets)
+    check_float("l2_loss", "predictions", predictions)
+    check_float("l2_loss", "targets", targets)
     return 0.5 * (predictions - targets) ** 2
 
 
@@ -37,7 +32,7 @@ def huber_loss(x: Any, delta: float = 1.) -> Any:
     Raises:
         RLaxInputError: non-float `x`.
     """
-    _check_float("huber_loss", "x", x)
+    check_float("huber_loss", "x", x)
     abs_x = jnp.abs(x)
     quadratic = jnp.minimum(abs_x, delta)
     # `abs_x - quadratic` equals max(abs_x - delta, 0) without doubling the gradient at |x| = delta.
@@ -52,8 +47,8 @@ def likelihood(predictions: Any, targets: Any) -> Any:
     Raises:
         RLaxInputError: non-float inputs.
     """
-    _check_float("likelihood", "predictions", predictions)
-    _check_float("likelihood", "targets", targets)
+    check_float("likelihood", "predictions", predictions)
+    check_float("likelihood", "targets", targets)
     values = predictions ** targets * (1. - predictions) ** (1. - targets)
     exact = ((targets == 1) & (predictions == 1)) | ((targets == 0) & (predictions == 0))
     return jnp.where(exact, 1, values)
@@ -65,8 +60,8 @@ def log_loss(predictions: Any, targets: Any) -> Any:
     Raises:
         RLaxInputError: non-float inputs.
     """
-    _check_float("log_loss", "predictions", predictions)
-    _check_float("log_loss", "targets", targets)
+    check_float("log_loss", "predictions", predictions)
+    check_float("log_loss", "targets", targets)
     return -jnp.log(likelihood(predictions, targets))
 
 

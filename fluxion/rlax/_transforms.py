@@ -14,7 +14,7 @@ import fluxion.numpy as jnp
 from fluxion import nn
 
 from ._base import one_hot
-from ._losses import _check_float
+from ._checks import check_float
 
 __all__ = ["identity", "sigmoid", "logit", "signed_logp1", "signed_expm1", "signed_hyperbolic", "signed_parabolic",
            "hyperbolic_sin", "hyperbolic_arcsin", "power", "transform_to_2hot", "transform_from_2hot"]
@@ -22,44 +22,44 @@ __all__ = ["identity", "sigmoid", "logit", "signed_logp1", "signed_expm1", "sign
 
 def identity(x: Any) -> Any:
     """`x` unchanged (float only). Raises RLaxInputError for non-float `x`."""
-    _check_float("identity", "x", x)
+    check_float("identity", "x", x)
     return x
 
 
 def sigmoid(x: Any) -> Any:
     """`1 / (1 + exp(-x))`. Raises RLaxInputError for non-float `x`."""
-    _check_float("sigmoid", "x", x)
+    check_float("sigmoid", "x", x)
     return nn.sigmoid(x)
 
 
 def logit(x: Any) -> Any:
     """Inverse of `sigmoid`: `log(x / (1 - x))` for x in (0, 1). Raises RLaxInputError for non-float `x`."""
-    _check_float("logit", "x", x)
+    check_float("logit", "x", x)
     return -jnp.log(1. / x - 1.)
 
 
 def signed_logp1(x: Any) -> Any:
     """`sign(x) log(1 + |x|)`. Raises RLaxInputError for non-float `x`."""
-    _check_float("signed_logp1", "x", x)
+    check_float("signed_logp1", "x", x)
     return jnp.sign(x) * jnp.log1p(jnp.abs(x))
 
 
 def signed_expm1(x: Any) -> Any:
     """Inverse of `signed_logp1`: `sign(x) (exp(|x|) - 1)`. Raises RLaxInputError for non-float `x`."""
-    _check_float("signed_expm1", "x", x)
+    check_float("signed_expm1", "x", x)
     return jnp.sign(x) * jnp.expm1(jnp.abs(x))
 
 
 def signed_hyperbolic(x: Any, eps: float = 1e-3) -> Any:
     """`h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x` (Pohlen et al. 2018). Raises RLaxInputError for non-float."""
-    _check_float("signed_hyperbolic", "x", x)
+    check_float("signed_hyperbolic", "x", x)
     return jnp.sign(x) * (jnp.sqrt(jnp.abs(x) + 1) - 1) + eps * x
 
 
 def signed_parabolic(x: Any, eps: float = 1e-3) -> Any:
     """Inverse of `signed_hyperbolic` with the same `eps`:
     `sign(x) (((sqrt(1 + 4 eps (|x| + 1 + eps)) - 1) / (2 eps))^2 - 1)`. Raises RLaxInputError for non-float."""
-    _check_float("signed_parabolic", "x", x)
+    check_float("signed_parabolic", "x", x)
     # Evaluated as sqrt(.)/(2 eps) - 1/(2 eps), RLax's order: the subtraction cancels digits in float32, and the
     # same order gives the same rounding.
     root = jnp.sqrt(1 + 4 * eps * (eps + 1 + jnp.abs(x))) / 2 / eps - 1 / 2 / eps
@@ -68,13 +68,13 @@ def signed_parabolic(x: Any, eps: float = 1e-3) -> Any:
 
 def hyperbolic_sin(x: Any) -> Any:
     """`sinh(x)` (float only)."""
-    _check_float("hyperbolic_sin", "x", x)
+    check_float("hyperbolic_sin", "x", x)
     return jnp.sinh(x)
 
 
 def hyperbolic_arcsin(x: Any) -> Any:
     """`arcsinh(x)`, the inverse of `hyperbolic_sin` (float only)."""
-    _check_float("hyperbolic_arcsin", "x", x)
+    check_float("hyperbolic_arcsin", "x", x)
     return jnp.arcsinh(x)
 
 
@@ -82,7 +82,7 @@ def power(x: Any, p: float) -> Any:
     """`sign(x) ((|x| / sqrt(p) + 1)^p - 1) / sqrt(p)`: slope 1 at the origin, growth like |x|^p.
 
     Raises RLaxInputError for non-float `x`."""
-    _check_float("power", "x", x)
+    check_float("power", "x", x)
     q = jnp.sqrt(p)
     return jnp.sign(x) * (jnp.power(jnp.abs(x) / q + 1., p) - 1) / q
 
