@@ -9,7 +9,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax, tree_util
 
-from ._checks import check_rank
+from ._checks import RLaxInputError, check_rank
 
 __all__ = ["KNNQueryResult", "knn_query"]
 
@@ -40,11 +40,12 @@ def knn_query(data: Any, query_points: Any, num_neighbors: int,
         data: `[num_data, dim]`. query_points: `[num_queries, dim]`.
 
     Raises:
-        RLaxInputError: either argument not rank 2. AssertionError: different feature sizes.
+        RLaxInputError (an AssertionError, as RLax raises): either argument not rank 2, or different feature
+            sizes.
     """
     check_rank("knn_query", [("data", data, 2), ("query_points", query_points, 2)])
     if data.shape[-1] != query_points.shape[-1]:
-        raise AssertionError(f"knn_query: `data` and `query_points` feature sizes differ: {data.shape[-1]} vs "
+        raise RLaxInputError(f"knn_query: `data` and `query_points` feature sizes differ: {data.shape[-1]} vs "
                              f"{query_points.shape[-1]}")
     pairwise = fluxion.vmap(fluxion.vmap(metric, (None, 0)), (0, None))
     neg_distances, indices = lax.top_k(-pairwise(query_points, data), min(num_neighbors, data.shape[0]))

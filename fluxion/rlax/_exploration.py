@@ -16,7 +16,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax, nn, random, tree_util
 
-from ._checks import check, check_float, check_rank
+from ._checks import RLaxInputError, check, check_float, check_rank
 from ._episodic_memory import knn_query
 
 __all__ = ["add_gaussian_noise", "add_ornstein_uhlenbeck_noise", "add_dirichlet_noise", "IntrinsicRewardState",
@@ -148,7 +148,7 @@ def episodic_memory_intrinsic_rewards(embeddings: Any, num_neighbors: int, rewar
         `(rewards [batch], new IntrinsicRewardState)`.
 
     Raises:
-        AssertionError: the given state's memory is not `[max_memory_size, dim]`.
+        RLaxInputError (an AssertionError, as RLax raises): the given state's memory is not `[max_memory_size, dim]`.
     """
     check_rank("episodic_memory_intrinsic_rewards", [("embeddings", embeddings, 2)])
     dim = embeddings.shape[-1]
@@ -157,7 +157,7 @@ def episodic_memory_intrinsic_rewards(embeddings: Any, num_neighbors: int, rewar
         memory = memory.at[:num_neighbors, :].set(jnp.zeros((num_neighbors, dim)))
         intrinsic_reward_state = IntrinsicRewardState(memory=memory)
     elif tuple(intrinsic_reward_state.memory.shape) != (max_memory_size, dim):
-        raise AssertionError(f"episodic_memory_intrinsic_rewards: memory shape "
+        raise RLaxInputError(f"episodic_memory_intrinsic_rewards: memory shape "
                              f"{tuple(intrinsic_reward_state.memory.shape)} must be {(max_memory_size, dim)}")
     state = intrinsic_reward_state
     sq_distances = knn_query(state.memory, embeddings, num_neighbors).neighbor_neg_distances

@@ -8,6 +8,8 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import random
 
+from ._checks import RLaxInputError
+
 __all__ = ["extract_subsequences", "sample_start_indices"]
 
 
@@ -23,10 +25,10 @@ def extract_subsequences(trajectories: Any, start_indices: Any, subsequence_len:
         `[subsequence_len, B, num_subsequences, ...]`.
 
     Raises:
-        AssertionError: trajectories shorter than `max_valid_start_idx + subsequence_len` (as RLax).
+        RLaxInputError (an AssertionError, as RLax raises): trajectories shorter than `max_valid_start_idx + subsequence_len` (as RLax).
     """
     if max_valid_start_idx is not None and trajectories.shape[0] < max_valid_start_idx + subsequence_len:
-        raise AssertionError(f"extract_subsequences: expected len >= {max_valid_start_idx + subsequence_len}, but "
+        raise RLaxInputError(f"extract_subsequences: expected len >= {max_valid_start_idx + subsequence_len}, but "
                              f"trajectories length is: {trajectories.shape[0]}.")
     batch_size, num_subs = start_indices.shape
     time_idx = jnp.arange(subsequence_len)[:, None, None] * jnp.ones((subsequence_len, batch_size, num_subs),

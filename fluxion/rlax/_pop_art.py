@@ -15,6 +15,7 @@ import fluxion.numpy as jnp
 from fluxion import lax, tree_util
 
 from ._base import one_hot
+from ._checks import RLaxInputError
 
 __all__ = ["PopArtState", "PopArtOutput", "normalize", "unnormalize", "unnormalize_linear", "art", "pop", "popart"]
 
@@ -34,9 +35,9 @@ def _scatter_add(source: Any, indices: Any, updates: Any, axis_name: Any) -> Any
 
 def _check_indices(fn: str, indices: Any, shape: tuple, what: str) -> None:
     if not jnp.issubdtype(jnp.asarray(indices).dtype, jnp.integer):
-        raise AssertionError(f"{fn}: `indices` must have an integer dtype, got {jnp.asarray(indices).dtype}")
+        raise RLaxInputError(f"{fn}: `indices` must have an integer dtype, got {jnp.asarray(indices).dtype}")
     if tuple(jnp.shape(indices)) != tuple(shape):
-        raise AssertionError(f"{fn}: `indices` shape {tuple(jnp.shape(indices))} must equal {what} {tuple(shape)}")
+        raise RLaxInputError(f"{fn}: `indices` shape {tuple(jnp.shape(indices))} must equal {what} {tuple(shape)}")
 
 
 def normalize(state: PopArtState, unnormalized: Any, indices: Any) -> Any:
@@ -53,7 +54,7 @@ def unnormalize_linear(state: PopArtState, inputs: Any, indices: Any) -> PopArtO
     """Selects output `indices` of `inputs` `[..., num_outputs]` and returns it normalized and unnormalized.
 
     Raises:
-        AssertionError: `indices` not integer or not of shape `inputs.shape[:-1]` (as RLax).
+        RLaxInputError (an AssertionError, as RLax raises): `indices` not integer or not of shape `inputs.shape[:-1]` (as RLax).
     """
     _check_indices("unnormalize_linear", indices, jnp.shape(inputs)[:-1], "inputs.shape[:-1]")
     normalized = jnp.squeeze(jnp.take_along_axis(inputs, indices[..., None], axis=-1), axis=-1)
@@ -67,7 +68,7 @@ def art(state: PopArtState, targets: Any, indices: Any, step_size: float, scale_
     `scale = sqrt(clip(second_moment - shift^2, scale_lb^2, scale_ub^2))`. The new state carries no gradient.
 
     Raises:
-        AssertionError: `indices` not integer or not of `targets`' shape (as RLax).
+        RLaxInputError (an AssertionError, as RLax raises): `indices` not integer or not of `targets`' shape (as RLax).
     """
     _check_indices("art", indices, jnp.shape(targets), "targets.shape")
     shift = _scatter_add(state.shift, indices, step_size * (targets - state.shift[indices]), axis_name)
