@@ -628,9 +628,50 @@ def test_container_layouts_match_rlax():
     for name in ("TxPair", "LagrangePenalty", "PopArtState"):
         assert getattr(frlax, name)._fields == getattr(real, name)._fields, name
     assert frlax.LagrangePenalty(1., 2.).per_dimension is False
-    for name in ("EmaMoments", "EmaState", "PolicyTarget"):
-        ours = [fld.name for fld in dataclasses.fields(getattr(frlax, name))]
-        assert ours == [fld.name for fld in dataclasses.fields(getattr(real, name))], name
+    from fluxion.rlax import _distributions, _episodic_memory, _exploration, _mpo, _pop_art
+    from rlax._src import distributions, episodic_memory, exploration, mpo_ops, pop_art
+    for ours, theirs in ((_mpo.MpoOutputs, mpo_ops.MpoOutputs), (_pop_art.PopArtOutput, pop_art.PopArtOutput),
+                         (_distributions.ContinuousDistribution, distributions.ContinuousDistribution),
+                         (frlax.DiscreteDistribution, distributions.DiscreteDistribution)):
+        assert ours._fields == theirs._fields and ours.__name__ == theirs.__name__
+    dataclass_pairs = [(getattr(frlax, name), getattr(real, name)) for name in ("EmaMoments", "EmaState", "PolicyTarget")]
+    dataclass_pairs += [(_episodic_memory.KNNQueryResult, episodic_memory.KNNQueryResult),
+                        (_exploration.IntrinsicRewardState, exploration.IntrinsicRewardState)]
+    for ours, theirs in dataclass_pairs:
+        assert [fld.name for fld in dataclasses.fields(ours)] == [fld.name for fld in dataclasses.fields(theirs)]
     assert frlax.vtrace_td_error_and_advantage.__name__ == "vtrace_td_error_and_advantage"
     out = frlax.vtrace_td_error_and_advantage(*(fnp.ones(3),) * 5)
     assert type(out).__name__ == "vtrace_output" and out._fields == ("errors", "pg_advantage", "q_estimate")
+
+
+# Per-example functions that users batch with vmap: the batched call must equal the per-example calls stacked.
+VMAP_NAMES = ("retrace", "retrace_continuous", "q_lambda", "sarsa_lambda", "categorical_q_learning",
+              "categorical_double_q_learning", "categorical_td_learning", "quantile_q_learning",
+              "quantile_expected_sarsa", "persistent_q_learning", "qv_learning", "qv_max", "leaky_vtrace",
+              "vtrace_td_error_and_advantage", "truncated_generalized_advantage_estimation",
+              "general_off_policy_returns_from_action_values", "clipped_surrogate_pg_loss", "transformed_q_lambda",
+              "transformed_retrace", "transformed_n_step_q_learning", "signed_hyperbolic", "transform_to_2hot")
+
+
+@pytest.mark.parametrize("name", VMAP_NAMES)
+def test_vmap_matches_stacked_calls(name, rng):
+    _, ours_L = _libs()
+    rec = RECORDS[name]
+    examples = [_convert(rec.args(rng), ours_L) for _ in range(3)]
+    arrays = [i for i, x in enumerate(examples[0]) if hasattr(x, "shape")]
+    # Inputs that are not arrays (or equal in every example, like fixed atom supports) are shared, not batched.
+    batched = [i for i in arrays if not all(np.array_equal(np.asarray(e[i]), np.asarray(examples[0][i]))
+                                            for e in examples)]
+
+    def one(*xs):
+        full = list(examples[0])
+        for i, x in zip(batched, xs):
+            full[i] = x
+        return rec.call(ours_L, *full)
+
+    stacked = [fnp.stack([e[i] for e in examples]) for i in batched]
+    out = fluxion.vmap(one)(*stacked)
+    expected = [one(*(e[i] for i in batched)) for e in examples]
+    for k, leaf in enumerate(ftree.tree_leaves(out)):
+        want = np.stack([np.asarray(ftree.tree_leaves(e)[k]) for e in expected])
+        np.testing.assert_allclose(np.asarray(leaf), want, rtol=1e-5, atol=1e-6, err_msg=f"vmap {name} leaf {k}")
