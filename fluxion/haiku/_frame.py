@@ -81,6 +81,24 @@ class Frame:
             self.counter_stack.pop()
             self.names_stack.pop()
 
+    def evolve(self, params: dict, state: dict, rng: Any, *, decoupled: bool) -> "Frame":
+        """A frame over other parameter/state/rng values (the stateful control flow of `_stateful.py`).
+
+        With `decoupled`, module naming (the module, counter and used-name stacks) is copied, so modules created
+        inside e.g. a `cond` branch do not take names away from the code after it; otherwise it is shared.
+        """
+        frame = Frame(params, state, rng, self.params_frozen)
+        if decoupled:
+            frame.module_stack = list(self.module_stack)
+            frame.counter_stack = [collections.Counter(c) for c in self.counter_stack]
+            frame.names_stack = [set(n) for n in self.names_stack]
+        else:
+            frame.module_stack = self.module_stack
+            frame.counter_stack = self.counter_stack
+            frame.names_stack = self.names_stack
+        frame.allow_nested_init = self.allow_nested_init
+        return frame
+
     def collect_params(self) -> dict:
         """The parameters as a plain `{bundle: {name: array}}` dict (empty bundles dropped)."""
         return {b: dict(v) for b, v in self.params.items() if v}

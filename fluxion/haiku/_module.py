@@ -13,6 +13,7 @@ Naming rules (those of Haiku, so parameter trees have the same keys):
 
 from __future__ import annotations
 
+import abc
 import functools
 import inspect
 import re
@@ -124,7 +125,7 @@ def _wrap_method(method_name: str, fn: Callable) -> Callable:
     return wrapped
 
 
-class _ModuleMeta(type):
+class _ModuleMeta(abc.ABCMeta):
     """Wraps every public method (and `__call__`, and properties) so it runs inside the module's scope."""
 
     def __new__(mcs, name, bases, clsdict):

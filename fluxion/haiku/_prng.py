@@ -52,6 +52,10 @@ def is_int_seed(x: Any) -> bool:
     return hasattr(x, "shape") and tuple(x.shape) == () and str(getattr(x, "dtype", "")) == "int32"
 
 
+# Keys split at once when the queue is empty (Haiku's `rng_reserve_size` default).
+RESERVE_SIZE = 1
+
+
 class PRNGSequence(Iterator[Any]):
     """Iterator of random keys.
 
@@ -91,6 +95,11 @@ class PRNGSequence(Iterator[Any]):
             self._key = new_keys[0]
             self._subkeys.extend(new_keys[1:])
 
+    def reserve_up_to_full(self) -> None:
+        """Tops the queue up to one key (Haiku's default `rng_reserve_size`), so that stateful control flow
+        (`hk.scan`, `hk.cond`, ...) always carries the same number of keys in and out."""
+        self.reserve(RESERVE_SIZE - len(self._subkeys))
+
     @property
     def internal_state(self) -> tuple:
         """`(key, queued_subkeys)`; pass it back to the constructor to resume the sequence."""
@@ -107,12 +116,12 @@ class PRNGSequence(Iterator[Any]):
     def peek(self) -> Any:
         """The key `next()` would return, without consuming it."""
         if not self._subkeys:
-            self.reserve(1)
+            self.reserve(RESERVE_SIZE)
         return self._subkeys[0]
 
     def __next__(self) -> Any:
         if not self._subkeys:
-            self.reserve(1)
+            self.reserve(RESERVE_SIZE)
         return self._subkeys.popleft()
 
     next = __next__
