@@ -56,6 +56,7 @@ class Frame:
             already used; a fresh pair is pushed for every module method call so that a module created inside a
             method gets the same name each time that method runs (Haiku's naming rule).
         allow_nested_init: set by `hk.lift` while it runs an inner `init` on top of this frame.
+        teardown_callbacks: checks run when `init`/`apply` returns (e.g. a `lift_with_state` updater was used).
     """
 
     def __init__(self, params: dict, state: dict, rng: Any, params_frozen: bool):
@@ -67,6 +68,7 @@ class Frame:
         self.counter_stack: list[collections.Counter] = [collections.Counter()]
         self.names_stack: list[set] = [set()]
         self.allow_nested_init = False
+        self.teardown_callbacks: list = []
 
     @contextlib.contextmanager
     def module_call(self, module: Any, method_name: str) -> Iterator[None]:
@@ -98,6 +100,10 @@ class Frame:
             frame.names_stack = self.names_stack
         frame.allow_nested_init = self.allow_nested_init
         return frame
+
+    def teardown(self) -> None:
+        for callback in self.teardown_callbacks:
+            callback()
 
     def collect_params(self) -> dict:
         """The parameters as a plain `{bundle: {name: array}}` dict (empty bundles dropped)."""
