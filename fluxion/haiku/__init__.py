@@ -15,9 +15,13 @@ with the implicit parameters/state/keys held in one context object and exposes t
 Haiku, so the same seed gives the same parameters as Haiku on JAX.
 """
 
+from . import config as config
 from . import data_structures as data_structures
 from . import initializers as initializers
+from . import mixed_precision as mixed_precision
 from . import nets as nets
+from . import pad as pad
+from . import testing as testing
 from ._basic import Bias as Bias
 from ._basic import BatchApply as BatchApply
 from ._basic import expand_apply as expand_apply
@@ -53,6 +57,13 @@ from ._lift import transparent_lift as transparent_lift
 from ._lift import lift_with_state as lift_with_state
 from ._lift import transparent_lift_with_state as transparent_lift_with_state
 from ._lift import LiftWithStateUpdater as LiftWithStateUpdater
+from ._layer_stack import LayerStackTransparencyMapping as LayerStackTransparencyMapping
+from ._layer_stack import layer_stack as layer_stack
+from ._deferred import Deferred as Deferred
+from ._typing import ModuleProtocol as ModuleProtocol
+from ._typing import SupportsCall as SupportsCall
+from ._typing import MutableParams as MutableParams
+from ._typing import MutableState as MutableState
 from ._attention import MultiHeadAttention as MultiHeadAttention
 from ._base import current_name as current_name
 from ._base import get_parameter as get_parameter

@@ -15,7 +15,7 @@ import numpy as np
 import fluxion.numpy as jnp
 from fluxion import lax
 
-from . import initializers
+from . import initializers, pad
 from ._base import get_parameter
 from ._module import Module
 from ._utils import get_channel_index, int_tuple, replicate, spatial_letters
@@ -33,18 +33,12 @@ def _dimension_numbers(n: int, channels_last: bool, transpose: bool) -> tuple[st
     return image, kernel, image
 
 
-def _normalize_padding(padding: Any, n: int) -> Any:
+def _normalize_padding(padding: Any, n: int, kernel_shape: Sequence[int], rate: Sequence[int]) -> Any:
     if isinstance(padding, str):
         return padding.upper()
-    if callable(padding):
-        raise NotImplementedError("padding functions (hk.pad.*) are not supported; pass 'SAME', 'VALID' or "
-                                  "a sequence of (low, high) pairs")
-    pads = [tuple(int(v) for v in p) for p in padding]
-    if len(pads) == 1:
-        pads = pads * n
-    if len(pads) != n or any(len(p) != 2 for p in pads):
-        raise TypeError(f"padding must be a string or a sequence of {n} (low, high) pairs, got {padding!r}")
-    return pads
+    if pad.is_padfn(padding):
+        return pad.create_from_padfn(padding, kernel_shape, rate, n)
+    return pad.create_from_tuple(padding, n)
 
 
 def _check_rank(inputs: Any, n: int, what: str) -> bool:
@@ -96,7 +90,7 @@ class ConvND(Module):
         self.data_format = data_format
         self.channel_index = get_channel_index(data_format)
         self.dimension_numbers = _dimension_numbers(num_spatial_dims, self.channel_index == -1, transpose=False)
-        self.padding = _normalize_padding(padding, num_spatial_dims)
+        self.padding = _normalize_padding(padding, num_spatial_dims, self.kernel_shape, self.kernel_dilation)
 
     def __call__(self, inputs: Any, *, precision: Any = None) -> Any:
         inputs = jnp.asarray(inputs)
@@ -209,7 +203,7 @@ class ConvNDTranspose(Module):
         self.w_init = w_init
         self.b_init = b_init or jnp.zeros
         self.mask = mask
-        self.padding = _normalize_padding(padding, num_spatial_dims)
+        self.padding = _normalize_padding(padding, num_spatial_dims, self.kernel_shape, (1,) * num_spatial_dims)
         self.data_format = data_format
         self.channel_index = get_channel_index(data_format)
         self.dimension_numbers = _dimension_numbers(num_spatial_dims, self.channel_index == -1, transpose=True)
@@ -294,7 +288,7 @@ class DepthwiseConvND(Module):
         self.lhs_dilation = (1,) * num_spatial_dims
         self.rhs_dilation = replicate(rate, num_spatial_dims, "rhs_dilation")
         self.channel_multiplier = channel_multiplier
-        self.padding = _normalize_padding(padding, num_spatial_dims)
+        self.padding = _normalize_padding(padding, num_spatial_dims, self.kernel_shape, self.rhs_dilation)
         self.stride = replicate(stride, num_spatial_dims, "strides")
         self.data_format = data_format
         self.channel_index = get_channel_index(data_format)

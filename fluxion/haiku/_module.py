@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, TypeVar
 
 from . import _frame
 from ._base import module_name_of
+from .config import get_config
 
 __all__ = ["Module", "transparent", "force_name", "camel_to_snake", "MethodContext", "intercept_methods", "name_like",
            "name_scope"]
@@ -123,6 +124,13 @@ class _Interceptors(threading.local):
 
 
 _INTERCEPTORS = _Interceptors()
+# Installed for good (e.g. by `hk.mixed_precision.set_policy`); they run before the scoped ones.
+_GLOBAL_INTERCEPTORS: list = []
+
+
+def intercept_methods_global(interceptor: Callable[..., Any]) -> None:
+    """Installs `interceptor` (see `intercept_methods`) for all later module method calls, on every thread."""
+    _GLOBAL_INTERCEPTORS.append(interceptor)
 
 
 @contextlib.contextmanager
@@ -138,7 +146,7 @@ def intercept_methods(interceptor: Callable[..., Any]) -> Iterator[None]:
 
 
 def _run_interceptors(bound: Callable, method_name: str, module: Any, orig_class: type, args, kwargs) -> Any:
-    chain = list(_INTERCEPTORS.stack)
+    chain = _GLOBAL_INTERCEPTORS + _INTERCEPTORS.stack
     if not chain:
         return bound(*args, **kwargs)
     context = MethodContext(module, method_name, bound, orig_class)
@@ -245,6 +253,8 @@ class Module(metaclass=_ModuleMeta):
         self.name = name.split("/")[-1]
 
     def __repr__(self) -> str:
+        if not get_config().module_auto_repr:
+            return object.__repr__(self)
         return f"{type(self).__name__}(name={getattr(self, 'module_name', '?')!r})"
 
     def params_dict(self) -> Mapping[str, Any]:
