@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 from ._utils import replicate
 
-__all__ = ["PadFn", "valid", "same", "full", "causal", "reverse_causal", "create_from_padfn",
+__all__ = ["PadFn", "valid", "same", "full", "causal", "reverse_causal", "create", "create_from_padfn",
            "create_from_tuple", "is_padfn"]
 
 PadFn = Callable[[int], "tuple[int, int]"]
@@ -74,3 +74,6 @@ def is_padfn(padding: Any) -> bool:
     if isinstance(padding, collections.abc.Sequence) and not isinstance(padding, str):
         padding = padding[0] if padding else None
     return callable(padding)
+
+
+create = create_from_padfn  # Haiku's legacy alias.
