@@ -17,6 +17,7 @@ Haiku, so the same seed gives the same parameters as Haiku on JAX.
 
 from . import config as config
 from . import data_structures as data_structures
+from . import experimental as experimental
 from . import initializers as initializers
 from . import mixed_precision as mixed_precision
 from . import nets as nets

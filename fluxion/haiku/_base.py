@@ -127,6 +127,7 @@ class _Interceptors(threading.local):
         self.state_getters: list = []
         self.state_setters: list = []
         self.lift_prefixes: list[str] = []
+        self.rng_counters: list[list[int]] = []  # `hk.experimental.optimize_rng_use` counts next_rng_key calls
 
 
 INTERCEPTORS = _Interceptors()
@@ -397,7 +398,10 @@ def next_rng_key() -> Any:
     Raises:
         ValueError: outside a transform. MissingRNGError (a ValueError): if `init`/`apply` got `rng=None`.
     """
-    return next(_rng_sequence(_frame.current_frame("next_rng_key")))
+    key = next(_rng_sequence(_frame.current_frame("next_rng_key")))
+    for counter in INTERCEPTORS.rng_counters:
+        counter[0] += 1
+    return key
 
 
 def next_rng_keys(num: int) -> Any:

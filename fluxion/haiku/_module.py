@@ -259,23 +259,26 @@ class Module(metaclass=_ModuleMeta):
 
     def params_dict(self) -> Mapping[str, Any]:
         """`{"<module>/<param>": array}` for this module and the submodules it created or called."""
-        return self._collect("params", lambda v: v)
+        return _collect(self, "params", lambda v: v)
 
     def state_dict(self) -> Mapping[str, Any]:
         """`{"<module>/<state>": current value}` for this module and its submodules."""
-        return self._collect("state", lambda pair: pair.current)
+        return _collect(self, "state", lambda pair: pair.current)
 
-    def _collect(self, which: str, value_of: Callable) -> dict:
-        if not _frame.inside_transform():
-            raise ValueError(f"`module.{which}_dict()` must be used as part of an `hk.transform`.")
-        frame = _frame.current_frame()
-        out = {}
-        for bundle_name, bundle in getattr(frame, which).items():
-            if (bundle_name == self.module_name or bundle_name.startswith(self.module_name + "/")
-                    or bundle_name in self._submodules):
-                for k, v in bundle.items():
-                    out[f"{bundle_name}/{k}"] = value_of(v)
-        return out
+
+
+def _collect(module: Module, which: str, value_of: Callable) -> dict:
+    # A function, not a method: methods are wrapped (name scope, interceptors) and this is an implementation detail.
+    if not _frame.inside_transform():
+        raise ValueError(f"`module.{which}_dict()` must be used as part of an `hk.transform`.")
+    frame = _frame.current_frame()
+    out = {}
+    for bundle_name, bundle in getattr(frame, which).items():
+        if (bundle_name == module.module_name or bundle_name.startswith(module.module_name + "/")
+                or bundle_name in module._submodules):
+            for k, v in bundle.items():
+                out[f"{bundle_name}/{k}"] = value_of(v)
+    return out
 
 
 class _NameScopeModule(Module):

@@ -66,3 +66,30 @@ def context(*, check_jax_usage: bool | None = None, module_auto_repr: bool | Non
         yield
     finally:
         _write(**previous)
+
+
+def module_auto_repr(enabled: bool) -> bool:
+    """Sets `module_auto_repr`; returns the previous value."""
+    config = get_config()
+    previous, config.module_auto_repr = config.module_auto_repr, enabled
+    return previous
+
+
+def check_jax_usage(enabled: bool = True) -> bool:
+    """Sets `check_jax_usage` (no effect in fluxion, see above); returns the previous value."""
+    config = get_config()
+    previous, config.check_jax_usage = config.check_jax_usage, enabled
+    return previous
+
+
+def rng_reserve_size(size: int) -> int:
+    """Sets `rng_reserve_size`; returns the previous value.
+
+    Raises:
+        ValueError: `size <= 0`.
+    """
+    if size <= 0:
+        raise ValueError(f"RNG reserve size needs to be more than 0, got {size}.")
+    config = get_config()
+    previous, config.rng_reserve_size = config.rng_reserve_size, size
+    return previous
