@@ -156,8 +156,13 @@ def _current_module(frame: _frame.Frame) -> Any:
     return frame.module_stack[-1].module if frame.module_stack else None
 
 
-def _lift_prefix() -> str | None:
-    return "/".join(INTERCEPTORS.lift_prefixes) if INTERCEPTORS.lift_prefixes else None
+def _lift_prefix(frame: _frame.Frame) -> str | None:
+    # Haiku's `lifted_prefix_name`: the (non-empty) prefixes of the enclosing lifts, outermost first, with a
+    # trailing "/"; None outside a lifted init.
+    prefixes = [p for p in INTERCEPTORS.lift_prefixes if p]
+    if frame.params_frozen or not prefixes:
+        return None
+    return "/".join(prefixes) + "/"
 
 
 def _create(creators: list, context: GetterContext, shape, dtype, init) -> Any:
@@ -200,7 +205,7 @@ def get_parameter(name: str, shape: Sequence[int], dtype: Any = None, init: Init
         dtype = jnp.float32
     bundle_name = _bundle_name(frame)
     fq_name = f"{bundle_name}/{name}"
-    context = GetterContext(fq_name, _current_module(frame), dtype, shape, init, _lift_prefix())
+    context = GetterContext(fq_name, _current_module(frame), dtype, shape, init, _lift_prefix(frame))
     bundle = frame.params.get(bundle_name)
     param = None if bundle is None else bundle.get(name)
     if param is None:
@@ -239,7 +244,7 @@ def get_state(name: str, shape: Sequence[int] | None = None, dtype: Any = jnp.fl
     """
     frame = _frame.current_frame("get_state")
     bundle_name = _bundle_name(frame)
-    context = GetterContext(f"{bundle_name}/{name}", _current_module(frame), dtype, shape, init, _lift_prefix())
+    context = GetterContext(f"{bundle_name}/{name}", _current_module(frame), dtype, shape, init, _lift_prefix(frame))
     pair = frame.state.get(bundle_name, {}).get(name)
     if pair is not None:
         value = pair.current
@@ -266,7 +271,7 @@ def set_state(name: str, value: Any) -> None:
     if INTERCEPTORS.state_setters:
         context = SetterContext(f"{bundle_name}/{name}", _current_module(frame),
                                 tree_util.tree_map(lambda x: getattr(x, "dtype", None), value),
-                                tree_util.tree_map(lambda x: getattr(x, "shape", None), value), _lift_prefix())
+                                tree_util.tree_map(lambda x: getattr(x, "shape", None), value), _lift_prefix(frame))
         value = _run_chain([lambda nxt, v, s=s: s(nxt, v, context) for s in INTERCEPTORS.state_setters],
                            lambda v: v, value)
         if value is DO_NOT_STORE:

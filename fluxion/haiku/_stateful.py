@@ -193,12 +193,42 @@ def _stateful_branch(branch: Callable) -> Callable:
     return run
 
 
-def _new_cond(pred, true_fun, false_fun, *operands, operand=None):
+_NO_OPERAND = object()
+
+
+def _new_cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     del pred, true_fun, false_fun, operands, operand
 
 
+def _old_cond(pred, true_operand, true_fun, false_operand, false_fun):
+    del pred, true_operand, true_fun, false_operand, false_fun
+
+
+def _bind_cond(args, kwargs) -> tuple:
+    # Both call forms of `lax.cond`: (pred, true_fun, false_fun, *operands) and the older
+    # (pred, true_operand, true_fun, false_operand, false_fun).
+    try:
+        pred, true_operand, true_fun, false_operand, false_fun = \
+            inspect.signature(_old_cond).bind(*args, **kwargs).args
+        if callable(true_fun) and callable(false_fun):
+            return (pred, lambda op, f=true_fun: f(op[0]), lambda op, f=false_fun: f(op[1]),
+                    [(true_operand, false_operand)])
+    except TypeError:
+        pass
+    bound = inspect.signature(_new_cond).bind(*args, **kwargs)
+    pred, true_fun, false_fun, *operands = bound.args
+    operand = bound.kwargs.get("operand", _NO_OPERAND)
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise ValueError("When the operand keyword argument is used you cannot also pass operands "
+                             f"positionally. Got operand={operand} and *operands={tuple(operands)}")
+        operands = [operand]
+    return pred, true_fun, false_fun, operands
+
+
 def cond(*args, **kwargs) -> Any:
-    """`lax.cond(pred, true_fun, false_fun, *operands)` with Haiku state passed through both branches.
+    """`lax.cond(pred, true_fun, false_fun, *operands)` (or the older `cond(pred, true_operand, true_fun,
+    false_operand, false_fun)`) with Haiku state passed through both branches.
 
     Parameters must already exist (create them unconditionally during `init`, e.g. under `hk.running_init()`).
 
@@ -206,14 +236,7 @@ def cond(*args, **kwargs) -> Any:
         ValueError: outside a transform; `operand=` given together with positional operands.
     """
     _assert_inside("cond", "jax.cond")
-    bound = inspect.signature(_new_cond).bind(*args, **kwargs)
-    pred, true_fun, false_fun, *operands = bound.args
-    operand = bound.kwargs.get("operand")
-    if operand is not None:
-        if operands:
-            raise ValueError("When the operand keyword argument is used you cannot also pass operands "
-                             f"positionally. Got operand={operand} and *operands={tuple(operands)}")
-        operands = [operand]
+    pred, true_fun, false_fun, operands = _bind_cond(args, kwargs)
     _reserve_up_to_full()
     out, state = lax.cond(pred, _stateful_branch(true_fun), _stateful_branch(false_fun),
                           (internal_state(), tuple(operands)))
@@ -414,7 +437,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             state = internal_state()
             saved_rng = state.rng
             state = InternalState(state.params, state.state, keys)
-        out, state = mapped(args, state)
+        try:
+            out, state = mapped(args, state)
+        except ValueError as err:
+            if split_rng and not _frame.current_frame().params_frozen and "out_axes" in str(err):
+                raise ValueError("hk.vmap does not support setting split_rng to True during initialization because "
+                                 "it assumes parameters are always shared along the mapped dimension. Consider "
+                                 "switching the value of `split_rng` to False during initialization through "
+                                 "`split_rng=(not hk.running_init())`.") from err
+            raise
         if split_rng:
             state = InternalState(state.params, state.state, saved_rng)
         update_internal_state(state)

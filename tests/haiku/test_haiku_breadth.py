@@ -159,6 +159,27 @@ def _lifted(kind):
     return build
 
 
+def _lift_contexts(hk_, jnp_):
+    seen = []
+
+    def creator(next_creator, shape, dtype, init, context):
+        seen.append((context.full_name, context.lifted_prefix_name, tuple(context.original_shape)))
+        return next_creator(shape, dtype, init)
+
+    inner = hk_.transform(lambda x: hk_.Linear(2)(x))
+
+    def f(x):
+        seen.clear()
+        with hk_.custom_creator(creator):
+            params = hk_.lift(inner.init, name="outer_lift")(hk_.next_rng_key(), x)
+            out = inner.apply(params, None, x) + hk_.Linear(2)(x)
+        # Creators run during init only: record what they saw as state (names carry the strings).
+        for name, prefix, shape in seen:
+            hk_.set_state(f"{name}|{prefix}", jnp_.zeros(shape))
+        return out
+    return f
+
+
 def _while(hk_, jnp_):
     def f(x):
         m = hk_.Linear(3, w_init=hk_.initializers.Constant(0.5))
@@ -240,6 +261,8 @@ CASES = {
     # (2) Haiku-aware transforms
     "cond": (lambda hk_, jnp_: lambda x: (lambda ms: (_both(hk_, jnp_, ms, x), hk_.cond(
         x.sum() > 0, ms[0], ms[1], x)))([hk_.Linear(2), hk_.Linear(2, name="other")]), [VEC], False),
+    "cond_old_signature": (lambda hk_, jnp_: lambda x: (lambda ms: (_both(hk_, jnp_, ms, x), hk_.cond(
+        x.sum() < 0, x, ms[0], x * 2, ms[1])))([hk_.Linear(2), hk_.Linear(2, name="other")]), [VEC], False),
     "switch_with_rng": (lambda hk_, jnp_: lambda x: (lambda ms: (_both(hk_, jnp_, ms[:2], x), hk_.switch(
         2, ms, x)))([hk_.Linear(2), hk_.Linear(2),
                      lambda y: hk_.dropout(hk_.next_rng_key(), .5, y[..., :2])]), [VEC], False),
@@ -299,6 +322,7 @@ CASES = {
     "get_params_and_state": (_introspection, [VEC], True),
     "with_rng_and_rng_sequence_state": (_rng_control, [VEC], False),
     "transparent_lift": (_lifted("transparent_lift"), [VEC], False),
+    "lift_getter_context": (_lift_contexts, [VEC], True),
     "lift_with_state": (_lifted("lift_with_state"), [VEC], True),
     "transparent_lift_with_state": (_lifted("transparent_lift_with_state"), [VEC], True),
     "layer_stack": (_layer_stack("plain"), [VEC], False),
@@ -462,6 +486,11 @@ def test_stateful_transforms_errors():
         return hk.scan(lambda c, y: (c, hk.Linear(2)(y)), 0., x)
     with pytest.raises(AssertionError, match="New parameters were created"):
         hk.transform(new_param_in_scan).init(fluxion.random.PRNGKey(0), SEQ)
+
+    def vmap_split_at_init(x):
+        return hk.vmap(lambda y: hk.Linear(2)(y), split_rng=True)(x)
+    with pytest.raises(ValueError, match="split_rng to True during initialization"):
+        hk.transform(vmap_split_at_init).init(fluxion.random.PRNGKey(0), VEC)
 
     def unused_updater(x):
         params_and_state, _ = hk.lift_with_state(hk.transform_with_state(lambda y: y).init)
