@@ -20,6 +20,8 @@ from ._src.jit import jit as jit
 from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure
 from ._src.aliases import install_aliases as install_aliases, uninstall_aliases as uninstall_aliases
 from ._src.callback import pure_callback as pure_callback
+from ._src.checkpoint import (checkpoint as checkpoint, checkpoint_policies as checkpoint_policies,
+                              remat as remat)
 
 from . import errors as errors  # noqa: E402
 from . import lax as lax  # noqa: E402
@@ -31,6 +33,7 @@ from . import nn as nn  # noqa: E402
 from . import random as random  # noqa: E402
 from . import debug as debug  # noqa: E402
 from . import experimental as experimental  # noqa: E402
+from . import ad_checkpoint as ad_checkpoint  # noqa: E402
 
 jacobian = jacrev
 

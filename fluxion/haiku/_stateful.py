@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import fluxion
 import fluxion.numpy as jnp
@@ -161,22 +161,29 @@ def grad(fun: Callable, argnums: Any = 0, has_aux: bool = False, holomorphic: bo
     return grad_fn
 
 
-def remat(fun: Callable, *args, **kwargs) -> Callable:
-    """`jax.remat` with Haiku state threaded through. fluxion has no rematerialisation: the function's values and
-    gradients are the same as without `remat` (and as Haiku's), but intermediate values are stored as usual.
+def remat(fun: Callable, prevent_cse: bool = True, policy: Callable | None = None,
+          static_argnums: int | Sequence[int] = ()) -> Callable:
+    """`fluxion.checkpoint` (`jax.remat`) with Haiku state threaded through: reverse mode recomputes `fun`'s
+    intermediates instead of storing them; values, gradients and state are as without `remat` (and as Haiku's).
 
     Raises:
         ValueError: the wrapped function is called outside a transform.
     """
-    del args, kwargs  # prevent_cse / policy / static_argnums only steer rematerialisation, which fluxion lacks.
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
     def wrapper(*a, **k):
         _assert_inside("remat", "jax.remat")
-        state_in = internal_state()
-        with temporary_internal_state(state_in, share_python_state=True):
-            out = fun(*a, **k)
-            state_out = _difference(state_in, internal_state())
+
+        def pure(hk_state, *args):
+            with temporary_internal_state(hk_state, share_python_state=True):
+                out = fun(*args, **k)
+                return out, _difference(hk_state, internal_state())
+
+        # The state is argument 0 of `pure`, so the user's static positions move up by one.
+        remat_pure = fluxion.checkpoint(pure, prevent_cse=prevent_cse, policy=policy,
+                                        static_argnums=tuple(i + 1 if i >= 0 else i for i in statics))
+        out, state_out = remat_pure(internal_state(), *a)
         update_internal_state(state_out)
         return out
 
