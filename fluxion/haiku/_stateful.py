@@ -14,9 +14,7 @@ Haiku's rules are kept so that the same program draws the same keys and creates 
   created there), and `while_loop` refuses to run;
 * `vmap` never maps parameters or state; keys are broadcast (`split_rng=False`) or split per example
   (`split_rng=True`).
-
-Difference from Haiku: fluxion has no rematerialisation, so `hk.remat` threads the state exactly like Haiku but
-computes gradients by ordinary reverse mode (same values, no memory saving).
+* `remat` is `fluxion.checkpoint` of a function of (state, arguments): reverse mode recomputes its intermediates.
 """
 
 from __future__ import annotations
