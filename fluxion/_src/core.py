@@ -26,6 +26,7 @@ import numpy as np
 
 from . import dtypes
 from .array_methods import ArrayOps
+from .config import config
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -332,8 +333,10 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
     everywhere = all_eager
     local = _thread_states
 
+    checks = float_checks
+
     def method(self, other):
-        if type(other) is Array and (everywhere.value or local.state.eager):
+        if type(other) is Array and (everywhere.value or local.state.eager) and not checks.on:
             a = self._value
             b = other._value
             dt = a.dtype
@@ -419,6 +422,40 @@ class Primitive:
         return bind_with_trace(self, args, params)
 
 
+class FloatChecks:
+    """`jax_debug_nans` / `jax_debug_infs`: whether every primitive's output is checked (kept in sync with config by
+    hooks; one attribute read on the eager paths when off)."""
+
+    __slots__ = ("nans", "infs", "on")
+
+    def __init__(self):
+        self.nans = self.infs = self.on = False
+
+    def set(self, nans: bool | None = None, infs: bool | None = None) -> None:
+        if nans is not None:
+            self.nans = bool(nans)
+        if infs is not None:
+            self.infs = bool(infs)
+        self.on = self.nans or self.infs
+
+    def check(self, prim: "Primitive", out: Any) -> None:
+        """Raises `FloatingPointError` (JAX's message) if an output of `prim` holds a NaN (or an inf) being checked."""
+        for o in (out if prim.multiple_results else (out,)):
+            o = np.asarray(o)
+            if not dtypes.is_inexact(o.dtype):
+                continue
+            if self.nans and np.isnan(o).any():
+                raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}")
+            if self.infs and np.isinf(o).any():
+                raise FloatingPointError(f"invalid value (inf) encountered in {prim.name}")
+
+
+float_checks = FloatChecks()
+config.add_hook("jax_debug_nans", lambda v: float_checks.set(nans=v))
+config.add_hook("jax_debug_infs", lambda v: float_checks.set(infs=v))
+float_checks.set(nans=config.jax_debug_nans, infs=config.jax_debug_infs)
+
+
 def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     """Runs `prim` on concrete values with the backend implementation (the eager hot path)."""
     vals = [a._value if type(a) is Array else _raw_operand(a, prim) for a in args]
@@ -426,6 +463,8 @@ def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     if impl is None:
         raise NotImplementedError(f"Primitive '{prim.name}' has no implementation on the NumPy backend")
     out = impl(*vals, **params)
+    if float_checks.on:
+        float_checks.check(prim, out)
     weak = prim.weak_type_rule(args, params)
     if prim.multiple_results:
         if type(weak) is bool:

@@ -36,6 +36,7 @@ from .api_util import as_value, fun_name, fun_src
 from .config import config
 from .core import Array
 from .core import all_eager as _all_eager
+from .core import float_checks as _float_checks
 from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
@@ -59,6 +60,23 @@ def _set_jit_disabled(value: Any) -> None:
 
 
 config.add_hook("jax_disable_jit", _set_jit_disabled)
+
+
+def clear_caches() -> None:
+    """Forgets every traced and compiled program of every jitted function (mirrors `jax.clear_caches`); the next
+    call of each traces and compiles again."""
+    for wrapper in list(_live_wrappers):
+        wrapper.clear_cache()
+    _weak_caches.clear()
+    _strong_caches.clear()
+    for hook in _CLEAR_HOOKS:
+        hook()
+
+
+# Other caches of compiled code (pmap's) register a clearing function here.
+_CLEAR_HOOKS: list = []
+# Every live `jit` wrapper (each has its own dispatch tables besides the per-function caches).
+_live_wrappers: "weakref.WeakSet" = weakref.WeakSet()
 
 
 class _FunctionCaches:
@@ -166,6 +184,7 @@ class JitWrapped:
         self._fast: dict = {}
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
+        _live_wrappers.add(self)
         self._fast_ok = not self._static_argnums and not self._static_argnames
 
     def _split_args(self, args: tuple, kwargs: dict):
@@ -174,7 +193,9 @@ class JitWrapped:
     # -- dispatch -------------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            if _jit_disabled:
+            if _jit_disabled or _float_checks.on:
+                # With jax_debug_nans/infs the function runs op by op, so a NaN is reported at the primitive that
+                # made it (JAX reruns the de-optimized function for the same message).
                 return self._fun(*args, **kwargs)
             if not (_all_eager.value or _thread_state().eager):
                 return self._call_staged(args, kwargs)

@@ -31,6 +31,7 @@ import numpy as np
 
 from . import core
 from . import devices as devices_mod
+from . import jit as _jit_module
 from .api import vmap
 from .api_util import as_output
 from .api_util import arg_names as _arg_names, as_value as _as_value, fun_name as _fun_name, fun_src as _fun_src
@@ -421,3 +422,14 @@ def replicate(tree: Any, devices: Sequence | None = None) -> Any:
 def unreplicate(tree: Any) -> Any:
     """The first replica of every leaf (`x[0]`): the inverse of `replicate` for replicated values."""
     return tree_map(lambda x: x[0], tree)
+
+
+def _clear_pmap_caches() -> None:
+    for cache in list(_caches.values()):
+        cache.clear()
+    for _, cache in list(_strong_caches.values()):
+        cache.clear()
+    _strong_caches.clear()
+
+
+_jit_module._CLEAR_HOOKS.append(_clear_pmap_caches)
