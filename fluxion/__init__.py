@@ -55,6 +55,7 @@ from . import random as random  # noqa: E402
 from . import debug as debug  # noqa: E402
 from . import experimental as experimental  # noqa: E402
 from . import ad_checkpoint as ad_checkpoint  # noqa: E402
+from . import image as image  # noqa: E402
 from . import ops as ops  # noqa: E402
 from . import typing as typing  # noqa: E402
 
