@@ -1,0 +1,218 @@
+"""Breadth conformance of fluxion.optax against optax 0.2.8 (the oracle).
+
+One record per optimizer / transformation. Each record builds the same
+transformation from either module (``make(ox)``), runs a few update steps on
+the same random pytree and checks, step by step, the updates and the final
+state (layout: NamedTuple names, fields, nesting, shapes, dtypes; and values)
+against optax, and that ``fluxion.jit(tx.update)`` matches the eager update.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+optax = pytest.importorskip('optax')
+jax = pytest.importorskip('jax')
+
+import fluxion  # noqa: E402
+import fluxion.numpy as fjnp  # noqa: E402
+import fluxion.optax as fox  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # optax_testing.py is here
+from optax_testing import assert_trees_close, convert, describe, random_tree  # noqa: E402
+
+N_STEPS = 4
+RTOL = 3e-5
+ATOL = 1e-6
+
+
+def ndim_mask(tree):
+    if isinstance(tree, dict):
+        return {k: ndim_mask(v) for k, v in tree.items()}
+    return tree.ndim > 1
+
+
+def no_scalars(tree):
+    """Drops the scalar leaf (SM3 needs an axis per parameter, in optax too)."""
+    return {'params': tree['params']}
+
+
+def positive(tree):
+    if isinstance(tree, dict):
+        return {k: positive(v) for k, v in tree.items()}
+    return np.abs(tree) + np.float32(0.1)
+
+
+def _value_of(grads):
+    """A loss value to pass as ``value=`` (Polyak step sizes need one)."""
+    return np.float32(sum(float(np.sum(np.square(x))) for x in _np_leaves(grads)))
+
+
+def _np_leaves(tree):
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in _np_leaves(tree[k])]
+    return [tree]
+
+
+# (id, factory, options). Options: 'params' maps the numpy param tree,
+# 'value': pass value=<loss> to update, 'rtol': tolerance override.
+CASES = [
+    # Adam family.
+    ('amsgrad', lambda ox: ox.amsgrad(1e-2), {}),
+    ('amsgrad_nobias', lambda ox: ox.amsgrad(1e-2, bias_correction_nu=False), {}),
+    ('scale_by_amsgrad', lambda ox: ox.scale_by_amsgrad(b1=0.5, eps_root=1e-8), {}),
+    ('adamax', lambda ox: ox.adamax(1e-2), {}),
+    ('adamaxw', lambda ox: ox.adamaxw(1e-2, weight_decay=0.1, mask=ndim_mask), {}),
+    ('scale_by_adamax', lambda ox: ox.scale_by_adamax(b1=0.8), {}),
+    ('adabelief', lambda ox: ox.adabelief(1e-2), {}),
+    ('adabelief_nesterov', lambda ox: ox.adabelief(1e-2, nesterov=True), {}),
+    ('scale_by_belief', lambda ox: ox.scale_by_belief(eps=1e-6), {}),
+    ('yogi', lambda ox: ox.yogi(1e-2), {}),
+    ('scale_by_yogi', lambda ox: ox.scale_by_yogi(b1=0.5, initial_accumulator_value=0.1), {}),
+    ('radam', lambda ox: ox.radam(1e-2), {}),
+    ('radam_low_threshold', lambda ox: ox.radam(1e-2, b2=0.9, threshold=1.0), {}),
+    ('radam_nesterov', lambda ox: ox.radam(1e-2, b2=0.5, threshold=0.0, nesterov=True), {}),
+    ('scale_by_radam', lambda ox: ox.scale_by_radam(b2=0.9, threshold=2.0), {}),
+    ('adadelta', lambda ox: ox.adadelta(1.0), {}),
+    ('adadelta_wd', lambda ox: ox.adadelta(0.5, rho=0.8, weight_decay=0.1), {}),
+    ('scale_by_adadelta', lambda ox: ox.scale_by_adadelta(), {}),
+    ('adan', lambda ox: ox.adan(1e-2), {}),
+    ('adan_wd', lambda ox: ox.adan(1e-2, weight_decay=0.1, mask=ndim_mask), {}),
+    ('scale_by_adan', lambda ox: ox.scale_by_adan(), {}),
+    ('novograd', lambda ox: ox.novograd(1e-2), {}),
+    ('novograd_wd', lambda ox: ox.novograd(1e-2, weight_decay=0.1), {}),
+    ('scale_by_novograd', lambda ox: ox.scale_by_novograd(b2=0.5), {}),
+    ('sm3', lambda ox: ox.sm3(0.1), {'params': no_scalars}),
+    ('scale_by_sm3', lambda ox: ox.scale_by_sm3(b2=0.9), {'params': no_scalars}),
+    ('optimistic_adam_v2', lambda ox: ox.optimistic_adam_v2(1e-2, alpha=0.5, beta=0.3), {}),
+    # Sign / step-size rules.
+    ('sign_sgd', lambda ox: ox.sign_sgd(0.1), {}),
+    ('signum', lambda ox: ox.signum(0.1, beta=0.5), {}),
+    ('polyak_sgd', lambda ox: ox.polyak_sgd(max_learning_rate=0.5), {'value': True}),
+    ('polyak_sgd_plus', lambda ox: ox.polyak_sgd(f_min=1e3, variant='sps+', eps=1e-3),
+     {'value': True}),
+    ('optimistic_gradient_descent', lambda ox: ox.optimistic_gradient_descent(0.1, alpha=0.5),
+     {}),
+    ('scale_by_optimistic_gradient', lambda ox: ox.scale_by_optimistic_gradient(beta=0.3), {}),
+    ('scale_by_distance_over_gradients',
+     lambda ox: ox.scale_by_distance_over_gradients(reps_rel=1e-2), {}),
+    ('normalize_by_update_norm', lambda ox: ox.normalize_by_update_norm(2.0), {}),
+    ('centralize', lambda ox: ox.centralize(), {}),
+    ('apply_every', lambda ox: ox.apply_every(3), {}),
+    ('fromage', lambda ox: ox.fromage(0.1), {}),
+    ('fromage_schedule', lambda ox: ox.fromage(ox.linear_schedule(0.1, 0.01, 3)), {}),
+    ('lars', lambda ox: ox.lars(0.1, weight_decay=1e-2), {}),
+    ('lars_masked', lambda ox: ox.lars(0.1, trust_ratio_mask=ndim_mask, nesterov=True), {}),
+    ('lbfgs_no_linesearch', lambda ox: ox.lbfgs(0.5, memory_size=3, linesearch=None), {}),
+    ('scale_by_lbfgs', lambda ox: ox.scale_by_lbfgs(memory_size=2), {}),
+    ('scale_by_lbfgs_noscale',
+     lambda ox: ox.scale_by_lbfgs(memory_size=5, scale_init_precond=False), {}),
+    # Wrappers and constraints.
+    ('apply_if_finite', lambda ox: ox.apply_if_finite(ox.adam(1e-2), 2), {}),
+    ('conditionally_mask', lambda ox: ox.conditionally_mask(
+        ox.sgd(0.1, momentum=0.9), lambda step: step % 2 == 0), {}),
+    ('conditionally_transform', lambda ox: ox.conditionally_transform(
+        ox.adam(1e-2), lambda step: step >= 1), {}),
+    ('flatten', lambda ox: ox.flatten(ox.adam(1e-2)), {}),
+    ('freeze', lambda ox: ox.freeze(ndim_mask), {}),
+    ('selective_transform', lambda ox: ox.selective_transform(
+        ox.adam(1e-2), freeze_mask={'params': {'dense': {'kernel': True, 'bias': False},
+                                               'conv': {'kernel': False}},
+                                    'temperature': True}), {}),
+    ('keep_params_nonnegative', lambda ox: ox.chain(ox.sgd(1.0), ox.keep_params_nonnegative()),
+     {'params': positive}),
+    ('zero_nans', lambda ox: ox.zero_nans(), {}),
+    ('adaptive_grad_clip', lambda ox: ox.adaptive_grad_clip(0.1), {}),
+    ('snapshot', lambda ox: ox.snapshot('norm', ox.tree.norm), {}),
+    ('monitor', lambda ox: ox.monitor({
+        'norm': ox.tree.norm,
+        'ema_norm': ox.measure_with_ema(ox.tree.norm, 0.9)}), {}),
+]
+
+IDS = [c[0] for c in CASES]
+
+
+def _problem(seed, params_fn=None):
+    params = random_tree(seed)
+    grads = [random_tree(100 + seed + i, scale=0.5, offset=0.1 * i) for i in range(N_STEPS)]
+    if params_fn is not None:
+        params = params_fn(params)
+        grads = [params_fn(g) if params_fn is no_scalars else g for g in grads]
+    return params, grads
+
+
+def _run(ox, asarray, factory, options, params, grads, jit=None):
+    tx = factory(ox)
+    p = convert(params, asarray)
+    state = tx.init(p)
+    update = jit(tx.update) if jit is not None else tx.update
+    all_updates = []
+    for g in grads:
+        kwargs = {'value': asarray(_value_of(g))} if options.get('value') else {}
+        u, state = update(convert(g, asarray), state, p, **kwargs)
+        all_updates.append(u)
+        p = ox.apply_updates(p, u)
+    return all_updates, state, p
+
+
+@pytest.mark.parametrize('factory,options', [c[1:] for c in CASES], ids=IDS)
+def test_matches_optax_step_by_step(factory, options):
+    params, grads = _problem(0, options.get('params'))
+    ours = _run(fox, fjnp.asarray, factory, options, params, grads)
+    with np.errstate(all='ignore'):
+        theirs = _run(optax, jax.numpy.asarray, factory, options, params, grads)
+    rtol = options.get('rtol', RTOL)
+    assert describe(factory(fox).init(convert(params, fjnp.asarray))) == \
+        describe(factory(optax).init(convert(params, jax.numpy.asarray)))
+    for step, (a, b) in enumerate(zip(ours[0], theirs[0])):
+        try:
+            assert_trees_close(a, b, rtol=rtol, atol=ATOL)
+        except AssertionError as e:
+            raise AssertionError(f'updates differ at step {step}') from e
+    assert_trees_close(ours[1], theirs[1], rtol=rtol, atol=ATOL)
+    assert_trees_close(ours[2], theirs[2], rtol=rtol, atol=ATOL)
+
+
+@pytest.mark.parametrize('factory,options', [c[1:] for c in CASES], ids=IDS)
+def test_jit_matches_eager(factory, options):
+    params, grads = _problem(1, options.get('params'))
+    eager = _run(fox, fjnp.asarray, factory, options, params, grads)
+    jitted = _run(fox, fjnp.asarray, factory, options, params, grads, jit=fluxion.jit)
+    for a, b in zip(jitted[0], eager[0]):
+        assert_trees_close(a, b, rtol=RTOL, atol=ATOL)
+    assert_trees_close(jitted[1], eager[1], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize('make', [
+    lambda ox: ox.rprop(0.1),
+    lambda ox: ox.scale_by_rprop(0.1, eta_minus=0.4, max_step_size=0.15),
+], ids=['rprop', 'scale_by_rprop'])
+def test_rprop_is_optax_without_its_one_step_lag(make):
+    # optax 0.2.8 emits the previous call's Rprop step, zeroed where the sign
+    # just flipped (PR #1725); ours emits the current step. Rprop ignores
+    # params, so where optax[t+1] is non-zero it must equal ours[t], and the
+    # states (which optax computes correctly) must agree.
+    params, grads = _problem(0)
+    grads = grads + [random_tree(7, scale=0.5)]
+    ours = _run(fox, fjnp.asarray, make, {}, params, grads)
+    theirs = _run(optax, jax.numpy.asarray, make, {}, params, grads)
+    for t in range(len(grads) - 1):
+        a = np.concatenate([np.ravel(x) for x in jax.tree.leaves(convert(ours[0][t], np.asarray))])
+        b = np.concatenate([np.ravel(np.asarray(x)) for x in jax.tree.leaves(theirs[0][t + 1])])
+        np.testing.assert_allclose(a[b != 0], b[b != 0], rtol=RTOL)
+    assert_trees_close(ours[1], theirs[1], rtol=RTOL, atol=ATOL)
+
+
+def test_rprop_matches_torch_reference_sequence():
+    # iRprop- on one element, as torch.optim.Rprop computes it (step sizes
+    # 0.1 * 1.2**k, zero step after a sign flip, step size kept after it).
+    tx = fox.scale_by_rprop(learning_rate=0.1, eta_minus=0.5, eta_plus=1.2)
+    p = fjnp.zeros((1,))
+    state = tx.init(p)
+    out = []
+    for g in [1.0, 1.0, 1.0, -1.0, 1.0]:
+        u, state = tx.update(fjnp.asarray([g]), state, p)
+        out.append(float(u[0]))
+    np.testing.assert_allclose(out, [0.1, 0.12, 0.144, 0.0, 0.072], rtol=1e-6)
