@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 import fluxion.numpy as jnp
 from fluxion import tree_util
 
@@ -74,7 +76,7 @@ def scale_by_polyak(f_min: Any = 0.0, max_learning_rate: Any = 1.0, eps: Any = 0
 
     Multiplies the gradient by
     :math:`\min\big((f(\theta) - f^*) / (\|g\|^2 + \epsilon),\ \eta_{max}\big)`
-    (0 when :math:`\|g\|^2 + \epsilon` is below float32 machine epsilon).
+    (0 when :math:`\|g\|^2 + \epsilon` is below float64 machine epsilon, as in optax).
     ``variant='sps+'`` clips the gap :math:`f - f^*` at 0 (Garrigos et al.
     2023). The loss value must be passed as ``update(..., value=loss)``.
 
@@ -94,7 +96,7 @@ def scale_by_polyak(f_min: Any = 0.0, max_learning_rate: Any = 1.0, eps: Any = 0
         gap = jnp.asarray(value - f_min).astype(grad_sq_norm.dtype)
         if variant == 'sps+':
             gap = jnp.maximum(gap, 0.0)
-        tiny = jnp.finfo(jnp.float32).eps
+        tiny = np.finfo(float).eps
         step = jnp.where(grad_sq_norm + eps <= tiny, jnp.asarray(0.0),
                          jnp.minimum(gap / (grad_sq_norm + eps), max_learning_rate))
         return tree_scale(step, updates), state
