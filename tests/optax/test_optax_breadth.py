@@ -70,7 +70,8 @@ def _np_leaves(tree):
 FUSION_BUG = 'fluxion.jit fusion: "fusion produced a cyclic schedule"'
 
 # (id, factory, options). Options: 'params' maps the numpy param tree,
-# 'value': pass value=<loss> to update, 'rtol': tolerance override.
+# 'value': pass value=<loss> to update, 'rtol': tolerance override,
+# 'jit_xfail': reason the jitted update is expected to fail.
 CASES = [
     # Adam family.
     ('amsgrad', lambda ox: ox.amsgrad(1e-2), {}),
@@ -205,6 +206,13 @@ CASES = [
             'params': {'dense': {'kernel': ox.contrib.MuonDimensionNumbers(),
                                  'bias': None},
                        'conv': {'kernel': ox.contrib.MuonDimensionNumbers((0, 1, 2), 3)}},
+            'temperature': None}), {}),
+    ('galore', lambda ox: ox.contrib.galore(1e-2, rank=2, update_proj_gap=2), {}),
+    ('galore_dims_sgd', lambda ox: ox.contrib.galore(
+        1e-2, rank=3, update_proj_gap=3, scale=0.5, base_optimizer=ox.sgd(1.0, momentum=0.9),
+        weight_dimension_numbers={
+            'params': {'dense': {'kernel': ox.contrib.GaLoreDimensionNumbers(1, 0), 'bias': None},
+                       'conv': {'kernel': ox.contrib.GaLoreDimensionNumbers((0, 1, 2), 3)}},
             'temperature': None}), {}),
 ]
 
@@ -379,3 +387,210 @@ def test_linesearch_rejects_unknown_extra_args():
     with pytest.raises(TypeError, match='not accepted by `value_fn`'):
         tx.update(params, tx.init(params), params, value=fjnp.asarray(1.0), grad=params,
                   value_fn=lambda p: fjnp.sum(p ** 2), bogus=1)
+
+
+# ----------------------------------------------------------------------------
+# Transformations needing special inputs (objective functions, keys,
+# per-example gradients, complex or Lookahead params).
+
+
+def _sophia_run(ox, np_mod, asarray, make, jit=None):
+    f = _objective(np_mod)
+    tx = make(ox)
+    params = convert(random_tree(5), asarray)
+    state = tx.init(params)
+
+    def step(params, state):
+        grads = (jax.grad if ox is optax else fluxion.grad)(f)(params)
+        updates, state = tx.update(grads, state, params, obj_fn=f)
+        return ox.apply_updates(params, updates), state, updates
+
+    if jit is not None:
+        step = jit(step)
+    out = []
+    for _ in range(4):
+        params, state, updates = step(params, state)
+        out.append(updates)
+    return out, state, params
+
+
+SOPHIA_CASES = [
+    ('sophia', lambda ox: ox.contrib.sophia(1e-2, update_interval=2)),
+    ('sophia_key_noclip', lambda ox: ox.contrib.sophia(
+        1e-2, update_interval=3, clip_threshold=None, weight_decay=0.0,
+        hessian_diagonal_fn=ox.contrib.hutchinson_estimator_diag_hessian(
+            (jax.random if ox is optax else fluxion.random).PRNGKey(7)))),
+]
+
+
+@pytest.mark.parametrize('make', [c[1] for c in SOPHIA_CASES], ids=[c[0] for c in SOPHIA_CASES])
+def test_sophia_matches_optax(make):
+    ours = _sophia_run(fox, fjnp, fjnp.asarray, make)
+    theirs = _sophia_run(optax, jax.numpy, jax.numpy.asarray, make, jit=jax.jit)
+    for a, b in zip(ours[0], theirs[0]):
+        assert_trees_close(a, b, rtol=1e-4, atol=1e-6)
+    assert_trees_close(ours[1], theirs[1], rtol=1e-4, atol=1e-6)
+    jitted = _sophia_run(fox, fjnp, fjnp.asarray, make, jit=fluxion.jit)
+    assert_trees_close(jitted[2], ours[2], rtol=1e-5, atol=1e-6)
+
+
+def _key_data(ox, key):
+    return np.asarray((jax.random if ox is optax else fluxion.random).key_data(key))
+
+
+@pytest.mark.parametrize('make', [
+    lambda ox, key: ox.add_noise(0.1, 0.55, key),
+    lambda ox, key: ox.noisy_sgd(0.1, eta=0.5, key=key),
+], ids=['add_noise', 'noisy_sgd'])
+def test_noise_draws_match_optax(make):
+    params, grads = _problem(0)
+
+    def run(ox, rnd, asarray):
+        tx = make(ox, rnd.key(42))
+        p = convert(params, asarray)
+        state = tx.init(p)
+        out = []
+        for g in grads:
+            u, state = tx.update(convert(g, asarray), state, p)
+            out.append(u)
+        return out, state
+
+    ours, our_state = run(fox, fluxion.random, fjnp.asarray)
+    theirs, their_state = run(optax, jax.random, jax.numpy.asarray)
+    for a, b in zip(ours, theirs):
+        assert_trees_close(a, b, rtol=1e-5, atol=1e-6)
+    noise_state = our_state if hasattr(our_state, 'rng_key') else our_state[0]
+    their_noise = their_state if hasattr(their_state, 'rng_key') else their_state[0]
+    np.testing.assert_array_equal(_key_data(fox, noise_state.rng_key),
+                                  _key_data(optax, their_noise.rng_key))
+    assert int(noise_state.count) == int(their_noise.count) == len(grads)
+
+
+def _per_example(seed, batch=5):
+    rng = np.random.default_rng(seed)
+    return {'w': rng.standard_normal((batch, 3, 2)).astype(np.float32),
+            'b': (3 * rng.standard_normal((batch, 2))).astype(np.float32)}
+
+
+def test_dpsgd_matches_optax():
+    def run(ox, asarray):
+        tx = ox.contrib.dpsgd(0.1, l2_norm_clip=1.0, noise_multiplier=0.5, seed=3, momentum=0.9)
+        params = {'w': asarray(np.zeros((3, 2), np.float32)), 'b': asarray(np.zeros(2, np.float32))}
+        state = tx.init(params)
+        out = []
+        for i in range(3):
+            u, state = tx.update(convert(_per_example(i), asarray), state, params)
+            out.append(u)
+        return out, state
+
+    with pytest.warns(DeprecationWarning):
+        theirs, their_state = run(optax, jax.numpy.asarray)
+    ours, our_state = run(fox, fjnp.asarray)
+    for a, b in zip(ours, theirs):
+        assert_trees_close(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(_key_data(fox, our_state[0].rng_key),
+                                  _key_data(optax, their_state[0].rng_key))
+
+
+@pytest.mark.parametrize('fn,kwargs', [
+    ('per_example_global_norm_clip', {'l2_norm_clip': 1.5}),
+    ('per_example_layer_norm_clip', {'global_l2_norm_clip': 1.5}),
+    ('per_example_layer_norm_clip', {'global_l2_norm_clip': 2.0, 'uniform': False}),
+])
+def test_per_example_clipping_matches_optax(fn, kwargs):
+    grads = _per_example(9)
+    ours = getattr(fox, fn)(convert(grads, fjnp.asarray), **kwargs)
+    theirs = getattr(optax, fn)(convert(grads, jax.numpy.asarray), **kwargs)
+    assert_trees_close(ours, theirs, rtol=1e-5, atol=1e-6, check_dtypes=False)
+    with pytest.raises(ValueError, match='batch'):
+        getattr(fox, fn)({'a': fjnp.ones((2, 3)), 'b': fjnp.ones((3,))}, *kwargs.values())
+
+
+def test_split_real_and_imaginary_matches_optax():
+    rng = np.random.default_rng(0)
+    params = {'z': (rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))).astype(
+        np.complex64), 'r': rng.standard_normal(4).astype(np.float32)}
+    grads = [{'z': (rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))).astype(
+        np.complex64), 'r': rng.standard_normal(4).astype(np.float32)} for _ in range(3)]
+
+    def run(ox, asarray):
+        tx = ox.contrib.split_real_and_imaginary(ox.adam(1e-2))
+        p = convert(params, asarray)
+        state = tx.init(p)
+        for g in grads:
+            u, state = tx.update(convert(g, asarray), state, p)
+            p = ox.apply_updates(p, u)
+        return p, state
+
+    ours, theirs = run(fox, fjnp.asarray), run(optax, jax.numpy.asarray)
+    assert_trees_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_lookahead_matches_optax():
+    params, grads = _problem(0)
+
+    def run(ox, asarray):
+        tx = ox.lookahead(ox.adam(1e-2), sync_period=2, slow_step_size=0.5, reset_state=True)
+        p = ox.LookaheadParams.init_synced(convert(params, asarray))
+        state = tx.init(p)
+        for g in grads + grads[:1]:
+            u, state = tx.update(convert(g, asarray), state, p)
+            p = ox.apply_updates(p, u)
+        return p, state
+
+    ours, theirs = run(fox, fjnp.asarray), run(optax, jax.numpy.asarray)
+    assert isinstance(ours[0], fox.LookaheadParams)
+    assert_trees_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match='sync_period'):
+        fox.lookahead(fox.sgd(0.1), sync_period=0, slow_step_size=0.5)
+
+
+def test_schedule_free_eval_params_matches_optax():
+    params, grads = _problem(2)
+
+    def run(ox, asarray):
+        tx = ox.contrib.schedule_free_adamw(1e-2, warmup_steps=2)
+        p = convert(params, asarray)
+        state = tx.init(p)
+        for g in grads:
+            u, state = tx.update(convert(g, asarray), state, p)
+            p = ox.apply_updates(p, u)
+        return ox.contrib.schedule_free_eval_params(state, p)
+
+    assert_trees_close(run(fox, fjnp.asarray), run(optax, jax.numpy.asarray), rtol=1e-5,
+                       atol=1e-6)
+    with pytest.raises(ValueError, match='ScheduleFreeState'):
+        fox.contrib.schedule_free_eval_params(fox.EmptyState(), {})
+
+
+def test_sam_opaque_mode_matches_optax():
+    def run(ox, np_mod, asarray, grad):
+        f = _objective(np_mod)
+        tx = ox.contrib.sam(ox.sgd(0.1), ox.chain(ox.contrib.normalize(), ox.sgd(0.05)),
+                            sync_period=3, opaque_mode=True)
+        p = convert(random_tree(1), asarray)
+        state = tx.init(p)
+        for _ in range(2):
+            u, state = tx.update(grad(f)(p), state, p, grad_fn=lambda q, _: grad(f)(q))
+            p = ox.apply_updates(p, u)
+        return p, state
+
+    ours = run(fox, fjnp, fjnp.asarray, fluxion.grad)
+    theirs = run(optax, jax.numpy, jax.numpy.asarray, jax.grad)
+    assert_trees_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_polyak_requires_value_and_rejects_bad_variant():
+    tx = fox.scale_by_polyak()
+    params = fjnp.ones(3)
+    with pytest.raises(TypeError):
+        tx.update(params, tx.init(params), params)
+    with pytest.raises(ValueError, match='variant'):
+        fox.scale_by_polyak(variant='bogus')
+
+
+def test_sm3_rejects_scalars_and_lbfgs_memory():
+    with pytest.raises(ValueError, match='0-d'):
+        fox.sm3(0.1).init({'a': fjnp.ones(()), 'b': fjnp.ones(2)})
+    with pytest.raises(ValueError, match='memory_size'):
+        fox.scale_by_lbfgs(memory_size=0)

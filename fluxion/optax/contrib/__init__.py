@@ -31,6 +31,10 @@ from ._dog import dog as dog
 from ._dog import dowg as dowg
 from ._dog import scale_by_dog as scale_by_dog
 from ._dog import scale_by_dowg as scale_by_dowg
+from ._galore import GaLoreDimensionNumbers as GaLoreDimensionNumbers
+from ._galore import GaLoreState as GaLoreState
+from ._galore import galore as galore
+from ._galore import scale_by_galore as scale_by_galore
 from ._madgrad import MadgradState as MadgradState
 from ._madgrad import madgrad as madgrad
 from ._madgrad import scale_by_madgrad as scale_by_madgrad
@@ -58,3 +62,7 @@ from ._schedule_free import schedule_free as schedule_free
 from ._schedule_free import schedule_free_adamw as schedule_free_adamw
 from ._schedule_free import schedule_free_eval_params as schedule_free_eval_params
 from ._schedule_free import schedule_free_sgd as schedule_free_sgd
+from ._sophia import HutchinsonState as HutchinsonState
+from ._sophia import SophiaState as SophiaState
+from ._sophia import hutchinson_estimator_diag_hessian as hutchinson_estimator_diag_hessian
+from ._sophia import sophia as sophia
