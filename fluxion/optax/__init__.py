@@ -14,7 +14,11 @@ optax's, so ``opt_state[0].mu`` etc. work unchanged.
 
 from . import contrib as contrib
 from . import losses as losses
+from . import perturbations as perturbations
+from . import projections as projections
 from . import schedules as schedules
+from . import second_order as second_order
+from . import transforms as transforms
 from . import tree as tree
 from . import tree_utils as tree_utils
 from ._accumulation import EmaState as EmaState
@@ -92,6 +96,10 @@ from ._inject import InjectHyperparamsState as InjectHyperparamsState
 from ._inject import InjectStatefulHyperparamsState as InjectStatefulHyperparamsState
 from ._inject import WrappedSchedule as WrappedSchedule
 from ._inject import inject_hyperparams as inject_hyperparams
+from ._inject import inject_stateful_hyperparams as inject_stateful_hyperparams
+from ._schedule_onecycle import cosine_onecycle_schedule as cosine_onecycle_schedule
+from ._schedule_onecycle import linear_onecycle_schedule as linear_onecycle_schedule
+from ._schedule_onecycle import piecewise_interpolate_schedule as piecewise_interpolate_schedule
 from ._lbfgs import ScaleByLBFGSState as ScaleByLBFGSState
 from ._lbfgs import lbfgs as lbfgs
 from ._lbfgs import scale_by_lbfgs as scale_by_lbfgs
@@ -112,6 +120,15 @@ from ._loss import smooth_labels as smooth_labels
 from ._loss import softmax_cross_entropy as softmax_cross_entropy
 from ._loss import softmax_cross_entropy_with_integer_labels as softmax_cross_entropy_with_integer_labels
 from ._loss import squared_error as squared_error
+from ._loss_more import convex_kl_divergence as convex_kl_divergence
+from ._loss_more import cosine_distance as cosine_distance
+from ._loss_more import cosine_similarity as cosine_similarity
+from ._loss_more import generalized_kl_divergence as generalized_kl_divergence
+from ._loss_more import hinge_loss as hinge_loss
+from ._loss_more import kl_divergence as kl_divergence
+from ._loss_more import ntxent as ntxent
+from ._loss_more import safe_softmax_cross_entropy as safe_softmax_cross_entropy
+from ._loss_more import sigmoid_focal_loss as sigmoid_focal_loss
 from ._masking import MaskedNode as MaskedNode
 from ._masking import MaskedState as MaskedState
 from ._masking import masked as masked
