@@ -57,5 +57,6 @@ def tree_random_like(rng_key: Any, target_tree: Any,
 
 def tree_unwrap_random_key_data(input_tree: Any) -> Any:
     """Replaces every typed PRNG key leaf by its raw ``key_data``; other leaves unchanged."""
+    # fluxion key arrays are pytree nodes over their raw data, so stop at them.
     return tree_util.tree_map(lambda x: jrandom.key_data(x) if _is_typed_key(x) else x,
-                              input_tree)
+                              input_tree, is_leaf=_is_typed_key)

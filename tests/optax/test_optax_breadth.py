@@ -594,3 +594,253 @@ def test_sm3_rejects_scalars_and_lbfgs_memory():
         fox.sm3(0.1).init({'a': fjnp.ones(()), 'b': fjnp.ones(2)})
     with pytest.raises(ValueError, match='memory_size'):
         fox.scale_by_lbfgs(memory_size=0)
+
+
+# ----------------------------------------------------------------------------
+# Functions: losses, projections, schedules, tree utilities. One record per
+# call: (id, fn(ox) -> callable, args builder(np) -> tuple of numpy inputs,
+# kwargs, differentiate-wrt-first-argument?).
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _logits(seed=0, shape=(4, 5)):
+    return _rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _probs(seed=1, shape=(4, 5)):
+    x = np.exp(_logits(seed, shape))
+    return (x / x.sum(-1, keepdims=True)).astype(np.float32)
+
+
+FUNCTION_CASES = [
+    ('safe_softmax_cross_entropy', lambda ox: ox.losses.safe_softmax_cross_entropy,
+     lambda: (np.where(np.eye(4, 5) > 0, -np.inf, _logits()).astype(np.float32) * 1,
+              np.eye(4, 5, k=1).astype(np.float32)), {}, False),
+    ('safe_softmax_cross_entropy_finite', lambda ox: ox.losses.safe_softmax_cross_entropy,
+     lambda: (_logits(), _probs()), {}, True),
+    ('sigmoid_focal_loss', lambda ox: ox.losses.sigmoid_focal_loss,
+     lambda: (_logits(), (_probs() > 0.2).astype(np.float32)), {'alpha': 0.25}, True),
+    ('sigmoid_focal_loss_gamma', lambda ox: ox.losses.sigmoid_focal_loss,
+     lambda: (_logits(), _probs()), {'gamma': 1.5}, True),
+    ('hinge_loss', lambda ox: ox.losses.hinge_loss,
+     lambda: (_logits(), np.sign(_logits(3))), {}, True),
+    ('perceptron_loss', lambda ox: ox.losses.perceptron_loss,
+     lambda: (_logits(), np.sign(_logits(3))), {}, True),
+    ('multiclass_hinge_loss', lambda ox: ox.losses.multiclass_hinge_loss,
+     lambda: (_logits(), np.array([0, 2, 4, 1])), {}, True),
+    ('multiclass_perceptron_loss', lambda ox: ox.losses.multiclass_perceptron_loss,
+     lambda: (_logits(), np.array([0, 2, 4, 1])), {}, True),
+    ('sparsemax_loss', lambda ox: ox.losses.sparsemax_loss,
+     lambda: (_logits(), (_probs() > 0.2)), {}, True),
+    ('poly_loss_cross_entropy', lambda ox: ox.losses.poly_loss_cross_entropy,
+     lambda: (_logits(), _probs()), {'epsilon': 1.5}, True),
+    ('poly_loss_cross_entropy_where', lambda ox: ox.losses.poly_loss_cross_entropy,
+     lambda: (_logits(), _probs()), {'where': np.arange(20).reshape(4, 5) % 3 != 0}, False),
+    ('kl_divergence', lambda ox: ox.losses.kl_divergence,
+     lambda: (np.log(_probs(2)), np.where(_probs() > 0.3, 0, _probs()).astype(np.float32)), {},
+     True),
+    ('kl_divergence_with_log_targets', lambda ox: ox.losses.kl_divergence_with_log_targets,
+     lambda: (np.log(_probs(2)), np.log(_probs())), {}, True),
+    ('generalized_kl_divergence', lambda ox: ox.losses.generalized_kl_divergence,
+     lambda: (_logits(2), _probs()), {'axis': None}, True),
+    ('cosine_similarity', lambda ox: ox.losses.cosine_similarity,
+     lambda: (_logits(), _logits(1)), {'epsilon': 1e-3}, True),
+    ('cosine_distance', lambda ox: ox.losses.cosine_distance,
+     lambda: (_logits(), _logits(1)), {'axis': 0}, True),
+    ('ntxent', lambda ox: ox.losses.ntxent,
+     lambda: (_logits(shape=(6, 3)), np.array([0, 1, 0, 1, 2, 2])), {'temperature': 0.5}, True),
+    ('triplet_margin_loss', lambda ox: ox.losses.triplet_margin_loss,
+     lambda: (_logits(), _logits(1), _logits(2)), {'margin': 2.0}, True),
+    # Projections (pytree in, pytree out).
+    ('projection_non_negative', lambda ox: ox.projections.projection_non_negative,
+     lambda: (random_tree(0),), {}, False),
+    ('projection_box', lambda ox: ox.projections.projection_box,
+     lambda: (random_tree(0), random_tree(1, offset=-1.0), random_tree(2, offset=1.0)), {},
+     False),
+    ('projection_hypercube', lambda ox: ox.projections.projection_hypercube,
+     lambda: (_logits(),), {'scale': 0.5}, False),
+    ('projection_simplex', lambda ox: ox.projections.projection_simplex,
+     lambda: (random_tree(0),), {'scale': 2.0}, True),
+    ('projection_l1_sphere', lambda ox: ox.projections.projection_l1_sphere,
+     lambda: (random_tree(0),), {'scale': 2.0}, True),
+    ('projection_l1_ball_inside', lambda ox: ox.projections.projection_l1_ball,
+     lambda: (random_tree(0, scale=0.01),), {}, False),
+    ('projection_l1_ball_outside', lambda ox: ox.projections.projection_l1_ball,
+     lambda: (random_tree(0),), {'scale': 3.0}, True),
+    ('projection_l2_sphere', lambda ox: ox.projections.projection_l2_sphere,
+     lambda: (random_tree(0),), {'scale': 2.0}, True),
+    ('projection_l2_ball', lambda ox: ox.projections.projection_l2_ball,
+     lambda: (random_tree(0),), {'scale': 2.0}, True),
+    ('projection_linf_ball', lambda ox: ox.projections.projection_linf_ball,
+     lambda: (random_tree(0),), {'scale': 0.5}, False),
+    ('projection_vector', lambda ox: ox.projections.projection_vector,
+     lambda: (random_tree(0), random_tree(1)), {}, True),
+    ('projection_hyperplane', lambda ox: ox.projections.projection_hyperplane,
+     lambda: (random_tree(0), random_tree(1), np.float32(0.5)), {}, True),
+    ('projection_halfspace', lambda ox: ox.projections.projection_halfspace,
+     lambda: (random_tree(0), random_tree(1), np.float32(-1.0)), {}, True),
+    # Tree utilities.
+    ('tree_random_like', lambda ox: lambda seed, t: ox.tree.random_like(
+        (jax.random if ox is optax else fluxion.random).key(int(seed)), t),
+     lambda: (np.int32(3), random_tree(0)), {}, False),
+    ('tree_split_key_like', lambda ox: lambda seed, t: ox.tree_utils.tree_unwrap_random_key_data(
+        ox.tree_utils.tree_split_key_like(
+            (jax.random if ox is optax else fluxion.random).key(int(seed)), t)),
+     lambda: (np.int32(5), random_tree(0)), {}, False),
+]
+
+
+def _to(asarray, x):
+    if isinstance(x, dict):
+        return convert(x, asarray)
+    return asarray(x)
+
+
+def _scalar_sum(np_mod, out):
+    leaves = out if isinstance(out, list) else [out]
+    if isinstance(out, dict):
+        leaves = list(_np_leaves_lib(out))
+    return sum(np_mod.sum(x) for x in leaves)
+
+
+def _np_leaves_lib(tree):
+    if isinstance(tree, dict):
+        for k in sorted(tree):
+            yield from _np_leaves_lib(tree[k])
+    else:
+        yield tree
+
+
+@pytest.mark.parametrize('case', FUNCTION_CASES, ids=[c[0] for c in FUNCTION_CASES])
+def test_function_matches_optax(case):
+    _, fn, make_args, kwargs, differentiate = case
+    args = make_args()
+    with np.errstate(all='ignore'):
+        theirs = fn(optax)(*[_to(jax.numpy.asarray, a) for a in args],
+                           **{k: _to(jax.numpy.asarray, v) if isinstance(v, np.ndarray) else v
+                              for k, v in kwargs.items()})
+    f_kwargs = {k: _to(fjnp.asarray, v) if isinstance(v, np.ndarray) else v
+                for k, v in kwargs.items()}
+    ours = fn(fox)(*[_to(fjnp.asarray, a) for a in args], **f_kwargs)
+    assert_trees_close(ours, theirs, rtol=1e-5, atol=1e-6, check_dtypes=False)
+    jitted = fluxion.jit(lambda *a: fn(fox)(*a, **f_kwargs))(*[_to(fjnp.asarray, a) for a in args]) \
+        if case[0] not in ('tree_random_like', 'tree_split_key_like') else ours
+    assert_trees_close(jitted, ours, rtol=1e-5, atol=1e-6, check_dtypes=False)
+    if differentiate:
+        rest = args[1:]
+
+        def g_ours(x):
+            return _scalar_sum(fjnp, fn(fox)(x, *[_to(fjnp.asarray, a) for a in rest], **f_kwargs))
+
+        def g_theirs(x):
+            return _scalar_sum(jax.numpy, fn(optax)(
+                x, *[_to(jax.numpy.asarray, a) for a in rest],
+                **{k: _to(jax.numpy.asarray, v) if isinstance(v, np.ndarray) else v
+                   for k, v in kwargs.items()}))
+
+        ours_g = fluxion.grad(g_ours)(_to(fjnp.asarray, args[0]))
+        theirs_g = jax.grad(g_theirs)(_to(jax.numpy.asarray, args[0]))
+        assert_trees_close(ours_g, theirs_g, rtol=1e-4, atol=1e-5, check_dtypes=False)
+
+
+@pytest.mark.parametrize('name,kwargs,steps', [
+    ('piecewise_interpolate_schedule', dict(interpolate_type='linear', init_value=1.0,
+                                            boundaries_and_scales={3: 0.5, 6: 2.0}), 9),
+    ('piecewise_interpolate_schedule', dict(interpolate_type='cosine', init_value=2.0,
+                                            boundaries_and_scales={2: 0.1, 5: 0.5}), 8),
+    ('piecewise_interpolate_schedule', dict(interpolate_type='linear', init_value=3.0), 3),
+    ('linear_onecycle_schedule', dict(transition_steps=20, peak_value=0.1), 24),
+    ('cosine_onecycle_schedule', dict(transition_steps=20, peak_value=0.1, pct_start=0.25), 24),
+])
+def test_schedule_matches_optax(name, kwargs, steps):
+    ours = getattr(fox.schedules, name)(**kwargs)
+    theirs = getattr(optax.schedules, name)(**kwargs)
+    jitted = fluxion.jit(ours)
+    for step in range(steps):
+        np.testing.assert_allclose(float(ours(step)), float(theirs(step)), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(float(jitted(fjnp.asarray(step))), float(ours(step)),
+                                   rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError):
+        getattr(fox.schedules, name)(**{**kwargs, **(
+            {'interpolate_type': 'quadratic'} if 'interpolate_type' in kwargs
+            else {'transition_steps': 0})})
+
+
+def test_inject_stateful_hyperparams_warns_and_works():
+    params = convert(random_tree(0), fjnp.asarray)
+    with pytest.warns(DeprecationWarning):
+        tx = fox.inject_stateful_hyperparams(fox.sgd)(learning_rate=0.1)
+    state = tx.init(params)
+    assert float(state.hyperparams['learning_rate']) == pytest.approx(0.1)
+
+
+def test_tree_get_set_and_map_params_match_optax():
+    def run(ox, asarray):
+        tx = ox.chain(ox.adam(1e-2), ox.inject_hyperparams(ox.sgd)(learning_rate=0.1))
+        params = convert(random_tree(0), asarray)
+        state = tx.init(params)
+        counts = ox.tree_utils.tree_get_all_with_path(state, 'count')
+        lr = ox.tree_utils.tree_get(state, 'learning_rate')
+        state = ox.tree_utils.tree_set(state, learning_rate=asarray(np.float32(0.5)))
+        mapped = ox.tree_utils.tree_map_params(tx, lambda p: p * 2 + 1, state,
+                                               transform_non_params=lambda x: x)
+        return ([str(p[-1]) for p, _ in counts], float(lr),
+                float(ox.tree_utils.tree_get(state, 'learning_rate')), mapped)
+
+    ours, theirs = run(fox, fjnp.asarray), run(optax, jax.numpy.asarray)
+    assert ours[:3] == theirs[:3]
+    assert_trees_close(ours[3], theirs[3])
+    with pytest.raises(KeyError):
+        fox.tree_utils.tree_get(fox.adam(1e-2).init({'a': fjnp.ones(2)}) * 2, 'count')
+    with pytest.raises(KeyError):
+        fox.tree_utils.tree_set(fox.EmptyState(), missing=1)
+
+
+def test_second_order_helpers_match_optax():
+    def loss(np_mod):
+        def f(params, inputs, targets):
+            pred = np_mod.tanh(inputs @ params['w'] + params['b'])
+            return np_mod.sum((pred - targets) ** 2)
+        return f
+
+    rng = _rng(0)
+    params = {'w': rng.standard_normal((3, 2)).astype(np.float32),
+              'b': rng.standard_normal(2).astype(np.float32)}
+    inputs = rng.standard_normal((5, 3)).astype(np.float32)
+    targets = rng.standard_normal((5, 2)).astype(np.float32)
+    v = rng.standard_normal(8).astype(np.float32)
+    for name, extra in (('hessian_diag', ()), ('fisher_diag', ()), ('hvp', (v,))):
+        with pytest.warns(DeprecationWarning):
+            theirs = getattr(optax.second_order, name)(
+                loss(jax.numpy), *[jax.numpy.asarray(e) for e in extra],
+                convert(params, jax.numpy.asarray), jax.numpy.asarray(inputs),
+                jax.numpy.asarray(targets))
+        with pytest.warns(DeprecationWarning):
+            ours = getattr(fox.second_order, name)(
+                loss(fjnp), *[fjnp.asarray(e) for e in extra], convert(params, fjnp.asarray),
+                fjnp.asarray(inputs), fjnp.asarray(targets))
+        assert_trees_close(ours, theirs, rtol=1e-4, atol=1e-5, check_dtypes=False)
+
+
+@pytest.mark.parametrize('noise', ['Gumbel', 'Normal'])
+def test_make_perturbed_fun_matches_optax(noise):
+    def argmax_one_hot(np_mod, nn):
+        return lambda x: nn.one_hot(np_mod.argmax(x), x.shape[0])
+
+    x = _logits(shape=(1, 5))[0]
+
+    def run(ox, np_mod, nn, rnd, asarray, grad):
+        f = ox.perturbations.make_perturbed_fun(argmax_one_hot(np_mod, nn), num_samples=64,
+                                                sigma=0.5, noise=getattr(ox.perturbations, noise)())
+        key = rnd.PRNGKey(0)
+        value = f(key, asarray(x))
+        g = grad(lambda y: np_mod.sum(f(key, y) * asarray(np.arange(5, dtype=np.float32))))(
+            asarray(x))
+        return value, g
+
+    ours = run(fox, fjnp, fluxion.nn, fluxion.random, fjnp.asarray, fluxion.grad)
+    theirs = run(optax, jax.numpy, jax.nn, jax.random, jax.numpy.asarray, jax.grad)
+    assert_trees_close(list(ours), list(theirs), rtol=1e-4, atol=1e-5, check_dtypes=False)
