@@ -92,6 +92,8 @@ from ._combine import named_chain as named_chain
 from ._combine import partition as partition
 from ._factorized import FactoredState as FactoredState
 from ._factorized import scale_by_factored_rms as scale_by_factored_rms
+from ._grad_utils import multi_normal as multi_normal
+from ._grad_utils import scale_gradient as scale_gradient
 from ._inject import InjectHyperparamsState as InjectHyperparamsState
 from ._inject import InjectStatefulHyperparamsState as InjectStatefulHyperparamsState
 from ._inject import WrappedSchedule as WrappedSchedule
@@ -100,6 +102,9 @@ from ._inject import inject_stateful_hyperparams as inject_stateful_hyperparams
 from ._schedule_onecycle import cosine_onecycle_schedule as cosine_onecycle_schedule
 from ._schedule_onecycle import linear_onecycle_schedule as linear_onecycle_schedule
 from ._schedule_onecycle import piecewise_interpolate_schedule as piecewise_interpolate_schedule
+from ._linear_algebra import matrix_inverse_pth_root as matrix_inverse_pth_root
+from ._linear_algebra import nnls as nnls
+from ._linear_algebra import power_iteration as power_iteration
 from ._lbfgs import ScaleByLBFGSState as ScaleByLBFGSState
 from ._lbfgs import lbfgs as lbfgs
 from ._lbfgs import scale_by_lbfgs as scale_by_lbfgs
