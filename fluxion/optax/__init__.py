@@ -12,6 +12,7 @@ State objects have the same NamedTuple types, field names and nesting as
 optax's, so ``opt_state[0].mu`` etc. work unchanged.
 """
 
+from . import assignment as assignment
 from . import contrib as contrib
 from . import losses as losses
 from . import perturbations as perturbations

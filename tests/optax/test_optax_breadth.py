@@ -852,7 +852,6 @@ def test_make_perturbed_fun_matches_optax(noise):
 # Names of optax 0.2.8 (top level and optax.contrib) that fluxion.optax does
 # not provide yet, and why.
 MISSING_WITH_REASON = {
-    'assignment': 'hungarian_algorithm not ported yet (needs a traceable while-loop port).',
     'ctc_loss': 'CTC forward algorithm not ported yet.',
     'ctc_loss_with_forward_probs': 'CTC forward algorithm not ported yet.',
     'experimental': 'experimental aggregators not ported yet.',
@@ -878,7 +877,7 @@ def test_public_name_coverage():
 
 
 @pytest.mark.parametrize('sub', ['tree_utils', 'tree', 'losses', 'schedules', 'transforms',
-                                 'projections', 'second_order', 'perturbations'])
+                                 'projections', 'second_order', 'perturbations', 'assignment'])
 def test_submodule_names_exist(sub):
     import importlib  # noqa: PLC0415
 
@@ -970,3 +969,18 @@ def test_multi_normal_matches_optax():
     np.testing.assert_allclose(np.asarray(ours.log_prob(s_ours)),
                                np.asarray(theirs.log_prob(s_theirs)), rtol=1e-5)
     assert len(ours.params) == 2
+
+
+@pytest.mark.parametrize('shape', [(5, 5), (4, 7), (7, 4), (1, 3), (0, 3)])
+def test_hungarian_algorithm_matches_optax(shape):
+    cost = _rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    for name in ('hungarian_algorithm', 'base_hungarian_algorithm'):
+        ours = getattr(fox.assignment, name)(fjnp.asarray(cost))
+        theirs = getattr(optax.assignment, name)(jax.numpy.asarray(cost))
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    if 0 not in shape:
+        i, j = fluxion.jit(fox.assignment.hungarian_algorithm)(fjnp.asarray(cost))
+        scipy_optimize = pytest.importorskip('scipy.optimize')
+        ri, rj = scipy_optimize.linear_sum_assignment(cost)
+        assert np.isclose(cost[np.asarray(i), np.asarray(j)].sum(), cost[ri, rj].sum())
