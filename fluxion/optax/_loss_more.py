@@ -11,10 +11,12 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax, nn
 
 from ._loss import _check_floating, sigmoid_binary_cross_entropy, softmax_cross_entropy
+from ._projections import _projection_unit_simplex
 
 Axis = Union[int, tuple[int, ...], None]
 
@@ -248,3 +250,72 @@ def triplet_margin_loss(anchors: Any, positives: Any, negatives: Any, axis: int 
         return jnp.power(jnp.sum(jnp.power(x - y, norm_degree), axis=axis) + eps, 1 / norm_degree)
 
     return jnp.maximum(dist(anchors, positives) - dist(anchors, negatives) + margin, 0)
+
+
+def _last_axis_map(fn: Any, *arrays: Any) -> Any:
+    """Applies ``fn`` (vectors -> scalar) over the last axis of arrays with equal batch shapes."""
+    batch = jnp.shape(arrays[0])[:-1]
+    flat = [jnp.reshape(a, (-1, jnp.shape(a)[-1])) for a in arrays]
+    return jnp.reshape(fluxion.vmap(fn)(*flat), batch)
+
+
+def make_fenchel_young_loss(max_fun: Any) -> Any:
+    r"""Builds the Fenchel-Young loss :math:`\Omega^*(\theta) - \langle y, \theta\rangle`
+    (Blondel, Martins & Niculae, JMLR 2020) from a convex "max" function
+    :math:`\Omega^*` of a score vector (e.g. ``logsumexp`` gives the softmax
+    cross entropy). The loss maps over leading axes; extra args go to ``max_fun``.
+    """
+
+    def fenchel_young_loss(scores, targets, *args, **kwargs):
+        scores, targets = jnp.asarray(scores), jnp.asarray(targets)
+        max_value = _last_axis_map(lambda s: max_fun(s, *args, **kwargs), scores)
+        return max_value - jnp.sum(targets * scores, axis=-1)
+
+    return fenchel_young_loss
+
+
+def multiclass_sparsemax_loss(scores: Any, labels: Any) -> Any:
+    r"""Sparsemax loss (Martins & Astudillo, ICML 2016) for ``[batch, classes]`` scores
+    and integer labels: the Fenchel-Young loss of the sparsemax (simplex projection)."""
+    def one(s, label):
+        proba = _projection_unit_simplex(s)
+        shifted = (s - s[label]).at[label].set(0.0)
+        return jnp.dot(proba, jnp.where(proba != 0, shifted, 0.0)) + \
+            0.5 * (1.0 - jnp.dot(proba, proba))
+
+    return fluxion.vmap(one)(jnp.asarray(scores), jnp.asarray(labels))
+
+
+def ranking_softmax_loss(logits: Any, labels: Any, *, where: Optional[Any] = None,
+                         weights: Optional[Any] = None, reduce_fn: Optional[Any] = jnp.mean
+                         ) -> Any:
+    r"""Listwise softmax ranking loss (ListNet-style; Cao et al., ICML 2007):
+    :math:`-\sum_i y_i \log \mathrm{softmax}(s)_i` per list (last axis), then
+    reduced over lists with ``reduce_fn`` (None: no reduction).
+
+    Args:
+        where: boolean mask of valid items; lists with no valid item count as 0
+            (and are excluded from the mean).
+        weights: per-item label weights.
+
+    Raises:
+        ValueError: if ``logits`` is not floating.
+    """
+    _check_floating(logits, 'logits', 'ranking_softmax_loss')
+    logits = jnp.asarray(logits)
+    labels = jnp.asarray(labels).astype(logits.dtype)
+    if where is not None:
+        labels = jnp.where(where, labels, jnp.zeros_like(labels))
+        logits = jnp.where(where, logits, -jnp.ones_like(logits) * jnp.inf)
+    if weights is not None:
+        labels = labels * weights
+    per_item = labels * nn.log_softmax(logits, axis=-1)
+    loss = -_masked_sum(per_item, -1, where)
+    list_mask = None if where is None else jnp.any(where, axis=-1)
+    if reduce_fn is None:
+        return loss if list_mask is None else jnp.where(list_mask, loss, 0.0)
+    out = reduce_fn(loss) if list_mask is None else reduce_fn(loss, where=list_mask)
+    if reduce_fn is jnp.mean:
+        # An empty mean (no valid list) is 0, unless the input itself had NaNs.
+        out = jnp.where(jnp.isnan(out) & jnp.logical_not(jnp.any(jnp.isnan(loss))), 0.0, out)
+    return out
