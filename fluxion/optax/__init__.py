@@ -126,6 +126,8 @@ from ._loss import smooth_labels as smooth_labels
 from ._loss import softmax_cross_entropy as softmax_cross_entropy
 from ._loss import softmax_cross_entropy_with_integer_labels as softmax_cross_entropy_with_integer_labels
 from ._loss import squared_error as squared_error
+from ._loss_ctc import ctc_loss as ctc_loss
+from ._loss_ctc import ctc_loss_with_forward_probs as ctc_loss_with_forward_probs
 from ._loss_more import convex_kl_divergence as convex_kl_divergence
 from ._loss_more import cosine_distance as cosine_distance
 from ._loss_more import cosine_similarity as cosine_similarity

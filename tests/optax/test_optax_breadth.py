@@ -878,8 +878,6 @@ def test_make_perturbed_fun_matches_optax(noise):
 # Names of optax 0.2.8 (top level and optax.contrib) that fluxion.optax does
 # not provide yet, and why.
 MISSING_WITH_REASON = {
-    'ctc_loss': 'CTC forward algorithm not ported yet.',
-    'ctc_loss_with_forward_probs': 'CTC forward algorithm not ported yet.',
     'experimental': 'experimental aggregators not ported yet.',
     'microbatch': 'microbatching utilities not ported yet.',
     'microbatching': 'microbatching utilities not ported yet.',
@@ -909,8 +907,7 @@ def test_submodule_names_exist(sub):
 
     theirs = importlib.import_module(f'optax.{sub}')
     ours = getattr(fox, sub)
-    known_gaps = {'losses': {'ctc_loss', 'ctc_loss_with_forward_probs'},
-                  # Modules optax's tree_utils happens to import.
+    known_gaps = {                  # Modules optax's tree_utils happens to import.
                   'tree_utils': {'functools', 'typing'}}
     missing = {n for n in _public(theirs) if not hasattr(ours, n)}
     assert missing == known_gaps.get(sub, set())
@@ -1007,3 +1004,29 @@ def test_hungarian_algorithm_matches_optax(shape):
         scipy_optimize = pytest.importorskip('scipy.optimize')
         ri, rj = scipy_optimize.linear_sum_assignment(cost)
         assert np.isclose(cost[np.asarray(i), np.asarray(j)].sum(), cost[ri, rj].sum())
+
+
+@pytest.mark.parametrize('blank_id', [0, 3])
+def test_ctc_loss_matches_optax(blank_id):
+    rng = _rng(blank_id)
+    logits = rng.standard_normal((2, 6, 5)).astype(np.float32)
+    logit_paddings = np.array([[0] * 6, [0] * 4 + [1] * 2], np.float32)
+    labels = np.array([[1, 1, 2], [4, 2, 0]], np.int32)
+    label_paddings = np.array([[0, 0, 0], [0, 0, 1]], np.float32)
+
+    def run(ox, asarray, grad):
+        args = [asarray(a) for a in (logits, logit_paddings, labels, label_paddings)]
+        full = ox.losses.ctc_loss_with_forward_probs(*args, blank_id=blank_id)
+        g = grad(lambda z: ox.losses.ctc_loss(z, *args[1:], blank_id=blank_id).sum())(args[0])
+        return list(full) + [g]
+
+    ours = run(fox, fjnp.asarray, fluxion.grad)
+    theirs = run(optax, jax.numpy.asarray, jax.grad)
+    assert_trees_close(ours, theirs, rtol=1e-4, atol=1e-4, check_dtypes=False)
+    jitted = fluxion.jit(lambda z: fox.ctc_loss(z, fjnp.asarray(logit_paddings),
+                                                fjnp.asarray(labels),
+                                                fjnp.asarray(label_paddings), blank_id=blank_id))
+    np.testing.assert_allclose(np.asarray(jitted(fjnp.asarray(logits))), np.asarray(ours[0]),
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match='rank'):
+        fox.ctc_loss(fjnp.asarray(logits[0]), logit_paddings, labels, label_paddings)
