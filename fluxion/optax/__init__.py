@@ -15,6 +15,7 @@ optax's, so ``opt_state[0].mu`` etc. work unchanged.
 from . import assignment as assignment
 from . import contrib as contrib
 from . import losses as losses
+from . import microbatching as microbatching
 from . import perturbations as perturbations
 from . import projections as projections
 from . import schedules as schedules
@@ -155,6 +156,7 @@ from ._moments import scale_by_novograd as scale_by_novograd
 from ._moments import scale_by_radam as scale_by_radam
 from ._moments import scale_by_sm3 as scale_by_sm3
 from ._moments import scale_by_yogi as scale_by_yogi
+from ._microbatching import microbatch as microbatch
 from ._monitoring import MonitorState as MonitorState
 from ._monitoring import SnapshotState as SnapshotState
 from ._monitoring import measure_with_ema as measure_with_ema
