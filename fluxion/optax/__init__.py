@@ -14,6 +14,7 @@ optax's, so ``opt_state[0].mu`` etc. work unchanged.
 
 from . import assignment as assignment
 from . import contrib as contrib
+from . import experimental as experimental
 from . import losses as losses
 from . import microbatching as microbatching
 from . import perturbations as perturbations

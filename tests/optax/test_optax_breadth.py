@@ -878,7 +878,6 @@ def test_make_perturbed_fun_matches_optax(noise):
 # Names of optax 0.2.8 (top level and optax.contrib) that fluxion.optax does
 # not provide yet, and why.
 MISSING_WITH_REASON = {
-    'experimental': 'experimental aggregators not ported yet.',
 }
 
 
@@ -1082,3 +1081,46 @@ def test_micro_grad_matches_optax():
 
     ours, theirs = run(fox, fjnp, fjnp.asarray), run(optax, jax.numpy, jax.numpy.asarray)
     assert_trees_close(list(ours), list(theirs), rtol=1e-5, atol=1e-5, check_dtypes=False)
+
+
+@pytest.mark.parametrize('steps', [1, 2])
+def test_experimental_add_mean_variance_matches_optax(steps):
+    rng = _rng(steps)
+    params = {'w': rng.standard_normal((3, 2)).astype(np.float32)}
+    per_example = [{'w': rng.standard_normal((4, 3, 2)).astype(np.float32)} for _ in range(4)]
+
+    def run(ox, asarray):
+        agg = ox.experimental.aggregating
+        tx = agg.add_mean_variance_to_opt(ox.sgd(0.1), ema_decay=0.8,
+                                          accumulation_steps=steps)
+        p = convert(params, asarray)
+        state = tx.init(p)
+        outs = []
+        for g in per_example:
+            u, state = tx.update(convert(g, asarray), state, p)
+            p = ox.apply_updates(p, u)
+            outs.append(u)
+        return outs, list(agg.get_unbiased_mean_and_variance_ema(state))
+
+    ours, theirs = run(fox, fjnp.asarray), run(optax, jax.numpy.asarray)
+    assert_trees_close(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
+    assert_trees_close(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+
+
+def test_experimental_average_incrementally_matches_optax():
+    rng = _rng(3)
+    per_example = [{'w': rng.standard_normal((5, 2)).astype(np.float32)} for _ in range(3)]
+
+    def run(ox, asarray):
+        agg = ox.experimental.aggregating
+        tx = agg.process(ox.identity(), agg.average_incrementally_updates(0, 3), ox.sgd(1.0))
+        p = {'w': asarray(np.zeros(2, np.float32))}
+        state = tx.init(p)
+        outs = []
+        for g in per_example:
+            u, state = tx.update(convert(g, asarray), state, p)
+            outs.append(u)
+        return outs
+
+    assert_trees_close(run(fox, fjnp.asarray), run(optax, jax.numpy.asarray), rtol=1e-5,
+                       atol=1e-6)
