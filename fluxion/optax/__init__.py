@@ -102,15 +102,12 @@ from ._inject import InjectStatefulHyperparamsState as InjectStatefulHyperparams
 from ._inject import WrappedSchedule as WrappedSchedule
 from ._inject import inject_hyperparams as inject_hyperparams
 from ._inject import inject_stateful_hyperparams as inject_stateful_hyperparams
-from ._schedule_onecycle import cosine_onecycle_schedule as cosine_onecycle_schedule
-from ._schedule_onecycle import linear_onecycle_schedule as linear_onecycle_schedule
-from ._schedule_onecycle import piecewise_interpolate_schedule as piecewise_interpolate_schedule
-from ._linear_algebra import matrix_inverse_pth_root as matrix_inverse_pth_root
-from ._linear_algebra import nnls as nnls
-from ._linear_algebra import power_iteration as power_iteration
 from ._lbfgs import ScaleByLBFGSState as ScaleByLBFGSState
 from ._lbfgs import lbfgs as lbfgs
 from ._lbfgs import scale_by_lbfgs as scale_by_lbfgs
+from ._linear_algebra import matrix_inverse_pth_root as matrix_inverse_pth_root
+from ._linear_algebra import nnls as nnls
+from ._linear_algebra import power_iteration as power_iteration
 from ._linesearch import ScaleByBacktrackingLinesearchState as ScaleByBacktrackingLinesearchState
 from ._linesearch import ScaleByZoomLinesearchState as ScaleByZoomLinesearchState
 from ._linesearch import ZoomLinesearchInfo as ZoomLinesearchInfo
@@ -142,6 +139,7 @@ from ._loss_more import sigmoid_focal_loss as sigmoid_focal_loss
 from ._masking import MaskedNode as MaskedNode
 from ._masking import MaskedState as MaskedState
 from ._masking import masked as masked
+from ._microbatching import microbatch as microbatch
 from ._moments import ScaleByAdaDeltaState as ScaleByAdaDeltaState
 from ._moments import ScaleByAdanState as ScaleByAdanState
 from ._moments import ScaleByAmsgradState as ScaleByAmsgradState
@@ -157,7 +155,6 @@ from ._moments import scale_by_novograd as scale_by_novograd
 from ._moments import scale_by_radam as scale_by_radam
 from ._moments import scale_by_sm3 as scale_by_sm3
 from ._moments import scale_by_yogi as scale_by_yogi
-from ._microbatching import microbatch as microbatch
 from ._monitoring import MonitorState as MonitorState
 from ._monitoring import SnapshotState as SnapshotState
 from ._monitoring import measure_with_ema as measure_with_ema
@@ -183,6 +180,9 @@ from ._schedule import sgdr_schedule as sgdr_schedule
 from ._schedule import warmup_constant_schedule as warmup_constant_schedule
 from ._schedule import warmup_cosine_decay_schedule as warmup_cosine_decay_schedule
 from ._schedule import warmup_exponential_decay_schedule as warmup_exponential_decay_schedule
+from ._schedule_onecycle import cosine_onecycle_schedule as cosine_onecycle_schedule
+from ._schedule_onecycle import linear_onecycle_schedule as linear_onecycle_schedule
+from ._schedule_onecycle import piecewise_interpolate_schedule as piecewise_interpolate_schedule
 from ._state_utils import tree_map_params as tree_map_params
 from ._stepsize import ApplyEvery as ApplyEvery
 from ._stepsize import ScaleByRpropState as ScaleByRpropState
