@@ -65,13 +65,8 @@ def _np_leaves(tree):
     return [tree]
 
 
-# fluxion.jit's fusion pass rejects these update graphs ("fusion produced a
-# cyclic schedule"): a compiler bug outside fluxion.optax; eager results match optax.
-FUSION_BUG = 'fluxion.jit fusion: "fusion produced a cyclic schedule"'
-
 # (id, factory, options). Options: 'params' maps the numpy param tree,
-# 'value': pass value=<loss> to update, 'rtol': tolerance override,
-# 'jit_xfail': reason the jitted update is expected to fail.
+# 'value': pass value=<loss> to update, 'rtol': tolerance override.
 CASES = [
     # Adam family.
     ('amsgrad', lambda ox: ox.amsgrad(1e-2), {}),
@@ -160,8 +155,7 @@ CASES = [
         ox.linear_schedule(1.0, 0.5, 3), weight_decay=1e-2, estim_lr0=1e-3), {}),
     ('prodigy', lambda ox: ox.contrib.prodigy(estim_lr0=1e-2), {}),
     ('prodigy_safeguard', lambda ox: ox.contrib.prodigy(
-        0.5, beta3=0.9, weight_decay=1e-2, safeguard_warmup=True, estim_lr0=1e-3),
-     {'jit_xfail': FUSION_BUG}),
+        0.5, beta3=0.9, weight_decay=1e-2, safeguard_warmup=True, estim_lr0=1e-3), {}),
     ('dog', lambda ox: ox.contrib.dog(), {}),
     ('dog_distance_wd', lambda ox: ox.contrib.dog(init_step=('distance', 1e-2),
                                                   weight_decay=1e-3), {}),
@@ -171,7 +165,7 @@ CASES = [
     ('madgrad', lambda ox: ox.contrib.madgrad(1e-2), {}),
     ('madgrad_schedule', lambda ox: ox.contrib.madgrad(ox.linear_schedule(1e-2, 1e-3, 3),
                                                        weight_decay=1e-2), {}),
-    ('mechanize', lambda ox: ox.contrib.mechanize(ox.adam(1e-2)), {'jit_xfail': FUSION_BUG}),
+    ('mechanize', lambda ox: ox.contrib.mechanize(ox.adam(1e-2)), {}),
     ('momo', lambda ox: ox.contrib.momo(), {'value': True}),
     ('momo_adaptive_lb', lambda ox: ox.contrib.momo(0.5, weight_decay=1e-2,
                                                     adapt_lower_bound=True), {'value': True}),
@@ -260,10 +254,7 @@ def test_matches_optax_step_by_step(factory, options):
     assert_trees_close(ours[2], theirs[2], rtol=rtol, atol=ATOL)
 
 
-JIT_PARAMS = [
-    pytest.param(*c[1:], id=c[0], marks=pytest.mark.xfail(
-        raises=AssertionError, strict=True, reason=c[2]['jit_xfail']) if 'jit_xfail' in c[2] else ())
-    for c in CASES]
+JIT_PARAMS = [pytest.param(*c[1:], id=c[0]) for c in CASES]
 
 
 @pytest.mark.parametrize('factory,options', JIT_PARAMS)
