@@ -108,6 +108,7 @@ class KernelNode:
                 g.line(f"{name} = {buf}")
                 kinds.append(("adopt", buf))
             args.append(f"{name}.reshape({tuple(mshape)!r})" if tuple(mshape) != v.aval.shape else name)
+        args += [str(int(n)) for n in self.spec.extents]
         g.line(f"{fn}({', '.join(args)})")
         return kinds
 
