@@ -79,6 +79,18 @@ class _FunctionCaches:
 
 _weak_caches: "weakref.WeakKeyDictionary[Callable, _FunctionCaches]" = weakref.WeakKeyDictionary()
 _strong_caches: dict = {}
+# Every live `jit` wrapper, so that `clear_all_caches` can empty their dispatch tables too.
+_wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+
+
+def clear_all_caches() -> None:
+    """Forgets every trace and compiled program of every jitted function (what `fluxion.clear_caches` does for
+    `jit`); the next call of each traces and compiles again."""
+    for caches in list(_weak_caches.values()) + list(_strong_caches.values()):
+        caches.traces.clear()
+        caches.compiled.clear()
+    for w in list(_wrappers):
+        w._clear_dispatch_tables()
 
 
 def _caches_for(fun: Callable) -> _FunctionCaches:
@@ -167,6 +179,7 @@ class JitWrapped:
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
+        _wrappers.add(self)
 
     def _split_args(self, args: tuple, kwargs: dict):
         return split_static_args(self._static_argnums, self._static_argnames, self._name, args, kwargs)
@@ -335,8 +348,12 @@ class JitWrapped:
         return len(self._cache)
 
     def clear_cache(self) -> None:
+        """Forgets the traces and compiled programs of this function (shared by every `jit` wrapper of it)."""
         self._cache.clear()
         self._traces.clear()
+        self._clear_dispatch_tables()
+
+    def _clear_dispatch_tables(self) -> None:
         self._fast.clear()
         self._tree_fast.clear()
 

@@ -53,6 +53,12 @@ _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary
 _strong_caches: dict = {}
 
 
+def clear_all_caches() -> None:
+    """Forgets every compiled program of every pmapped function (emptied in place: wrappers share these dicts)."""
+    for cache in list(_caches.values()) + list(_strong_caches.values()):
+        cache.clear()
+
+
 def _normalize_argnums(nums, what: str) -> tuple[int, ...]:
     if nums is None:
         return ()
