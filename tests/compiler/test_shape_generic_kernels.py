@@ -110,6 +110,26 @@ def test_dimension_only_an_iota_spans_gets_an_extent_argument():
     assert len(digests) == 1
 
 
+@pytest.mark.usefixtures("fresh")
+def test_one_scan_loop_kernel_serves_every_sequence_length(rng):
+    def f(xs):
+        return lax.scan(lambda c, x: (jnp.tanh(c * 0.75 + x), c * 2.0), jnp.zeros(4, np.float32), xs, reverse=True)
+
+    loads = _kernel_loads()
+    digests = []
+    for n in (20, 37, 64):
+        xs = rng.standard_normal((n, 4)).astype(np.float32)
+        closed = fluxion.make_jaxpr(f)(xs)
+        exe = compiler.compile_closed(closed, fuse=True, sync=True)
+        assert "loop kernel of a scan" in exe.source
+        digests.append(sorted(k.digest for k in exe.kernels))
+        want = compiler.compile_closed(closed, fuse=False)(xs)
+        for g, w in zip(exe(xs), want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+    assert digests[0] == digests[1] == digests[2]
+    assert _kernel_loads() - loads == len(digests[0])
+
+
 def _digests(fun, *args) -> list:
     closed = passes.optimize(fluxion.make_jaxpr(fun)(*args))
     pairs, _ = fusion.Planner(load=False).specs(fusion.prepare(closed))
