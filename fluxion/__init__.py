@@ -16,7 +16,8 @@ from ._src import backends as _backends  # noqa: F401
 from ._src.config import config as config
 from ._src.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from ._src.core import Array as Array
-from ._src.jit import clear_caches as clear_caches, jit as jit
+from ._src.jit import jit as jit
+from ._src.caches import clear_caches as clear_caches
 from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure
 from ._src.aliases import install_aliases as install_aliases, uninstall_aliases as uninstall_aliases
 from ._src.callback import pure_callback as pure_callback

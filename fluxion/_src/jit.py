@@ -62,23 +62,6 @@ def _set_jit_disabled(value: Any) -> None:
 config.add_hook("jax_disable_jit", _set_jit_disabled)
 
 
-def clear_caches() -> None:
-    """Forgets every traced and compiled program of every jitted function (mirrors `jax.clear_caches`); the next
-    call of each traces and compiles again."""
-    for wrapper in list(_live_wrappers):
-        wrapper.clear_cache()
-    _weak_caches.clear()
-    _strong_caches.clear()
-    for hook in _CLEAR_HOOKS:
-        hook()
-
-
-# Other caches of compiled code (pmap's) register a clearing function here.
-_CLEAR_HOOKS: list = []
-# Every live `jit` wrapper (each has its own dispatch tables besides the per-function caches).
-_live_wrappers: "weakref.WeakSet" = weakref.WeakSet()
-
-
 class _FunctionCaches:
     """What `jit` remembers about one Python function, shared by every `jit` wrapper of it.
 
@@ -97,6 +80,18 @@ class _FunctionCaches:
 
 _weak_caches: "weakref.WeakKeyDictionary[Callable, _FunctionCaches]" = weakref.WeakKeyDictionary()
 _strong_caches: dict = {}
+# Every live `jit` wrapper, so that `clear_all_caches` can empty their dispatch tables too.
+_wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+
+
+def clear_all_caches() -> None:
+    """Forgets every trace and compiled program of every jitted function (what `fluxion.clear_caches` does for
+    `jit`); the next call of each traces and compiles again."""
+    for caches in list(_weak_caches.values()) + list(_strong_caches.values()):
+        caches.traces.clear()
+        caches.compiled.clear()
+    for w in list(_wrappers):
+        w._clear_dispatch_tables()
 
 
 def _caches_for(fun: Callable) -> _FunctionCaches:
@@ -184,8 +179,8 @@ class JitWrapped:
         self._fast: dict = {}
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
-        _live_wrappers.add(self)
         self._fast_ok = not self._static_argnums and not self._static_argnames
+        _wrappers.add(self)
 
     def _split_args(self, args: tuple, kwargs: dict):
         return split_static_args(self._static_argnums, self._static_argnames, self._name, args, kwargs)
@@ -356,8 +351,12 @@ class JitWrapped:
         return len(self._cache)
 
     def clear_cache(self) -> None:
+        """Forgets the traces and compiled programs of this function (shared by every `jit` wrapper of it)."""
         self._cache.clear()
         self._traces.clear()
+        self._clear_dispatch_tables()
+
+    def _clear_dispatch_tables(self) -> None:
         self._fast.clear()
         self._tree_fast.clear()
 

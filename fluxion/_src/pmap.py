@@ -31,7 +31,6 @@ import numpy as np
 
 from . import core
 from . import devices as devices_mod
-from . import jit as _jit_module
 from .api import vmap
 from .api_util import as_output
 from .api_util import arg_names as _arg_names, as_value as _as_value, fun_name as _fun_name, fun_src as _fun_src
@@ -65,6 +64,12 @@ def _cache_for(fun: Callable) -> dict:
         if entry is None or entry[0] is not fun:
             entry = _strong_caches[id(fun)] = (fun, {})
         return entry[1]
+
+
+def clear_all_caches() -> None:
+    """Forgets every compiled program of every pmapped function (emptied in place: wrappers share these dicts)."""
+    for cache in list(_caches.values()) + [cache for _, cache in list(_strong_caches.values())]:
+        cache.clear()
 
 
 def _normalize_argnums(nums, what: str) -> tuple[int, ...]:
@@ -422,14 +427,3 @@ def replicate(tree: Any, devices: Sequence | None = None) -> Any:
 def unreplicate(tree: Any) -> Any:
     """The first replica of every leaf (`x[0]`): the inverse of `replicate` for replicated values."""
     return tree_map(lambda x: x[0], tree)
-
-
-def _clear_pmap_caches() -> None:
-    for cache in list(_caches.values()):
-        cache.clear()
-    for _, cache in list(_strong_caches.values()):
-        cache.clear()
-    _strong_caches.clear()
-
-
-_jit_module._CLEAR_HOOKS.append(_clear_pmap_caches)
