@@ -130,11 +130,14 @@ class Grouping:
                 continue
             seen.add(x)
             i = self.producer.get(x)
-            if i is None or i < lo:
+            if i is None:
                 continue
             if i in members:
                 return True
             g = self.group_of.get(i)
+            # An equation before every member cannot depend on them -- unless its group has later members.
+            if i < lo and (g is None or not g.alive or g.members[-1] < lo):
+                continue
             if g is not None and g.alive:
                 if id(g) in seen_groups:
                     continue
