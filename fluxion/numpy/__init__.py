@@ -102,6 +102,9 @@ inexact = _np.inexact
 number = _np.number
 generic = _np.generic
 bool = bool_  # noqa: A001  (Array-API name)
+__array_api_version__ = "2024.12"
+
+from .._src.numpy.array_api_info import __array_namespace_info__ as __array_namespace_info__  # noqa: E402
 
 from . import fft as fft  # noqa: E402
 from . import linalg as linalg  # noqa: E402
