@@ -169,3 +169,10 @@ def test_vmap_maps_keyword_arguments_along_axis_0():
     np.testing.assert_array_equal(np.asarray(out), np.arange(3.0, dtype=np.float32)[:, None] * np.ones((3, 2)))
     with pytest.raises(ValueError, match="inconsistent sizes"):
         fluxion.vmap(lambda x, *, k: x * k)(jnp.ones((3, 2)), k=jnp.arange(4.0))
+
+
+def test_numpy_issubdtype_knows_prng_key_dtypes():
+    key = fluxion.random.key(0)
+    assert jnp.issubdtype(key.dtype, fluxion.dtypes.prng_key)
+    assert not jnp.issubdtype(jnp.float32, fluxion.dtypes.prng_key)
+    assert jnp.issubdtype(jnp.bfloat16, jnp.floating)
