@@ -74,7 +74,7 @@ def load(data_dir: str | os.PathLike | None = None, *, verify: bool = True) -> s
         looked = [Path(data_dir)] if data_dir is not None else _search_roots()
         raise DatasetNotFoundError(
             f"Tiny Shakespeare {FILE} not found. Looked in: " + ", ".join(str(p) for p in looked)
-            + f". Put the file in one of them, set $FLUXION_DATA_DIR, or pass data_dir=...")
+            + ". Put the file in one of them, set $FLUXION_DATA_DIR, or pass data_dir=...")
     if verify:
         actual = sha256_of(path)
         if actual != SHA256:

@@ -16,9 +16,11 @@ decayed learning rate. Acting, GAE and the minibatch update are `fluxion.jit`-co
 Episodes cut by the 500-step time limit are not treated as failures: the value of the last observation is added
 to the final reward (discounted), so the critic does not learn that good states are terminal.
 
-The task counts as solved when the greedy policy's mean return over `--eval-episodes` (100) fresh evaluation
-episodes reaches 475 (Gymnasium's threshold); training stops there (or at `--total-steps`) and the wall time and
-the number of training environment steps are printed.
+The task counts as solved when the greedy (argmax) policy's mean return over `--eval-episodes` (100) evaluation
+episodes, run in separate environments seeded `--seed + 10000`, reaches 475 (Gymnasium's threshold); training stops
+there (or at `--total-steps`) and the wall time and the number of training environment steps (evaluation steps not
+counted) are printed. To keep evaluation cheap it runs every `--eval-every` updates, and only once the mean return
+of the last 20 training episodes has reached `--eval-after-return`.
 """
 
 from __future__ import annotations
@@ -240,12 +242,13 @@ def train(cfg: Config, verbose: bool = True) -> dict:
         losses.append(float(np.mean(update_losses)))
 
         recent = float(np.mean(episode_returns[-20:])) if episode_returns else 0.0
-        if recent >= cfg.eval_after_return and (update_i % cfg.eval_every == 0 or update_i == num_updates):
+        evaluated = recent >= cfg.eval_after_return and (update_i % cfg.eval_every == 0 or update_i == num_updates)
+        if evaluated:
             eval_return = float(np.mean(evaluate(greedy, params, cfg.eval_episodes, seed=cfg.seed + 10_000)))
             evaluations.append((env_steps, eval_return))
             solved = eval_return >= SOLVED_RETURN
         if verbose and (update_i % 5 == 0 or solved):
-            last = f", greedy eval {evaluations[-1][1]:.1f}" if evaluations else ""
+            last = f", greedy eval {eval_return:.1f}" if evaluated else ""
             print(f"update {update_i:4d} | env steps {env_steps:7d} | mean training return (last 20) "
                   f"{recent:6.1f} | loss {losses[-1]:+.4f}{last} | {time.perf_counter() - t0:6.1f} s", flush=True)
         if solved:

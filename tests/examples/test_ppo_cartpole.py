@@ -87,7 +87,7 @@ def test_limits_are_strict_inequalities():
 def test_truncation_at_the_time_limit():
     env = CartPole(num_envs=3, seed=2, max_episode_steps=4)
     env.reset()
-    for t in range(4):
+    for _ in range(4):
         res = env.step(np.array([0, 1, 0]))
     assert res.truncated.all() and not res.terminated.any()
     assert np.all(env.elapsed == 0)
