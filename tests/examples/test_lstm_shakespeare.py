@@ -67,7 +67,8 @@ def test_step_by_step_equals_unroll():
 
 def test_unroll_matches_haiku():
     hk = pytest.importorskip("haiku")
-    jnp = pytest.importorskip("jax.numpy")
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
     unroll, _, params, tokens = _logits_and_params()
 
     def real(tokens):
@@ -77,7 +78,7 @@ def test_unroll_matches_haiku():
 
     real_t = hk.without_apply_rng(hk.transform(real))
     real_params = {m: {k: jnp.asarray(np.asarray(v)) for k, v in p.items()} for m, p in params.items()}
-    assert set(real_params) == set(real_t.init(__import__("jax").random.PRNGKey(0), tokens))
+    assert set(real_params) == set(real_t.init(jax.random.PRNGKey(0), tokens))
     np.testing.assert_allclose(np.asarray(real_t.apply(real_params, tokens)), np.asarray(unroll.apply(params, tokens)),
                                rtol=1e-5, atol=1e-5)
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+import fluxion
 from fluxion.examples import cartpole, ppo_cartpole
 from fluxion.examples.cartpole import CartPole
 
@@ -79,7 +80,7 @@ def test_limits_are_strict_inequalities():
     assert cartpole.THETA_LIMIT == pytest.approx(12 * math.pi / 180)
     env = CartPole(num_envs=1, seed=0)
     env.reset()
-    env.state[0] = [2.4 - 0.02 * 0.0, 0.0, 0.0, 0.0]  # x stays exactly at 2.4 for this step: not terminated
+    env.state[0] = [2.4, 0.0, 0.0, 0.0]  # zero velocity: x stays exactly at 2.4 this step, which is allowed
     res = env.step(np.array([1]))
     assert res.final_obs[0, 0] == np.float32(2.4) and not res.terminated[0]
 
@@ -125,8 +126,10 @@ def _rollout(seed, T=7, N=3):
 
 def test_gae_over_environments_matches_backward_recursion():
     r, d, v = _rollout(0)
-    np.testing.assert_allclose(np.asarray(ppo_cartpole.gae(r, d, v, 0.95)), _gae_numpy(r, d, v, 0.95), rtol=1e-5,
-                               atol=1e-5)
+    expected = _gae_numpy(r, d, v, 0.95)
+    np.testing.assert_allclose(np.asarray(ppo_cartpole.gae(r, d, v, 0.95)), expected, rtol=1e-5, atol=1e-5)
+    jitted = fluxion.jit(ppo_cartpole.gae)
+    np.testing.assert_allclose(np.asarray(jitted(r, d, v, np.float32(0.95))), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_gae_matches_rlax():
