@@ -39,7 +39,7 @@ import fluxion.numpy as jnp
 from fluxion import optax, random, rlax
 from fluxion.examples.cartpole import MAX_EPISODE_STEPS, SOLVED_RETURN, CartPole
 
-__all__ = ["Config", "make_network", "make_optimizer", "gae", "evaluate", "train", "main"]
+__all__ = ["Config", "make_network", "make_optimizer", "gae", "time_limit_rewards", "evaluate", "train", "main"]
 
 NUM_ACTIONS = 2
 OBS_SIZE = 4
@@ -104,6 +104,16 @@ def gae(rewards, discounts, values, lambda_):
     """GAE for a `(T, N)` rollout of N environments: `values` is `(T + 1, N)` (bootstrap last); returns `(T, N)`."""
     per_env = fluxion.vmap(rlax.truncated_generalized_advantage_estimation, in_axes=(1, 1, None, 1), out_axes=1)
     return per_env(rewards, discounts, lambda_, values)
+
+
+def time_limit_rewards(reward: np.ndarray, truncated: np.ndarray, final_values: np.ndarray,
+                       gamma: float) -> np.ndarray:
+    """Adds `gamma * V(final observation)` to the rewards of episodes cut by the time limit (not by failure).
+
+    GAE then sees a zero discount at the cut, as for a real ending, but the bootstrapped reward carries the value
+    the episode would have had (Pardo et al. 2018, "Time Limits in Reinforcement Learning"). All arrays `(N,)`.
+    """
+    return np.where(truncated, reward + gamma * final_values, reward).astype(reward.dtype)
 
 
 def _build(cfg: Config, network: hk.Transformed, optimizer: optax.GradientTransformation):
@@ -214,10 +224,10 @@ def train(cfg: Config, verbose: bool = True) -> dict:
             actions, logp, values = act(params, act_key, obs)
             actions = np.asarray(actions).astype(np.int32)
             step = env.step(actions)
-            reward = step.reward.copy()
+            reward = step.reward
             if step.truncated.any():
-                # Bootstrap through the time limit: the episode did not really end there.
-                reward[step.truncated] += cfg.gamma * np.asarray(value(params, step.final_obs))[step.truncated]
+                reward = time_limit_rewards(reward, step.truncated, np.asarray(value(params, step.final_obs)),
+                                            cfg.gamma)
             buf_obs[t], buf_act[t], buf_logp[t], buf_val[t] = obs, actions, np.asarray(logp), np.asarray(values)
             buf_rew[t] = reward
             buf_disc[t] = cfg.gamma * ~(step.terminated | step.truncated)

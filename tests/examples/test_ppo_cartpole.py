@@ -140,6 +140,21 @@ def test_gae_matches_rlax():
     np.testing.assert_allclose(np.asarray(ppo_cartpole.gae(r, d, v, 0.95)), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_time_limit_rewards_bootstrap_only_truncated_episodes():
+    out = ppo_cartpole.time_limit_rewards(np.ones(3, np.float32), np.array([False, True, False]),
+                                          np.array([5.0, 10.0, 20.0], np.float32), 0.9)
+    assert out.dtype == np.float32 and out.tolist() == [1.0, 10.0, 1.0]
+
+
+def test_training_through_time_limits(monkeypatch):
+    """With a 6-step limit every episode is truncated and bootstrapped; training still runs and counts episodes."""
+    monkeypatch.setattr(ppo_cartpole, "CartPole", lambda n, seed: CartPole(n, seed=seed, max_episode_steps=6))
+    out = ppo_cartpole.train(ppo_cartpole.Config(num_envs=2, rollout_steps=12, minibatches=2, total_steps=48,
+                                                 eval_after_return=1e9), verbose=False)
+    assert out["env_steps"] == 48 and all(r <= 6 for r in out["episode_returns"])
+    assert len(out["episode_returns"]) >= 8 and all(np.isfinite(out["losses"]))
+
+
 def test_evaluate_counts_each_episode_once():
     # Always pushing right topples the pole after the same few steps from any reset state near 0.
     def push_right(params, obs):
