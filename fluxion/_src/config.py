@@ -20,13 +20,15 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
   jax_compilation_cache_dir (None): where compiled kernels are cached on disk if `fluxion_cache_dir` is not set.
   jax_num_cpu_devices (1; `FLUXION_NUM_CPU_DEVICES`, read at use): number of CPU devices of the process (`pmap`
     replicas, `shard_map` blocks); `XLA_FLAGS=--xla_force_host_platform_device_count=N` also works (see `devices`).
+  jax_traceback_filtering ("auto"; JAX_TRACEBACK_FILTERING): "off" keeps fluxion's internal frames in tracebacks.
   jax_debug_nans, jax_debug_infs (False): every primitive's floating-point outputs are checked for NaN (inf) and
     `FloatingPointError` names the first primitive that made one; `jit`ted functions then run op by op.
   Recorded without effect: jax_numpy_rank_promotion ("allow"),
     jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
     jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
-    jax_persistent_cache_min_compile_time_secs (1.0), jax_default_device,
-    jax_transfer_guard* (None), jax_enable_checks, jax_debug_key_reuse, jax_explain_cache_misses,
+    jax_persistent_cache_min_compile_time_secs (1.0), jax_default_device, jax_transfer_guard,
+    jax_transfer_guard_host_to_device, jax_transfer_guard_device_to_host, jax_transfer_guard_device_to_device
+    (None), jax_enable_checks, jax_debug_key_reuse, jax_explain_cache_misses,
     jax_enable_custom_prng (False), jax_legacy_prng_key ("allow").
 
 Options of fluxion (each with its `FLUXION_*` environment variable, read at use):
