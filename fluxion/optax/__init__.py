@@ -244,3 +244,17 @@ ClipState = EmptyState
 ClipByGlobalNormState = EmptyState
 ScaleState = EmptyState
 ScaleByTrustRatioState = EmptyState
+
+# Names optax 0.2.8 still answers at the top level with a DeprecationWarning, pointing to `optax.contrib`.
+_MOVED_TO_CONTRIB = ("dpsgd", "differentially_private_aggregate", "DifferentiallyPrivateAggregateState")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_CONTRIB:
+        import warnings
+
+        from . import contrib
+        warnings.warn(f"optax.{name} is deprecated: use optax.contrib.{name} (optax v0.1.8 or newer).",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(contrib, name)
+    raise AttributeError(f"module 'fluxion.optax' has no attribute {name!r}")

@@ -8,6 +8,11 @@ from .. import core, dtypes
 from ..lax import elementwise as ew
 from ..lax import linalg as ll
 from ..lax import structural as st
+from . import linear as _linear
+from . import reductions as _reductions
+from . import shape as _shape
+from .ufuncs import isnan as _isnan
+from .ufuncs import where as _where
 from .util import asarray_arg, canonicalize_axes
 
 
@@ -99,8 +104,8 @@ def pinv(a, rtol=None):
     m, n = core.get_aval(a).shape[-2:]
     eps = dtypes.finfo(core.get_aval(a).dtype).eps
     rtol = 10 * max(m, n) * eps if rtol is None else rtol
-    from .reductions import max as _max
-    cutoff = ew.mul(core.Array(np.asarray(rtol, core.get_aval(s).dtype), True), _max(s, axis=-1, keepdims=True))
+    cutoff = ew.mul(core.Array(np.asarray(rtol, core.get_aval(s).dtype), True),
+                    _reductions.max(s, axis=-1, keepdims=True))
     cutoff = st.broadcast_in_dim(cutoff, core.get_aval(s).shape, tuple(range(core.get_aval(s).ndim)))
     s_inv = ew.select_n(ew.gt(s, cutoff), st.full(core.get_aval(s).shape, 0, core.get_aval(s).dtype),
                         ew.div(core.Array(np.ones((), core.get_aval(s).dtype), True), s))
@@ -133,8 +138,9 @@ def matrix_rank(a, rtol=None):
     m, n = core.get_aval(asarray_arg(a)).shape[-2:]
     eps = dtypes.finfo(core.get_aval(s).dtype).eps
     rtol = max(m, n) * eps if rtol is None else rtol
-    from .reductions import max as _max, sum as _sum
-    tol = ew.mul(_max(s, axis=-1, keepdims=True), core.Array(np.asarray(rtol, core.get_aval(s).dtype), True))
+    from .reductions import sum as _sum
+    tol = ew.mul(_reductions.max(s, axis=-1, keepdims=True),
+                 core.Array(np.asarray(rtol, core.get_aval(s).dtype), True))
     return _sum(ew.gt(s, st.broadcast_in_dim(tol, core.get_aval(s).shape, tuple(range(core.get_aval(s).ndim)))),
                 axis=-1)
 
@@ -181,13 +187,12 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
             red = _max if ord == np.inf else _min
             out = red(rowsum, axis=(r, c), keepdims=True)
             return out if keepdims else st.squeeze(out, (r, c))
-        from .shape import moveaxis
-        y = moveaxis(x, (r, c), (-2, -1))
+        y = _shape.moveaxis(x, (r, c), (-2, -1))
         s = svd(y, compute_uv=False)
         if ord == 2:
-            out = _max(s, axis=-1)
+            out = _reductions.max(s, axis=-1)
         elif ord == -2:
-            out = _min(s, axis=-1)
+            out = _reductions.min(s, axis=-1)
         elif ord == "nuc":
             out = _sum(s, axis=-1)
         else:
@@ -217,3 +222,137 @@ def lstsq(a, b, rcond=None):
     x = matmul(pinv(a), b)
     s = svd(a, compute_uv=False)
     return x, None, matrix_rank(a), s
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Array API linalg names (vector/matrix forms over the last axes) and tensor helpers
+# --------------------------------------------------------------------------------------------------------------
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """`jnp.matmul` (the Array API's `linalg.matmul`)."""
+    return _linear.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def matrix_transpose(x, /):
+    """Swaps the last two axes (rank >= 2, else ValueError)."""
+    return _shape.matrix_transpose(x)
+
+
+def outer(x1, x2, /):
+    """The outer product of two 1-D arrays (ValueError for other ranks, unlike `jnp.outer`, which flattens)."""
+    x1, x2 = asarray_arg(x1, "linalg.outer"), asarray_arg(x2, "linalg.outer")
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={x1.ndim} and x2.ndim={x2.ndim}")
+    return _linear.outer(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    """`jnp.tensordot` (the Array API's `linalg.tensordot`)."""
+    return _linear.tensordot(x1, x2, axes=axes, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """The conjugated dot product of vectors along `axis` (broadcasting the others)."""
+    return _linear.vecdot(x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    """The cross product of 3-vectors along `axis` (ValueError unless both have size 3 there)."""
+    x1, x2 = asarray_arg(x1, "linalg.cross"), asarray_arg(x2, "linalg.cross")
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but they have "
+                         f"x1.shape[{axis}]={x1.shape[axis]} and x2.shape[{axis}]={x2.shape[axis]}")
+    return _linear.cross(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The `offset` diagonal of the matrices in the last two axes."""
+    return _shape.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """The sum of the `offset` diagonal of the matrices in the last two axes."""
+    return _shape.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of a chain of matrices (the first may be a vector, as may the last), evaluated in the order that
+    needs the fewest scalar multiplications (the classic dynamic program over split points)."""
+    arrays = [asarray_arg(a, "linalg.multi_dot") for a in arrays]
+    if len(arrays) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays, got {len(arrays)}")
+    first_vec, last_vec = arrays[0].ndim == 1, arrays[-1].ndim == 1
+    mats = [a.reshape(1, -1) if (i == 0 and first_vec) else a.reshape(-1, 1) if (i == len(arrays) - 1 and last_vec)
+            else a for i, a in enumerate(arrays)]
+    for a in mats:
+        if a.ndim != 2:
+            raise ValueError(f"multi_dot: the inner arrays must be 2-D, got shape {a.shape}")
+    n = len(mats)
+    dims = [mats[0].shape[0]] + [a.shape[1] for a in mats]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return _linear.matmul(product(i, k), product(k + 1, j), precision=precision)
+
+    out = product(0, n - 1)
+    if first_vec and last_vec:
+        return out.reshape(())
+    if first_vec:
+        return out.reshape(-1)
+    if last_vec:
+        return out.reshape(-1)
+    return out
+
+
+def cond(x, p=None):
+    """The condition number of the matrices in the last two axes in norm `p` (None or 2: largest over smallest
+    singular value; -2: the reverse; 1, -1, inf, -inf, 'fro', 'nuc': `norm(x, p) * norm(inv(x), p)`). A singular
+    matrix gives inf (NaNs from its inverse are replaced, as in JAX)."""
+    x = _inexact(x, "linalg.cond")
+    if x.ndim < 2:
+        raise ValueError(f"linalg.cond needs a matrix (rank >= 2), got shape {x.shape}")
+    if p is None or p in (2, -2):
+        s = svd(x, compute_uv=False)
+        big, small = _reductions.max(s, axis=-1), _reductions.min(s, axis=-1)
+        return big / small if p != -2 else small / big
+    r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    return _where(_isnan(r), np.inf, r)
+
+
+def tensorinv(a, ind: int = 2):
+    """The inverse of `a` seen as a linear map from its last `a.ndim - ind` axes to its first `ind` axes: shape
+    `a.shape[ind:] + a.shape[:ind]` (ValueError unless both parts have the same size)."""
+    a = _inexact(a, "linalg.tensorinv")
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer, got {ind}")
+    out_shape, in_shape = a.shape[:ind], a.shape[ind:]
+    rows, cols = int(np.prod(out_shape)), int(np.prod(in_shape))
+    if rows != cols:
+        raise ValueError(f"tensorinv: the first {ind} axes of shape {a.shape} must have as many elements as the rest")
+    return inv(a.reshape(rows, cols)).reshape(in_shape + out_shape)
+
+
+def tensorsolve(a, b, axes=None):
+    """The `x` with `tensordot(a, x, x.ndim) == b` (the unknown's axes are `a.shape[b.ndim:]`); `axes` first moves
+    those axes of `a` to the end."""
+    a, b = _inexact(a, "linalg.tensorsolve"), _inexact(b, "linalg.tensorsolve")
+    if axes is not None:
+        axes = [ax % a.ndim for ax in (axes if isinstance(axes, (tuple, list)) else (axes,))]
+        a = _shape.moveaxis(a, axes, list(range(a.ndim - len(axes), a.ndim)))
+    x_shape = a.shape[b.ndim:]
+    rows, cols = int(np.prod(b.shape)), int(np.prod(x_shape))
+    if rows != cols:
+        raise ValueError(f"tensorsolve: a of shape {a.shape} does not map {x_shape} onto b's shape {b.shape}")
+    return solve(a.reshape(rows, cols), b.reshape(rows)).reshape(x_shape)
