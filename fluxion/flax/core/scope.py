@@ -74,6 +74,17 @@ class DenyList:
     deny: Filter
 
 
+@dataclasses.dataclass(frozen=True)
+class AllOf:
+    """A filter matching the collections matched by every one of ``filters`` (an intersection).
+
+    Lifted transforms use it to restrict an inner scope's mutability to what
+    both the outer call and the transform allow.
+    """
+
+    filters: tuple
+
+
 def in_filter(filter_like: Filter, col: str) -> bool:
     """Returns whether collection ``col`` matches ``filter_like``.
 
@@ -86,6 +97,8 @@ def in_filter(filter_like: Filter, col: str) -> bool:
         return col == filter_like
     if isinstance(filter_like, DenyList):
         return not in_filter(filter_like.deny, col)
+    if isinstance(filter_like, AllOf):
+        return all(in_filter(f, col) for f in filter_like.filters)
     if isinstance(filter_like, Iterable):
         return any(in_filter(f, col) for f in filter_like)
     raise TypeError(
@@ -138,6 +151,19 @@ class _RngCounters:
     def __init__(self) -> None:
         self.drawn: dict[str, int] = {}
         self.children: dict[str, _RngCounters] = {}
+
+    def copy(self) -> '_RngCounters':
+        """A deep copy (lifted transforms trace a body from a saved counter state)."""
+        out = _RngCounters()
+        out.drawn = dict(self.drawn)
+        out.children = {name: c.copy() for name, c in self.children.items()}
+        return out
+
+    def assign(self, other: '_RngCounters') -> None:
+        """Takes over the state of ``other`` in place (shared references see it)."""
+        self.drawn = dict(other.drawn)
+        for name, c in other.children.items():
+            self.child(name).assign(c)
 
     def child(self, name: str) -> '_RngCounters':
         counters = self.children.get(name)

@@ -70,3 +70,7 @@ from .pooling import min_pool as min_pool
 from .pooling import pool as pool
 from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
+from .transforms import broadcast as broadcast
+from .transforms import jit as jit
+from .transforms import scan as scan
+from .transforms import vmap as vmap

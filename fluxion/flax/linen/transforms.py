@@ -1,0 +1,173 @@
+"""Lifted transformations for Modules (mirrors ``flax.linen.transforms``).
+
+Each transformation here applies a :mod:`fluxion.flax.core.lift`
+transformation to Linen code, in either of Flax's two forms:
+
+* **On a Module class**: ``nn.scan(nn.LSTMCell, ...)`` returns a subclass
+  (named ``'Scan' + class name``, as in Flax) whose ``__call__`` (or the
+  ``methods=`` given) runs under the transformation. An instance is used
+  like the original module; its variables live under its own name.
+* **On a function** ``fn(module, *args)``: returns ``lifted(module, *args)``
+  that runs ``fn`` under the transformation with ``module`` rebound to the
+  transformation's inner scope. ``module`` must be bound (a submodule
+  created in ``setup`` or a ``@compact`` method, or a dataclass field of a
+  running module); its variables live at its own path.
+
+Only the first argument's scope is lifted: modules passed among the other
+arguments are not supported (Flax lifts them too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional, Union
+
+from .. import errors
+from ..core import lift
+from ..core.lift import broadcast
+from ..core.scope import Filter, Scope
+from .module import Module, _contains_module, _map_modules
+
+__all__ = ['broadcast', 'jit', 'scan', 'vmap']
+
+Target = Union[type, Callable[..., Any]]
+
+
+def _rebind(module: Module, scope: Scope, cls: Optional[type] = None) -> Module:
+    """A copy of ``module`` (as class ``cls``) bound to ``scope``, with unbound submodule fields.
+
+    Submodules held in fields are re-created unbound so that they attach to
+    the new scope (at the same names) instead of staying in the outer one.
+    """
+    attrs = {}
+    for f in dataclasses.fields(module):
+        if not f.init or f.name == 'parent':
+            continue
+        value = getattr(module, f.name)
+        if _contains_module(value):
+            value = _map_modules(value, lambda m, _s: m.clone(parent=None, name=None))
+        attrs[f.name] = value
+    return (cls or type(module))(parent=scope, **attrs)
+
+
+def _require_bound(module: Any, what: str) -> Scope:
+    if not isinstance(module, Module):
+        raise TypeError(f'{what}: the first argument of a lifted function must be a Module, '
+                        f'got {type(module).__name__}.')
+    if module.scope is None:
+        raise errors.CallUnboundModuleMethodError(type(module).__name__, what)
+    return module.scope
+
+
+def _lift_class(core: Callable[..., Any], name: str, target: type, methods: Any,
+                trafo_args: tuple, trafo_kwargs: dict) -> type:
+    if methods is None:
+        per_method = {'__call__': (trafo_args, trafo_kwargs)}
+    elif isinstance(methods, (list, tuple)):
+        per_method = {m: (trafo_args, trafo_kwargs) for m in methods}
+    elif isinstance(methods, Mapping):
+        per_method = {m: ((), dict(kw)) for m, kw in methods.items()}
+    else:
+        raise ValueError(f'methods must be None, a list/tuple of names or a dict; got {methods!r}.')
+
+    def make(method_name: str, args: tuple, kwargs: dict) -> Callable[..., Any]:
+        method = getattr(target, method_name)
+
+        @functools.wraps(method)
+        def lifted(self, *call_args, **call_kwargs):
+            scope = _require_bound(self, f'{name}({target.__name__}).{method_name}')
+
+            def body(inner_scope, *inner_args):
+                inner = _rebind(self, inner_scope, cls=target)
+                return getattr(inner, method_name)(*inner_args, **call_kwargs)
+            return core(body, *args, **kwargs)(scope, *call_args)
+        # The outer instance only forwards to the transformed copy: it must not
+        # run setup() or track names itself.
+        lifted.nowrap = True
+        return lifted
+
+    attrs = {m: make(m, a, k) for m, (a, k) in per_method.items()}
+    attrs['__module__'] = target.__module__
+    return type(name.capitalize() + target.__name__, (target,), attrs)
+
+
+def _lift_function(core: Callable[..., Any], name: str, fn: Callable[..., Any],
+                   trafo_args: tuple, trafo_kwargs: dict) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def lifted(module, *args, **kwargs):
+        scope = _require_bound(module, f'nn.{name}')
+
+        def body(inner_scope, *inner_args):
+            return fn(_rebind(module, inner_scope), *inner_args, **kwargs)
+        return core(body, *trafo_args, **trafo_kwargs)(scope, *args)
+    return lifted
+
+
+def lift_transform(core: Callable[..., Any], name: str, target: Target, *trafo_args: Any,
+                   methods: Any = None, **trafo_kwargs: Any) -> Any:
+    """Applies a core lifted transformation to a Module class or to a function of a module."""
+    if isinstance(target, type) and issubclass(target, Module):
+        return _lift_class(core, name, target, methods, trafo_args, trafo_kwargs)
+    if callable(target) and not isinstance(target, Module):
+        return _lift_function(core, name, target, trafo_args, trafo_kwargs)
+    raise TypeError(f'nn.{name} can transform a Module class or a function of a module, '
+                    f'got {target!r}.')
+
+
+def scan(target: Target, variable_axes: Mapping[Filter, int] = {},
+         variable_broadcast: Filter = False, variable_carry: Filter = False,
+         split_rngs: Mapping[Filter, bool] = {}, in_axes: Any = 0, out_axes: Any = 0,
+         length: Optional[int] = None, reverse: bool = False, unroll: int = 1,
+         methods: Any = None) -> Any:
+    """A Module (class or function) looped over with ``lax.scan``, variables included.
+
+    The scanned method has the signature ``(carry, *xs) -> (carry, ys)``.
+    Typical uses: an RNN cell applied along time with shared parameters
+    (``variable_broadcast='params', split_rngs={'params': False}``), or a
+    stack of identical layers with per-layer parameters
+    (``variable_axes={'params': 0}, split_rngs={'params': True}``).
+
+    See :func:`fluxion.flax.core.lift.scan` for the arguments. Parameters and
+    outputs equal Flax's for the same key.
+
+    Raises:
+        ValueError: inconsistent/missing lengths, or a written collection
+            that no filter covers.
+    """
+    return lift_transform(lift.scan, 'scan', target, variable_axes=variable_axes,
+                          variable_broadcast=variable_broadcast,
+                          variable_carry=variable_carry, split_rngs=split_rngs,
+                          in_axes=in_axes, out_axes=out_axes, length=length,
+                          reverse=reverse, unroll=unroll, methods=methods)
+
+
+def vmap(target: Target, variable_axes: Mapping[Filter, Any] = {'params': None},
+         split_rngs: Mapping[Filter, bool] = {'params': False}, in_axes: Any = 0,
+         out_axes: Any = 0, axis_size: Optional[int] = None, axis_name: Any = None,
+         methods: Any = None) -> Any:
+    """A Module (class or function) vectorized with ``fluxion.vmap``, variables included.
+
+    ``variable_axes={'params': 0}, split_rngs={'params': True}`` builds an
+    ensemble (independent parameters per batch element);
+    ``{'params': None}`` with ``{'params': False}`` shares them. See
+    :func:`fluxion.flax.core.lift.vmap`.
+    """
+    return lift_transform(lift.vmap, 'vmap', target, variable_axes=variable_axes,
+                          split_rngs=split_rngs, in_axes=in_axes, out_axes=out_axes,
+                          axis_size=axis_size, axis_name=axis_name, methods=methods)
+
+
+def jit(target: Target, variables: Filter = True, rngs: Filter = True,
+        static_argnums: Union[int, Sequence[int]] = (),
+        donate_argnums: Union[int, Sequence[int]] = (), methods: Any = None) -> Any:
+    """A Module (class or function) whose method runs compiled with ``fluxion.jit``.
+
+    ``static_argnums`` counts the method's positional arguments after
+    ``self``. Values equal the uncompiled module's. Difference from Flax: the
+    compiled function is rebuilt (traced) on every call.
+    """
+    return lift_transform(lift.jit, 'jit', target, variables=variables, rngs=rngs,
+                          static_argnums=static_argnums, donate_argnums=donate_argnums,
+                          methods=methods)
