@@ -68,6 +68,15 @@ from .pooling import avg_pool as avg_pool
 from .pooling import max_pool as max_pool
 from .pooling import min_pool as min_pool
 from .pooling import pool as pool
+from .recurrent import RNN as RNN
+from .recurrent import Bidirectional as Bidirectional
+from .recurrent import ConvLSTMCell as ConvLSTMCell
+from .recurrent import GRUCell as GRUCell
+from .recurrent import LSTMCell as LSTMCell
+from .recurrent import MGUCell as MGUCell
+from .recurrent import OptimizedLSTMCell as OptimizedLSTMCell
+from .recurrent import RNNCellBase as RNNCellBase
+from .recurrent import SimpleCell as SimpleCell
 from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
 from .transforms import broadcast as broadcast
