@@ -78,14 +78,19 @@ class _Packed:
     """
 
     def __init__(self, scope: Scope, in_filters: Sequence[Filter],
-                 out_filters: Sequence[Filter], rng_filters: Sequence[Filter]):
+                 out_filters: Sequence[Filter], rng_filters: Sequence[Filter],
+                 fork_rngs: bool = False):
         self.scope = scope
+        # Flax's jit first draws one key per stream at the jitted scope and
+        # folds only the names below that scope into it.
+        self.fork_rngs = fork_rngs
         self.out_filters = list(out_filters)
         cols = [c for c in scope.variables()]
         tree = scope.variables()
         self.variable_groups = [{c: tree[c] for c in names}
                                 for names in _group(cols, in_filters)]
-        self.rng_groups = [{s: scope.rngs[s].key for s in names}
+        forked = {s: scope.make_rng(s) for s in list(scope.rngs)} if fork_rngs else None
+        self.rng_groups = [{s: forked[s] if forked else scope.rngs[s].key for s in names}
                            for names in _group(list(scope.rngs), rng_filters)]
         # The inner scope may write only what the outer call and the groups allow.
         self.mutable = AllOf((scope.mutable, tuple(out_filters)))
@@ -101,7 +106,8 @@ class _Packed:
         rngs = {}
         for group in rng_groups:
             for stream, key in group.items():
-                rngs[stream] = _RngStream(key, scope.rngs[stream].path)
+                path = () if self.fork_rngs else scope.rngs[stream].path
+                rngs[stream] = _RngStream(key, path)
         root = _Root(variables, self.mutable, scope.flags)
         return Scope(root, rngs, counters, name=scope.name, parent=None, path=scope.path)
 
@@ -343,6 +349,11 @@ def jit(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True,
     back as outputs. ``static_argnums`` counts the positional ``args`` (the
     scope is not counted).
 
+    As in Flax, every PRNG stream first draws one key at the jitted scope
+    (``scope.make_rng(stream)``); inside, keys fold only the names *below*
+    the jitted scope into that key. So a jitted module's parameters differ
+    from the same module's without ``jit`` (and equal Flax's ``nn.jit``).
+
     Differences from Flax: the compiled function is built per call, so every
     call traces anew (the values are the same as Flax's; only the compile
     cache is not reused across calls).
@@ -351,7 +362,7 @@ def jit(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True,
     donated = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
 
     def wrapper(scope: Scope, *args: Any) -> Any:
-        packed = _Packed(scope, [variables], [variables], [rngs])
+        packed = _Packed(scope, [variables], [variables], [rngs], fork_rngs=True)
         counters = _Counters(scope)
 
         def pure(variable_groups, rng_groups, *inputs):

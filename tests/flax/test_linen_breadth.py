@@ -1,0 +1,273 @@
+"""Breadth of fluxion.flax.linen against real Flax: recurrent cells, lifted transforms, other layers.
+
+Each record of ``CASES`` builds the same model with either library (the
+builder gets the ``nn`` namespace and the matching ``jnp``) and is checked
+for: the same variable tree (names, shapes, dtypes, values) from ``init`` at
+the same key, the same outputs, and (where ``grad`` is set) the same
+gradient of ``sum(outputs)`` with respect to the parameters. Every case
+also runs under ``fluxion.jit``. ``test_public_names_coverage`` keeps count
+of the flax.linen names fluxion lacks, each with a reason.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import fluxion
+import fluxion.numpy as fjnp
+from fluxion.flax import linen as fnn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # linen_testing.py is here
+from linen_testing import assert_trees_close, fkey, to_fluxion, to_numpy  # noqa: E402
+
+flax_linen = pytest.importorskip('flax.linen')
+jax = pytest.importorskip('jax')
+
+RS = np.random.RandomState(0)
+SEQ = RS.normal(size=(2, 5, 3)).astype(np.float32)            # [batch, time, features]
+SEQ_TM = RS.normal(size=(5, 2, 3)).astype(np.float32)         # [time, batch, features]
+IMG_SEQ = RS.normal(size=(2, 4, 6, 6, 3)).astype(np.float32)  # [batch, time, h, w, c]
+VEC = RS.normal(size=(4, 3)).astype(np.float32)
+LENS = np.array([3, 5], np.int32)
+
+
+class Case:
+    def __init__(self, name, build, args, kwargs=None, grad=False, tol=1e-5):
+        self.name, self.build, self.args = name, build, args
+        self.kwargs, self.grad, self.tol = kwargs or {}, grad, tol
+
+    def __repr__(self):
+        return self.name
+
+
+def _cell_step(cell_cls, **cell_kw):
+    """One step of a cell with the carry built by initialize_carry (both libraries' key 7)."""
+    def build(nn, jnp, random):
+        class Step(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                cell = cell_cls(nn)(**cell_kw)
+                carry = cell.initialize_carry(random.PRNGKey(7), x.shape)
+                return cell(carry, x)
+        return Step()
+    return build
+
+
+def _scan_body(nn):
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            h = nn.tanh(nn.Dense(3)(x) + nn.Dense(3, use_bias=False)(c))
+            return h, h * 2
+    return Body
+
+
+def _scanned(**scan_kw):
+    def build(nn, jnp, random):
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, xs):
+                return nn.scan(_scan_body(nn), **scan_kw)()(jnp.zeros((2, 3)), xs)
+        return Model()
+    return build
+
+
+def _layer_stack(nn, jnp, random):
+    """Per-layer parameters: variable_axes={'params': 0}, a split 'params' stream, broadcast input."""
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, h, bias):
+            return nn.relu(nn.Dense(3)(h)) + bias, ()
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            stack = nn.scan(Block, variable_axes={'params': 0}, split_rngs={'params': True},
+                            in_axes=nn.broadcast, length=4)
+            h, _ = stack()(x, jnp.ones((3,)))
+            return nn.Dense(2)(h)          # a draw after the scan: checks the rng counters
+    return Model()
+
+
+def _scan_function_form(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            def body(cell, carry, x):
+                return cell(carry, x)
+            scan = nn.scan(body, variable_broadcast='params', split_rngs={'params': False},
+                           in_axes=1, out_axes=1)
+            cell = nn.GRUCell(4)
+            return scan(cell, cell.initialize_carry(random.PRNGKey(0), xs[:, 0].shape), xs)
+    return Model()
+
+
+def _ensemble(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.vmap(nn.Dense, variable_axes={'params': 0}, split_rngs={'params': True},
+                            in_axes=None, axis_size=3)
+            return dense(5)(x)
+    return Model()
+
+
+def _vmap_shared(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.vmap(nn.Dense, variable_axes={'params': None},
+                            split_rngs={'params': False}, in_axes=1, out_axes=1)
+            return dense(5)(x[:, None, :] * jnp.ones((1, 2, 1)))
+    return Model()
+
+
+def _jitted(nn, jnp, random):
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(nn.relu(nn.Dense(6)(x)))
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.jit(MLP)()(x) + nn.Dense(2)(x)
+    return Model()
+
+
+def _rnn(cell, **rnn_kw):
+    def build(nn, jnp, random):
+        return nn.RNN(cell(nn), **rnn_kw)
+    return build
+
+
+CASES = [
+    Case('LSTMCell', _cell_step(lambda nn: nn.LSTMCell, features=4), (VEC,), grad=True),
+    Case('OptimizedLSTMCell', _cell_step(lambda nn: nn.OptimizedLSTMCell, features=4), (VEC,)),
+    Case('GRUCell', _cell_step(lambda nn: nn.GRUCell, features=4), (VEC,), grad=True),
+    Case('MGUCell', _cell_step(lambda nn: nn.MGUCell, features=4), (VEC,)),
+    Case('MGUCell-no-reset', _cell_step(lambda nn: nn.MGUCell, features=4, reset_gate=False),
+         (VEC,)),
+    Case('SimpleCell-residual', _cell_step(lambda nn: nn.SimpleCell, features=3, residual=True),
+         (VEC,)),
+    Case('ConvLSTMCell', _cell_step(lambda nn: nn.ConvLSTMCell, features=2, kernel_size=(3, 3)),
+         (IMG_SEQ[:, 0],)),
+    Case('RNN-LSTM', _rnn(lambda nn: nn.LSTMCell(4)), (SEQ,), grad=True),
+    Case('RNN-OptimizedLSTM-return_carry', _rnn(lambda nn: nn.OptimizedLSTMCell(4),
+                                                return_carry=True), (SEQ,)),
+    Case('RNN-GRU-reverse-keep_order', _rnn(lambda nn: nn.GRUCell(4), reverse=True,
+                                            keep_order=True), (SEQ,)),
+    Case('RNN-GRU-seq_lengths', _rnn(lambda nn: nn.GRUCell(4), return_carry=True, reverse=True),
+         (SEQ,), {'seq_lengths': LENS}),
+    Case('RNN-Simple-time_major-unroll', _rnn(lambda nn: nn.SimpleCell(3), time_major=True,
+                                              unroll=2), (SEQ_TM,)),
+    Case('RNN-ConvLSTM', _rnn(lambda nn: nn.ConvLSTMCell(2, kernel_size=(3, 3))), (IMG_SEQ,)),
+    Case('Bidirectional', lambda nn, jnp, random: nn.Bidirectional(
+        nn.RNN(nn.LSTMCell(4)), nn.RNN(nn.GRUCell(3)), return_carry=True),
+        (SEQ,), {'seq_lengths': LENS}, grad=True),
+    Case('scan-broadcast-params', _scanned(variable_broadcast='params',
+                                           split_rngs={'params': False}, in_axes=1, out_axes=1),
+         (SEQ,), grad=True),
+    Case('scan-reverse', _scanned(variable_broadcast='params', split_rngs={'params': False},
+                                  reverse=True), (SEQ_TM,)),
+    Case('scan-layer-stack', _layer_stack, (VEC,), grad=True),
+    Case('scan-function-form', _scan_function_form, (SEQ,)),
+    Case('vmap-ensemble', _ensemble, (VEC,), grad=True),
+    Case('vmap-shared-params', _vmap_shared, (VEC,)),
+    Case('jit-module', _jitted, (VEC,), grad=True),
+]
+
+
+def _their_build(case):
+    return case.build(flax_linen, jax.numpy, jax.random)
+
+
+def _our_build(case):
+    return case.build(fnn, fjnp, fluxion.random)
+
+
+def _theirs(case):
+    args = [jax.numpy.asarray(a) for a in case.args]
+    kwargs = {k: jax.numpy.asarray(v) for k, v in case.kwargs.items()}
+    return _their_build(case).init_with_output(jax.random.PRNGKey(1), *args, **kwargs)
+
+
+def _ours_inputs(case):
+    return ([fjnp.asarray(a) for a in case.args],
+            {k: fjnp.asarray(v) for k, v in case.kwargs.items()})
+
+
+@pytest.mark.parametrize('case', CASES, ids=repr)
+def test_init_and_apply_equal_flax(case):
+    their_out, their_vars = _theirs(case)
+    args, kwargs = _ours_inputs(case)
+    our_out, our_vars = _our_build(case).init_with_output(fkey(1), *args, **kwargs)
+    assert_trees_close(to_numpy(our_vars), to_numpy(their_vars), rtol=1e-6, atol=1e-6)
+    assert_trees_close(to_numpy(our_out), to_numpy(their_out), rtol=case.tol, atol=case.tol)
+    applied = _our_build(case).apply(to_fluxion(their_vars), *args, **kwargs)
+    assert_trees_close(to_numpy(applied), to_numpy(their_out), rtol=case.tol, atol=case.tol)
+
+
+@pytest.mark.parametrize('case', CASES, ids=repr)
+def test_apply_under_jit_equals_eager(case):
+    args, kwargs = _ours_inputs(case)
+    model = _our_build(case)
+    variables = model.init(fkey(1), *args, **kwargs)
+    eager = model.apply(variables, *args, **kwargs)
+    jitted = fluxion.jit(lambda v, *a: model.apply(v, *a, **kwargs))(variables, *args)
+    assert_trees_close(to_numpy(jitted), to_numpy(eager), rtol=1e-5, atol=1e-5)
+
+
+def _sum_leaves(tree, tree_leaves, jnp):
+    return sum(jnp.sum(leaf) for leaf in tree_leaves(tree))
+
+
+@pytest.mark.parametrize('case', [c for c in CASES if c.grad], ids=repr)
+def test_parameter_gradients_equal_flax(case):
+    _, their_vars = _theirs(case)
+    t_args = [jax.numpy.asarray(a) for a in case.args]
+    t_kwargs = {k: jax.numpy.asarray(v) for k, v in case.kwargs.items()}
+    t_model = _their_build(case)
+    theirs = jax.grad(lambda p: _sum_leaves(t_model.apply({'params': p}, *t_args, **t_kwargs),
+                                            jax.tree_util.tree_leaves, jax.numpy))(
+        their_vars['params'])
+    args, kwargs = _ours_inputs(case)
+    o_model = _our_build(case)
+    ours = fluxion.grad(lambda p: _sum_leaves(o_model.apply({'params': p}, *args, **kwargs),
+                                              fluxion.tree_util.tree_leaves, fjnp))(
+        to_fluxion(their_vars['params']))
+    assert_trees_close(to_numpy(ours), to_numpy(theirs), rtol=1e-4, atol=1e-5)
+
+
+def test_rnn_cell_carry_shapes_and_errors():
+    cell = fnn.ConvLSTMCell(4, kernel_size=(3, 3))
+    c, h = cell.initialize_carry(fkey(0), (2, 6, 6, 3))
+    assert c.shape == h.shape == (2, 6, 6, 4)
+    assert fnn.LSTMCell(5).initialize_carry(fkey(0), (7, 3))[0].shape == (7, 5)
+    with pytest.raises(ValueError, match='time axis'):
+        fnn.RNN(fnn.LSTMCell(4)).init(fkey(0), fjnp.ones((3,)))
+
+
+def test_scan_errors_name_the_problem():
+    body = _scan_body(fnn)
+
+    class Bad(fnn.Module):
+        @fnn.compact
+        def __call__(self, xs, ys):
+            scan = fnn.scan(body, variable_broadcast='params', split_rngs={'params': False})
+            return scan()(fjnp.zeros((2, 3)), xs, ys)
+
+    with pytest.raises(ValueError, match='inconsistent lengths'):
+        Bad().init(fkey(0), fjnp.ones((4, 2, 3)), fjnp.ones((5, 2, 3)))
+
+    class NoCover(fnn.Module):
+        @fnn.compact
+        def __call__(self, xs):
+            return fnn.scan(body, split_rngs={'params': False})()(fjnp.zeros((2, 3)), xs)
+
+    with pytest.raises(ValueError, match="'params'"):
+        NoCover().init(fkey(0), fjnp.ones((4, 2, 3)))
+    with pytest.raises(TypeError, match='Module class or a function'):
+        fnn.scan(fnn.Dense(3))
