@@ -34,8 +34,8 @@ LENS = np.array([3, 5], np.int32)
 
 
 class Case:
-    def __init__(self, name, build, args, kwargs=None, grad=False, tol=1e-5):
-        self.name, self.build, self.args = name, build, args
+    def __init__(self, name, build, args, kwargs=None, grad=False, tol=1e-5, mutable=False):
+        self.name, self.build, self.args, self.mutable = name, build, args, mutable
         self.kwargs, self.grad, self.tol = kwargs or {}, grad, tol
 
     def __repr__(self):
@@ -137,6 +137,94 @@ def _jitted(nn, jnp, random):
     return Model()
 
 
+def _cond(nn, jnp, random):
+    class Model(nn.Module):
+        def setup(self):
+            self.dense = nn.Dense(3)
+
+        def __call__(self, x, pred):
+            return nn.cond(pred, lambda m, x: m.dense(x) * 2.0, lambda m, x: -m.dense(x),
+                           self, x)
+    return Model()
+
+
+def _switch(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x, index):
+            branches = [lambda m, x: m.dense(x), lambda m, x: nn.relu(m.dense(x)),
+                        lambda m, x: m.dense(x) ** 2]
+            return nn.switch(index, branches, self, x)
+
+        def setup(self):
+            self.dense = nn.Dense(3)
+    return Model()
+
+
+def _while(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def cond_fn(mdl, c):
+                return mdl.variables['state']['steps'] < 4
+
+            def body_fn(mdl, c):
+                steps = mdl.variable('state', 'steps', lambda: jnp.array(0))
+                steps.value += 1
+                return nn.tanh(nn.Dense(c.shape[-1], name='step')(c))
+            if self.is_initializing():
+                body_fn(self, x)
+            return nn.while_loop(cond_fn, body_fn, self, x, carry_variables='state')
+    return Model()
+
+
+def _masked(nn, jnp, random):
+    def mask_upper(variables):
+        params = dict(variables['params'])
+        params['kernel'] = jnp.triu(params['kernel'])
+        return {'params': params}
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            masked = nn.map_variables(nn.Dense, 'params', trans_in_fn=mask_upper, init=True)
+            return masked(3)(x)
+    return Model()
+
+
+def _input_grad(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.Dense(2)
+            value, (gx,) = nn.value_and_grad(lambda m, x: jnp.sum(m(x) ** 2), dense, x)
+            gx2 = nn.grad(lambda m, x: jnp.sum(jnp.sin(m(x))), dense, x)[0]
+            return value, gx, gx2
+    return Model()
+
+
+def _param_vjp(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.Dense(2)
+            y, bwd = nn.vjp(lambda m, x: m(x), dense, x)
+            param_grads, x_grad = bwd(jnp.ones_like(y))
+            return y, param_grads, x_grad
+    return Model()
+
+
+def _param_jvp(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.Dense(2)
+            dense(x)                              # create the parameters first
+            tangent = {'params': {'kernel': jnp.ones((3, 2)), 'bias': jnp.zeros((2,))}}
+            return nn.jvp(lambda m, x: m(x), dense, (x,), (jnp.zeros_like(x),), tangent)
+    return Model()
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -177,6 +265,14 @@ CASES = [
     Case('vmap-ensemble', _ensemble, (VEC,), grad=True),
     Case('vmap-shared-params', _vmap_shared, (VEC,)),
     Case('jit-module', _jitted, (VEC,), grad=True),
+    Case('cond-true', _cond, (VEC, np.bool_(True)), grad=True),
+    Case('cond-false', _cond, (VEC, np.bool_(False))),
+    Case('switch', _switch, (VEC, np.int32(2)), grad=True),
+    Case('while_loop', _while, (VEC,), mutable=['state']),
+    Case('map_variables-mask', _masked, (VEC,), grad=True),
+    Case('value_and_grad-grad', _input_grad, (VEC,)),
+    Case('vjp', _param_vjp, (VEC,)),
+    Case('jvp', _param_jvp, (VEC,)),
 ]
 
 
@@ -206,8 +302,12 @@ def test_init_and_apply_equal_flax(case):
     our_out, our_vars = _our_build(case).init_with_output(fkey(1), *args, **kwargs)
     assert_trees_close(to_numpy(our_vars), to_numpy(their_vars), rtol=1e-6, atol=1e-6)
     assert_trees_close(to_numpy(our_out), to_numpy(their_out), rtol=case.tol, atol=case.tol)
-    applied = _our_build(case).apply(to_fluxion(their_vars), *args, **kwargs)
-    assert_trees_close(to_numpy(applied), to_numpy(their_out), rtol=case.tol, atol=case.tol)
+    their_applied = _their_build(case).apply(
+        their_vars, *[jax.numpy.asarray(a) for a in case.args],
+        mutable=case.mutable, **{k: jax.numpy.asarray(v) for k, v in case.kwargs.items()})
+    applied = _our_build(case).apply(to_fluxion(their_vars), *args, mutable=case.mutable,
+                                     **kwargs)
+    assert_trees_close(to_numpy(applied), to_numpy(their_applied), rtol=case.tol, atol=case.tol)
 
 
 @pytest.mark.parametrize('case', CASES, ids=repr)
@@ -215,8 +315,9 @@ def test_apply_under_jit_equals_eager(case):
     args, kwargs = _ours_inputs(case)
     model = _our_build(case)
     variables = model.init(fkey(1), *args, **kwargs)
-    eager = model.apply(variables, *args, **kwargs)
-    jitted = fluxion.jit(lambda v, *a: model.apply(v, *a, **kwargs))(variables, *args)
+    eager = model.apply(variables, *args, mutable=case.mutable, **kwargs)
+    jitted = fluxion.jit(lambda v, *a: model.apply(v, *a, mutable=case.mutable, **kwargs))(
+        variables, *args)
     assert_trees_close(to_numpy(jitted), to_numpy(eager), rtol=1e-5, atol=1e-5)
 
 

@@ -31,6 +31,7 @@ advances the counters twice, as in Flax.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,7 +39,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax, random, tree_util
 
-from .scope import AllOf, Filter, Scope, _copy_tree, _RngStream, _Root, in_filter
+from .scope import AllOf, DenyList, Filter, Scope, _copy_tree, _RngStream, _Root, in_filter
 
 
 class _Broadcast:
@@ -96,7 +97,7 @@ class _Packed:
         self.mutable = AllOf((scope.mutable, tuple(out_filters)))
 
     def inner_scope(self, variable_groups: Sequence[Mapping], rng_groups: Sequence[Mapping],
-                    counters: Any) -> Scope:
+                    counters: Any, mutable: Filter = True) -> Scope:
         """A scope at the same path holding the given group values and root keys."""
         scope = self.scope
         variables = {}
@@ -108,8 +109,12 @@ class _Packed:
             for stream, key in group.items():
                 path = () if self.fork_rngs else scope.rngs[stream].path
                 rngs[stream] = _RngStream(key, path)
-        root = _Root(variables, self.mutable, scope.flags)
+        root = _Root(variables, AllOf((self.mutable, mutable)), scope.flags)
         return Scope(root, rngs, counters, name=scope.name, parent=None, path=scope.path)
+
+    def mutable_anything(self) -> bool:
+        """Whether the outer call may write any collection at all."""
+        return self.scope.mutable is not False and self.scope.mutable != ()
 
     def outputs(self, inner: Scope) -> list[dict]:
         """The inner scope's mutable collections, grouped by the output filters.
@@ -377,3 +382,209 @@ def jit(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True,
         packed.publish(groups)
         return out
     return wrapper
+
+
+def _pure_branches(packed: _Packed, scope: Scope, branches: Sequence[Callable[..., Any]],
+                   operands: tuple) -> list[Callable[..., Any]]:
+    """The branches as pure functions ``(*operands) -> (out, written variables)``.
+
+    Flax's branches share the PRNG counters and JAX traces them in order
+    (``true_fun`` before ``false_fun`` for ``cond``), so branch ``j``
+    draws after everything branches ``0..j-1`` drew, and the variables a
+    branch creates during ``init`` depend on which branch runs. To give the
+    same keys whatever order fluxion traces in, each branch is first traced
+    abstractly in JAX's order to find the counter state it starts from.
+    """
+    def run(branch, counters, *ops):
+        inner = packed.inner_scope(packed.variable_groups, packed.rng_groups, counters)
+        out = branch(inner, *ops)
+        return out, packed.outputs(inner)
+
+    starts = []
+    for branch in branches:
+        starts.append(scope.rng_counters.copy())
+        fluxion.eval_shape(functools.partial(run, branch, scope.rng_counters), *operands)
+    return [lambda *ops, b=b, c=c: run(b, c.copy(), *ops) for b, c in zip(branches, starts)]
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], scope: Scope,
+         *operands: Any, variables: Filter = True, rngs: Filter = True) -> Any:
+    """``lax.cond`` over two functions of a scope: ``true_fun(scope, *operands)`` or ``false_fun``.
+
+    Both branches are traced, so variables created in them must have the
+    same structure in both. During ``init`` the created values come from
+    the branch taken, and (as in Flax) the two branches draw different keys.
+    Written collections are published.
+    """
+    packed = _Packed(scope, [variables], [variables], [rngs])
+    true_pure, false_pure = _pure_branches(packed, scope, (true_fun, false_fun), operands)
+    out, groups = lax.cond(pred, true_pure, false_pure, *operands)
+    packed.publish(groups)
+    return out
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], scope: Scope, *operands: Any,
+           variables: Filter = True, rngs: Filter = True) -> Any:
+    """``lax.switch`` over functions of a scope; see :func:`cond` for the variable rules."""
+    packed = _Packed(scope, [variables], [variables], [rngs])
+    out, groups = lax.switch(index, _pure_branches(packed, scope, branches, operands), *operands)
+    packed.publish(groups)
+    return out
+
+
+def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], scope: Scope,
+               init: Any, carry_variables: Filter = False, broadcast_variables: Filter = True,
+               split_rngs: Mapping[Filter, bool] = {}) -> Any:
+    """``lax.while_loop`` with ``cond_fn(scope, c)`` and ``body_fn(scope, c) -> c``.
+
+    ``carry_variables`` may be written by the body (threaded through the
+    loop); ``broadcast_variables`` are read-only. A split stream's key in
+    iteration ``i`` is ``random.fold_in(key, i)`` in the body and
+    ``fold_in(key, -i)`` in ``cond_fn`` (Flax's choice). ``cond_fn`` may not
+    write variables.
+    """
+    rng_filters = list(split_rngs.keys())
+    rng_splits = list(split_rngs.values())
+    packed = _Packed(scope, [carry_variables, broadcast_variables], [carry_variables],
+                     rng_filters)
+    carry_vars, broadcast_vars = packed.variable_groups
+
+    def loop_rngs(i):
+        return [{s: random.fold_in(k, i) for s, k in g.items()} if split else g
+                for g, split in zip(packed.rng_groups, rng_splits)]
+
+    def cond_wrapper(c):
+        i, c_vars, carry = c
+        inner = packed.inner_scope([c_vars, broadcast_vars], loop_rngs(-i), scope.rng_counters,
+                                   mutable=False)
+        return cond_fn(inner, carry)
+
+    def body_wrapper(c):
+        i, c_vars, carry = c
+        inner = packed.inner_scope([c_vars, broadcast_vars], loop_rngs(i), scope.rng_counters)
+        carry = body_fn(inner, carry)
+        return i + 1, packed.outputs(inner)[0], carry
+
+    _, c_vars, carry = lax.while_loop(cond_wrapper, body_wrapper,
+                                      (jnp.asarray(0, jnp.int32), carry_vars, init))
+    packed.publish([c_vars])
+    return carry
+
+
+def map_variables(fn: Callable[..., Any], mapped_collections: Filter,
+                  map_in_fn: Callable[..., Any] = lambda x: x,
+                  map_out_fn: Callable[..., Any] = lambda x: x, init: bool = False,
+                  mutable: bool = False, rngs: Filter = True, variables: Filter = True
+                  ) -> Callable[..., Any]:
+    """Runs ``fn(scope, *args)`` seeing the ``mapped_collections`` through ``map_in_fn``.
+
+    ``map_in_fn`` maps each mapped collection's tree (at the scope's path)
+    before ``fn`` reads it; ``map_out_fn`` maps what ``fn`` wrote back
+    before it is stored. Unless ``init`` or ``mutable`` is True the mapped
+    collections are read-only inside. With ``init=True`` during
+    initialization, ``fn`` first runs once to create the variables, which
+    are then passed through ``map_out_fn`` and ``map_in_fn`` for the real
+    run (as Flax does).
+    """
+    target_out = mutable or init
+    in_filters = [mapped_collections, variables]
+    out_filters = in_filters if target_out else [False, AllOf((variables,
+                                                               DenyList(mapped_collections)))]
+
+    def wrapper(scope: Scope, *args: Any, **kwargs: Any) -> Any:
+        packed = _Packed(scope, in_filters, out_filters, [rngs])
+        target, others = packed.variable_groups
+        if init and packed.mutable_anything():
+            first = packed.inner_scope([target, others], packed.rng_groups, scope.rng_counters)
+            fn(first, *args, **kwargs)
+            target = {col: tree for col, tree in first.variables().items()
+                      if in_filter(mapped_collections, col)}
+            target = map_out_fn(target)
+        target = map_in_fn(_copy_tree(target))
+        inner_mutable = True if target_out else DenyList(mapped_collections)
+        inner = packed.inner_scope([target, others], packed.rng_groups, scope.rng_counters,
+                                   mutable=inner_mutable)
+        out = fn(inner, *args, **kwargs)
+        groups = packed.outputs(inner)
+        if target_out:
+            groups[0] = map_out_fn(groups[0])
+        packed.publish(groups)
+        return out
+    return wrapper
+
+
+def _call(fn: Callable[..., Any], inner: Scope, args: tuple, has_aux: bool) -> tuple:
+    if has_aux:
+        return fn(inner, *args)
+    return fn(inner, *args), ()
+
+
+def vjp(fn: Callable[..., Any], scope: Scope, *primals: Any, has_aux: bool = False,
+        vjp_variables: Filter = 'params', variables: Filter = True, rngs: Filter = True
+        ) -> tuple:
+    """``fluxion.vjp`` of ``fn(scope, *primals)`` with respect to the variables and the primals.
+
+    Returns:
+        ``(y, bwd)`` (or ``(y, bwd, aux)`` with ``has_aux``), where
+        ``bwd(cotangent) -> (variable grads, *primal grads)`` and the variable
+        grads are ``{collection: tree}`` for the ``vjp_variables``.
+    """
+    packed = _Packed(scope, [vjp_variables, variables], [variables], [rngs])
+    differentiated, others = packed.variable_groups
+
+    def wrapper(diff_vars, *args):
+        inner = packed.inner_scope([diff_vars, others], packed.rng_groups, scope.rng_counters)
+        y, aux = _call(fn, inner, args, has_aux)
+        return y, (aux, packed.outputs(inner))
+
+    y, bwd, (aux, groups) = fluxion.vjp(wrapper, differentiated, *primals, has_aux=True)
+    packed.publish(groups)
+    return (y, bwd, aux) if has_aux else (y, bwd)
+
+
+def value_and_grad(fn: Callable[..., Any], scope: Scope, *primals: Any, has_aux: bool = False,
+                   variables: Filter = True, rngs: Filter = True) -> tuple:
+    """Value of ``fn(scope, *primals)`` and its gradient with respect to the primals (not the variables).
+
+    Returns:
+        ``(y, primal grads)``, or ``(y, aux, primal grads)`` with ``has_aux``;
+        the grads are a tuple with one entry per primal.
+    """
+    packed = _Packed(scope, [variables], [variables], [rngs])
+
+    def wrapper(*args):
+        inner = packed.inner_scope(packed.variable_groups, packed.rng_groups, scope.rng_counters)
+        y, aux = _call(fn, inner, args, has_aux)
+        return y, (aux, packed.outputs(inner))
+
+    y, bwd, (aux, groups) = fluxion.vjp(wrapper, *primals, has_aux=True)
+    grads = bwd(jnp.ones_like(y))
+    packed.publish(groups)
+    return (y, aux, grads) if has_aux else (y, grads)
+
+
+def jvp(fn: Callable[..., Any], scope: Scope, primals: Sequence[Any], tangents: Sequence[Any],
+        variable_tangents: Mapping[str, Any], variables: Filter = True, rngs: Filter = True
+        ) -> tuple:
+    """``fluxion.jvp`` of ``fn(scope, *primals)``, with tangents for primals and some collections.
+
+    Args:
+        variable_tangents: ``{collection: tangent tree}``; those collections
+            (the non-empty entries) are differentiated along the given
+            tangents, the others held constant.
+
+    Returns:
+        ``(y, tangent of y)``.
+    """
+    tangent_vars = {col: t for col, t in variable_tangents.items() if t}
+    packed = _Packed(scope, [tuple(tangent_vars), variables], [variables], [rngs])
+    differentiated, others = packed.variable_groups
+
+    def wrapper(diff_vars, args):
+        inner = packed.inner_scope([diff_vars, others], packed.rng_groups, scope.rng_counters)
+        return fn(inner, *args), packed.outputs(inner)
+
+    y, y_dot, groups = fluxion.jvp(wrapper, (differentiated, tuple(primals)),
+                                   (tangent_vars, tuple(tangents)), has_aux=True)
+    packed.publish(groups)
+    return y, y_dot

@@ -80,6 +80,14 @@ from .recurrent import SimpleCell as SimpleCell
 from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
 from .transforms import broadcast as broadcast
+from .transforms import cond as cond
+from .transforms import grad as grad
 from .transforms import jit as jit
+from .transforms import jvp as jvp
+from .transforms import map_variables as map_variables
 from .transforms import scan as scan
+from .transforms import switch as switch
+from .transforms import value_and_grad as value_and_grad
+from .transforms import vjp as vjp
 from .transforms import vmap as vmap
+from .transforms import while_loop as while_loop

@@ -30,7 +30,8 @@ from ..core.lift import broadcast
 from ..core.scope import Filter, Scope
 from .module import Module, _contains_module, _map_modules
 
-__all__ = ['broadcast', 'jit', 'scan', 'vmap']
+__all__ = ['broadcast', 'cond', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
+           'value_and_grad', 'vjp', 'vmap', 'while_loop']
 
 Target = Union[type, Callable[..., Any]]
 
@@ -50,6 +51,29 @@ def _rebind(module: Module, scope: Scope, cls: Optional[type] = None) -> Module:
             value = _map_modules(value, lambda m, _s: m.clone(parent=None, name=None))
         attrs[f.name] = value
     return (cls or type(module))(parent=scope, **attrs)
+
+
+def _call_rebound(module: Module, scope: Scope, fn: Callable[..., Any], args: tuple,
+                  kwargs: dict) -> Any:
+    """Runs ``fn(copy of module bound to scope, *args)`` as a method of that copy.
+
+    As a method, ``fn`` may create submodules inline; they continue the
+    module's automatic names (``Dense_1`` after an outer ``Dense_0``), and the
+    names taken inside are reflected back, as Flax does by sharing the
+    module's naming state with the transformed copy.
+    """
+    inner = _rebind(module, scope)
+    state = inner._state
+    state.autoname_cursor = dict(module._state.autoname_cursor)
+    state.in_compact_method = True
+
+    def method(self, *a, **k):
+        return fn(self, *a, **k)
+    method.__name__ = getattr(fn, '__name__', 'lifted')
+    try:
+        return inner._call_wrapped_method(method, args, kwargs)
+    finally:
+        module._state.autoname_cursor.update(state.autoname_cursor)
 
 
 def _require_bound(module: Any, what: str) -> Scope:
@@ -100,7 +124,7 @@ def _lift_function(core: Callable[..., Any], name: str, fn: Callable[..., Any],
         scope = _require_bound(module, f'nn.{name}')
 
         def body(inner_scope, *inner_args):
-            return fn(_rebind(module, inner_scope), *inner_args, **kwargs)
+            return _call_rebound(module, inner_scope, fn, inner_args, kwargs)
         return core(body, *trafo_args, **trafo_kwargs)(scope, *args)
     return lifted
 
@@ -171,3 +195,135 @@ def jit(target: Target, variables: Filter = True, rngs: Filter = True,
     return lift_transform(lift.jit, 'jit', target, variables=variables, rngs=rngs,
                           static_argnums=static_argnums, donate_argnums=donate_argnums,
                           methods=methods)
+
+
+def map_variables(target: Target, mapped_collections: Filter = True,
+                  trans_in_fn: Callable[..., Any] = lambda x: x,
+                  trans_out_fn: Callable[..., Any] = lambda x: x, init: bool = False,
+                  mutable: bool = False, rngs: Filter = True, variables: Filter = True,
+                  methods: Any = None) -> Any:
+    """A Module (class or function) that sees ``mapped_collections`` through ``trans_in_fn``.
+
+    ``trans_in_fn`` receives ``{collection: tree}`` of the mapped collections
+    at the module's path and returns what the module reads (e.g. a masked or
+    reshaped kernel); ``trans_out_fn`` maps written values back. See
+    :func:`fluxion.flax.core.lift.map_variables` for ``init`` and ``mutable``.
+    """
+    return lift_transform(lift.map_variables, 'map_variables', target,
+                          mapped_collections=mapped_collections, map_in_fn=trans_in_fn,
+                          map_out_fn=trans_out_fn, init=init, mutable=mutable, rngs=rngs,
+                          variables=variables, methods=methods)
+
+
+def _unbound(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``self.method`` (bound to a module) -> the plain function taking the module first."""
+    owner = getattr(fn, '__self__', None)
+    return fn.__func__ if isinstance(owner, Module) else fn
+
+
+def _direct(fns: Sequence[Callable[..., Any]], module: Module, what: str) -> tuple:
+    """The module's scope and the functions rewritten as ``f(inner scope, *args)``."""
+    scope = _require_bound(module, what)
+
+    def on_scope(fn):
+        fn = _unbound(fn)
+        return lambda inner_scope, *args: _call_rebound(module, inner_scope, fn, args, {})
+    return scope, [on_scope(fn) for fn in fns]
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], mdl: Module,
+         *operands: Any, variables: Filter = True, rngs: Filter = True) -> Any:
+    """``lax.cond`` for module code: ``true_fun(mdl, *operands)`` if ``pred`` else ``false_fun``.
+
+    Both branches are traced; variables they create or update must have the
+    same structure in both (create submodules in ``setup``, not in one
+    branch). See :func:`fluxion.flax.core.lift.cond`.
+    """
+    scope, (t_fn, f_fn) = _direct((true_fun, false_fun), mdl, 'nn.cond')
+    return lift.cond(pred, t_fn, f_fn, scope, *operands, variables=variables, rngs=rngs)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], mdl: Module, *operands: Any,
+           variables: Filter = True, rngs: Filter = True) -> Any:
+    """``lax.switch`` for module code: runs ``branches[index](mdl, *operands)`` (index clamped)."""
+    scope, fns = _direct(tuple(branches), mdl, 'nn.switch')
+    return lift.switch(index, fns, scope, *operands, variables=variables, rngs=rngs)
+
+
+def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], mdl: Module,
+               init: Any, carry_variables: Filter = False, broadcast_variables: Filter = True,
+               split_rngs: Mapping[Filter, bool] = {}) -> Any:
+    """``lax.while_loop`` for module code: ``body_fn(mdl, c)`` while ``cond_fn(mdl, c)``.
+
+    ``carry_variables`` may be updated by the body; ``broadcast_variables``
+    are read-only. See :func:`fluxion.flax.core.lift.while_loop`.
+    """
+    scope, (c_fn, b_fn) = _direct((cond_fn, body_fn), mdl, 'nn.while_loop')
+    return lift.while_loop(c_fn, b_fn, scope, init, carry_variables=carry_variables,
+                           broadcast_variables=broadcast_variables, split_rngs=split_rngs)
+
+
+def vjp(fn: Callable[..., Any], mdl: Module, *primals: Any, has_aux: bool = False,
+        reduce_axes: tuple = (), vjp_variables: Filter = 'params', variables: Filter = True,
+        rngs: Filter = True, multi_scope: bool = False) -> tuple:
+    """``vjp`` of ``fn(mdl, *primals)`` with respect to ``vjp_variables`` and the primals.
+
+    Returns ``(y, bwd)`` (``(y, bwd, aux)`` with ``has_aux``); ``bwd(ct)``
+    gives ``({collection: grads}, *primal grads)``.
+
+    Raises:
+        NotImplementedError: ``reduce_axes`` (deprecated in Flax too) or
+            ``multi_scope`` (modules among the primals are not lifted).
+    """
+    if reduce_axes:
+        raise NotImplementedError('nn.vjp: reduce_axes is not supported (deprecated in Flax).')
+    if multi_scope:
+        raise NotImplementedError('nn.vjp: multi_scope=True is not supported.')
+    scope, (f,) = _direct((fn,), mdl, 'nn.vjp')
+    return lift.vjp(f, scope, *primals, has_aux=has_aux, vjp_variables=vjp_variables,
+                    variables=variables, rngs=rngs)
+
+
+def value_and_grad(fn: Callable[..., Any], mdl: Module, *primals: Any, has_aux: bool = False,
+                   reduce_axes: tuple = (), variables: Filter = True, rngs: Filter = True
+                   ) -> tuple:
+    """Value of the scalar ``fn(mdl, *primals)`` and its gradient with respect to the primals.
+
+    Returns ``(value, grads)`` or ``((value, aux), grads)``; ``grads`` has one
+    entry per primal. Variables are not differentiated (use :func:`vjp`).
+
+    Raises:
+        ValueError: the output is not a scalar.
+    """
+    if reduce_axes:
+        raise NotImplementedError('nn.value_and_grad: reduce_axes is not supported.')
+    scope, (f,) = _direct((fn,), mdl, 'nn.value_and_grad')
+    result = lift.value_and_grad(f, scope, *primals, has_aux=has_aux, variables=variables,
+                                 rngs=rngs)
+    out = result[0]
+    if getattr(out, 'shape', None) != ():
+        raise ValueError(f'nn.grad needs a scalar output; got shape {getattr(out, "shape", None)}.')
+    if has_aux:
+        return (out, result[1]), result[2]
+    return out, result[1]
+
+
+def grad(fn: Callable[..., Any], mdl: Module, *primals: Any, has_aux: bool = False,
+         reduce_axes: tuple = (), variables: Filter = True, rngs: Filter = True) -> Any:
+    """Gradient of the scalar ``fn(mdl, *primals)`` with respect to the primals (``(grads, aux)`` with ``has_aux``)."""
+    value, grads = value_and_grad(fn, mdl, *primals, has_aux=has_aux, reduce_axes=reduce_axes,
+                                  variables=variables, rngs=rngs)
+    return (grads, value[1]) if has_aux else grads
+
+
+def jvp(fn: Callable[..., Any], mdl: Module, primals: Sequence[Any], tangents: Sequence[Any],
+        variable_tangents: Mapping[str, Any], variables: Filter = True,
+        rngs: Filter = True) -> tuple:
+    """``jvp`` of ``fn(mdl, *primals)``: returns ``(y, y_tangent)``.
+
+    ``variable_tangents`` is ``{collection: tangent tree}`` (e.g.
+    ``{'params': ...}``) for the collections to differentiate.
+    """
+    scope, (f,) = _direct((fn,), mdl, 'nn.jvp')
+    return lift.jvp(f, scope, primals, tangents, variable_tangents, variables=variables,
+                    rngs=rngs)
