@@ -6,6 +6,11 @@ are those of ``flax.linen`` that fluxion implements.
 
 from ..core import DenyList as DenyList
 from ..core import FrozenDict as FrozenDict
+from ..core.meta import PARTITION_NAME as PARTITION_NAME
+from ..core.meta import Partitioned as Partitioned
+from ..core.meta import get_partition_spec as get_partition_spec
+from ..core.meta import unbox as unbox
+from ..core.meta import with_partitioning as with_partitioning
 from ..core.scope import Variable as Variable
 from . import initializers as initializers
 from .activation import PReLU as PReLU
@@ -77,6 +82,13 @@ from .recurrent import MGUCell as MGUCell
 from .recurrent import OptimizedLSTMCell as OptimizedLSTMCell
 from .recurrent import RNNCellBase as RNNCellBase
 from .recurrent import SimpleCell as SimpleCell
+from .spmd import LogicallyPartitioned as LogicallyPartitioned
+from .spmd import get_logical_axis_rules as get_logical_axis_rules
+from .spmd import logical_axis_rules as logical_axis_rules
+from .spmd import logical_to_mesh_axes as logical_to_mesh_axes
+from .spmd import set_logical_axis_rules as set_logical_axis_rules
+from .spmd import with_logical_constraint as with_logical_constraint
+from .spmd import with_logical_partitioning as with_logical_partitioning
 from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
 from .transforms import broadcast as broadcast

@@ -41,6 +41,7 @@ from typing import Any, Optional, Union
 import fluxion.numpy as jnp
 
 from .. import errors
+from ..core import meta
 from ..core import scope as core_scope
 from ..core.scope import DenyList, Scope, Variable
 
@@ -508,7 +509,9 @@ class Module:
                 drawn from the ``'params'`` PRNG stream of this module.
             *init_args, **init_kwargs: forwarded to ``init_fn`` (typically
                 ``shape, dtype``).
-            unbox: accepted for Flax compatibility (there are no boxed values).
+            unbox: if True (default) and ``init_fn`` returns a box such as
+                ``Partitioned`` (see ``with_partitioning``), the variable tree
+                keeps the box and the bare value is returned.
 
         Returns:
             The parameter value.
@@ -520,7 +523,8 @@ class Module:
                 ``init_fn`` would produce.
         """
         scope = self._check_declaration('param', name, 'params')
-        return scope.param(name, init_fn, *init_args, **init_kwargs)
+        value = scope.param(name, init_fn, *init_args, **init_kwargs)
+        return meta.unbox(value) if unbox else value
 
     def variable(self, col: str, name: str, init_fn: Optional[Callable[..., Any]] = None,
                  *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Variable:
