@@ -372,3 +372,108 @@ def test_scan_errors_name_the_problem():
         NoCover().init(fkey(0), fjnp.ones((4, 2, 3)))
     with pytest.raises(TypeError, match='Module class or a function'):
         fnn.scan(fnn.Dense(3))
+
+
+# ----------------------------------------------------------------------------
+# Tree utilities, partitioning metadata and device helpers.
+# ----------------------------------------------------------------------------
+
+NESTED = {'a': {'b': 1, 'c': {}}, 'd': {'e': {'f': 2}}, 'g': 3}
+
+TREE_CASES = [
+    ('flatten', lambda tu: tu.flatten_dict(NESTED)),
+    ('flatten-sep', lambda tu: tu.flatten_dict(NESTED, sep='/')),
+    ('flatten-keep-empty', lambda tu: {k: (v if v is not tu.empty_node else 'EMPTY')
+                                       for k, v in tu.flatten_dict(NESTED, keep_empty_nodes=True)
+                                       .items()}),
+    ('flatten-is_leaf', lambda tu: tu.flatten_dict(NESTED, is_leaf=lambda p, x: p == ('d',))),
+    ('roundtrip', lambda tu: tu.unflatten_dict(tu.flatten_dict(NESTED, keep_empty_nodes=True))),
+    ('unflatten-sep', lambda tu: tu.unflatten_dict({'x/y': 1, 'x/z': 2, 'w': 3}, sep='/')),
+    ('path_aware_map', lambda tu: tu.path_aware_map(lambda p, x: (p, x * 10), NESTED)),
+]
+
+
+@pytest.mark.parametrize('name,fn', TREE_CASES, ids=[c[0] for c in TREE_CASES])
+def test_traverse_util_equals_flax(name, fn):
+    from flax import traverse_util as theirs
+
+    from fluxion.flax import traverse_util as ours
+    assert fn(ours) == fn(theirs)
+
+
+def test_traverse_util_rejects_non_dicts():
+    from fluxion.flax import traverse_util
+    with pytest.raises(TypeError, match='dict'):
+        traverse_util.flatten_dict([1, 2])
+
+
+def _partitioned_model(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(4, kernel_init=nn.with_partitioning(
+                nn.initializers.lecun_normal(), (None, 'model')))(x)
+            return nn.Dense(2, kernel_init=nn.with_logical_partitioning(
+                nn.initializers.lecun_normal(), ('embed', 'mlp')))(x)
+    return Model()
+
+
+def test_partitioned_params_equal_flax_unboxed_and_specs():
+    theirs = _partitioned_model(flax_linen, jax.numpy, jax.random)
+    ours = _partitioned_model(fnn, fjnp, fluxion.random)
+    t_vars = theirs.init(jax.random.PRNGKey(0), jax.numpy.asarray(VEC))
+    o_vars = ours.init(fkey(0), fjnp.asarray(VEC))
+    assert isinstance(o_vars['params']['Dense_0']['kernel'], fnn.Partitioned)
+    assert isinstance(o_vars['params']['Dense_1']['kernel'], fnn.LogicallyPartitioned)
+    assert_trees_close(to_numpy(fnn.unbox(o_vars)), to_numpy(flax_linen.unbox(t_vars)))
+    out = ours.apply(o_vars, fjnp.asarray(VEC))
+    assert_trees_close(np.asarray(out), np.asarray(theirs.apply(t_vars, jax.numpy.asarray(VEC))),
+                       rtol=1e-5, atol=1e-5)
+    rules = [('embed', 'data'), ('mlp', 'model'), ('batch', 'data')]
+    for rule_set in ([], rules):
+        with fnn.logical_axis_rules(rule_set), flax_linen.logical_axis_rules(rule_set):
+            o_specs = [fnn.get_partition_spec(o_vars)]
+            o_specs.append(fnn.logical_to_mesh(o_specs[0]))
+            t_specs = [flax_linen.get_partition_spec(t_vars)]
+            t_specs.append(flax_linen.logical_to_mesh(t_specs[0]))
+        for o_spec, t_spec in zip(o_specs, t_specs):
+            o_flat = jax.tree_util.tree_leaves(o_spec, is_leaf=lambda x: isinstance(x, tuple))
+            t_flat = jax.tree_util.tree_leaves(t_spec, is_leaf=lambda x: isinstance(x, tuple))
+            assert [tuple(s) for s in o_flat] == [tuple(s) for s in t_flat]
+
+
+LOGICAL_RULE_CASES = [
+    (('batch', 'length', 'heads', 'features'),
+     (('batch', 'X'), ('features', 'X'), ('heads', 'Y'), ('batch', 'Z'))),
+    (('batch', None, 'embed'), (('embed', ('X', 'Y')), ('batch', 'X'))),
+    (('a', 'b'), ()),
+]
+
+
+@pytest.mark.parametrize('names,rules', LOGICAL_RULE_CASES)
+def test_logical_to_mesh_axes_equals_flax(names, rules):
+    assert tuple(fnn.logical_to_mesh_axes(names, rules)) == \
+        tuple(flax_linen.logical_to_mesh_axes(names, rules))
+    with pytest.raises(ValueError, match='Duplicate'):
+        fnn.logical_to_mesh_axes(('a', 'a'), rules)
+    x = fjnp.ones((2, 3))
+    assert fnn.with_logical_constraint(x, ('batch', 'embed')) is x
+
+
+def test_with_partitioning_checks_rank():
+    init = fnn.with_partitioning(fnn.initializers.zeros, ('a',))
+    with pytest.raises(ValueError, match='rank 2'):
+        init(fkey(0), (2, 3))
+
+
+def test_replicate_unreplicate_equal_flax():
+    from flax import jax_utils as theirs
+
+    from fluxion.flax import jax_utils as ours
+    tree = {'w': VEC, 'b': np.arange(3.0, dtype=np.float32)}
+    o = ours.replicate({k: fjnp.asarray(v) for k, v in tree.items()})
+    t = theirs.replicate({k: jax.numpy.asarray(v) for k, v in tree.items()})
+    assert_trees_close(to_numpy(o), to_numpy(t))
+    assert_trees_close(to_numpy(ours.unreplicate(o)), to_numpy(theirs.unreplicate(t)))
+    summed = fluxion.pmap(lambda x: ours.pmean(x, 'i'), axis_name='i')(o['w'])
+    assert_trees_close(np.asarray(summed), np.asarray(o['w']))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Optional
+from typing import Any
 
 from fluxion import tree_util
 

@@ -85,6 +85,7 @@ from .recurrent import SimpleCell as SimpleCell
 from .spmd import LogicallyPartitioned as LogicallyPartitioned
 from .spmd import get_logical_axis_rules as get_logical_axis_rules
 from .spmd import logical_axis_rules as logical_axis_rules
+from .spmd import logical_to_mesh as logical_to_mesh
 from .spmd import logical_to_mesh_axes as logical_to_mesh_axes
 from .spmd import set_logical_axis_rules as set_logical_axis_rules
 from .spmd import with_logical_constraint as with_logical_constraint

@@ -26,7 +26,7 @@ from .. import struct
 from ..core.meta import Partitioned, PartitionSpec
 
 __all__ = ['LogicallyPartitioned', 'get_logical_axis_rules', 'logical_axis_rules',
-           'logical_to_mesh_axes', 'set_logical_axis_rules', 'with_logical_constraint',
+           'logical_to_mesh', 'logical_to_mesh_axes', 'set_logical_axis_rules', 'with_logical_constraint',
            'with_logical_partitioning']
 
 Rules = Sequence[tuple]
@@ -103,6 +103,12 @@ def logical_to_mesh_axes(array_dim_names: Optional[Sequence[Any]],
     return PartitionSpec(*(None if r is _UNASSIGNED else r for r in result))
 
 
+def logical_to_mesh(tree: Any, rules: Optional[Rules] = None) -> Any:
+    """Applies :func:`logical_to_mesh_axes` to every ``PartitionSpec`` of a tree of logical specs."""
+    return tree_util.tree_map(lambda spec: logical_to_mesh_axes(spec, rules), tree,
+                              is_leaf=lambda x: isinstance(x, PartitionSpec))
+
+
 def with_logical_constraint(x: Any, logical_axis_resources: Any, rules: Optional[Rules] = None,
                             mesh: Any = None, fallback: Any = None) -> Any:
     """Returns ``x`` unchanged: without a sharding runtime there is nothing to constrain.
@@ -115,16 +121,14 @@ def with_logical_constraint(x: Any, logical_axis_resources: Any, rules: Optional
 
 @struct.dataclass
 class LogicallyPartitioned(Partitioned):
-    """A :class:`Partitioned` box whose names are logical; ``rules`` map them to mesh axes.
+    """A :class:`Partitioned` box whose names are logical axis names.
 
-    ``get_partition_spec()`` applies :func:`logical_to_mesh_axes` with the
-    box's ``rules`` (or the current global rules).
+    As in Flax, ``get_partition_spec()`` gives the *logical* spec
+    (``PartitionSpec(*names)``); :func:`logical_to_mesh` maps such specs to
+    mesh axes with rules. ``rules`` is recorded for Flax compatibility.
     """
 
     rules: Any = struct.field(default=None, pytree_node=False)
-
-    def get_partition_spec(self) -> PartitionSpec:
-        return logical_to_mesh_axes(self.names, self.rules)
 
 
 def with_logical_partitioning(fn: Callable[..., Any], names: Sequence[Any], mesh: Any = None,
