@@ -225,6 +225,12 @@ def _param_jvp(nn, jnp, random):
     return Model()
 
 
+def _einsum(shape, equation, **kw):
+    def build(nn, jnp, random):
+        return nn.Einsum(shape, equation, **kw)
+    return build
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -273,6 +279,9 @@ CASES = [
     Case('value_and_grad-grad', _input_grad, (VEC,)),
     Case('vjp', _param_vjp, (VEC,)),
     Case('jvp', _param_jvp, (VEC,)),
+    Case('Einsum-heads', _einsum((3, 2, 4), 'btd,dhk->bthk'), (SEQ,), grad=True),
+    Case('Einsum-ellipsis', _einsum((3, 5), '...d,df->...f'), (SEQ,)),
+    Case('Einsum-no-bias', _einsum((2, 3, 4), 'bt d, b d k -> b t k', use_bias=False), (SEQ[:, :, :3],)),
 ]
 
 

@@ -56,6 +56,7 @@ from .linear import Conv as Conv
 from .linear import ConvTranspose as ConvTranspose
 from .linear import Dense as Dense
 from .linear import DenseGeneral as DenseGeneral
+from .linear import Einsum as Einsum
 from .linear import Embed as Embed
 from .module import Module as Module
 from .module import apply as apply

@@ -28,7 +28,7 @@ from fluxion import lax
 from fluxion.nn import initializers
 
 from .dtypes import promote_dtype
-from .module import Module, compact
+from .module import Module, compact, merge_param
 
 Array = Any
 Dtype = Any
@@ -502,3 +502,84 @@ class Embed(Module):
         query, embedding = self.promote_dtype(query, self.embedding, dtype=self.dtype)
         return lax.dot_general(query, embedding,
                                (((query.ndim - 1,), (1,)), ((), ())))
+
+
+def _einsum_bias_shapes(equation: str, input_ndim: int, kernel_shape: tuple) -> tuple:
+    """The bias shape (output axes labelled by kernel letters) and its broadcastable form.
+
+    ``'...'`` in the output stands for the input's leading axes the
+    equation does not name; those get size 1 in the broadcast shape.
+    """
+    operands, result = equation.split('->')
+    lhs, rhs = operands.split(',')
+    if '.' in rhs:
+        raise ValueError(f'Einsum: the kernel operand "{rhs}" cannot use "...".')
+    if len(rhs) != len(kernel_shape):
+        raise ValueError(f'Einsum: kernel subscripts "{rhs}" name {len(rhs)} axes but shape is '
+                         f'{tuple(kernel_shape)}.')
+    ellipsis_ndim = input_ndim - len(lhs.replace('...', ''))
+    kernel_dims = dict(zip(rhs, kernel_shape))
+    bias_shape, broadcast_shape = [], []
+    for i, part in enumerate(result.split('...')):
+        if i:
+            broadcast_shape.extend([1] * ellipsis_ndim)
+        for letter in part:
+            size = kernel_dims.get(letter)
+            if size is not None:
+                bias_shape.append(size)
+            broadcast_shape.append(1 if size is None else size)
+    return tuple(bias_shape), tuple(broadcast_shape)
+
+
+class Einsum(Module):
+    """A linear map given by an einsum equation with a learned kernel: ``einsum(eq, x, kernel) + bias``.
+
+    The equation has exactly two operands (input, kernel) and an explicit
+    output (``'->'``); e.g. ``'btd,dhk->bthk'`` with ``shape=(d, h, k)``. The
+    bias has one entry per output axis labelled by a kernel letter (in
+    output order) and is broadcast over the others.
+
+    Attributes:
+        shape: the kernel shape.
+        einsum_str: the equation (or pass it at call time, not both).
+        use_bias, dtype, param_dtype, precision, kernel_init, bias_init,
+        promote_dtype: as in :class:`Dense`.
+        preferred_element_type: accumulation dtype passed to ``jnp.einsum``.
+
+    Raises:
+        ValueError: no ``'->'``, not exactly one comma, an equation given
+            both at construction and call, or kernel letters that do not
+            match ``shape``.
+    """
+
+    shape: Sequence[int]
+    einsum_str: Optional[str] = None
+    use_bias: bool = True
+    dtype: Optional[Dtype] = None
+    param_dtype: Dtype = jnp.float32
+    precision: Any = None
+    kernel_init: Initializer = default_kernel_init
+    bias_init: Initializer = initializers.zeros
+    promote_dtype: Callable[..., Any] = promote_dtype
+    preferred_element_type: Optional[Dtype] = None
+
+    @compact
+    def __call__(self, inputs: Array, einsum_str: Optional[str] = None) -> Array:
+        equation = merge_param('einsum_str', self.einsum_str, einsum_str).replace(' ', '')
+        if '->' not in equation:
+            raise ValueError(f'Einsum: the equation "{equation}" must be explicit (contain "->").')
+        if equation.count(',') != 1:
+            raise ValueError(f'Einsum: the equation "{equation}" must have exactly two operands '
+                             f'(one comma), found {equation.count(",")} commas.')
+        kernel = self.param('kernel', self.kernel_init, tuple(self.shape), self.param_dtype)
+        bias = None
+        if self.use_bias:
+            bias_shape, broadcast_shape = _einsum_bias_shapes(equation, jnp.ndim(inputs),
+                                                              tuple(self.shape))
+            bias = self.param('bias', self.bias_init, bias_shape, self.param_dtype)
+        inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        y = jnp.einsum(equation, inputs, kernel, precision=self.precision,
+                       preferred_element_type=self.preferred_element_type)
+        if bias is not None:
+            y = y + jnp.reshape(bias, broadcast_shape)
+        return y
