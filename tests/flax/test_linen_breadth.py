@@ -486,3 +486,45 @@ def test_replicate_unreplicate_equal_flax():
     assert_trees_close(to_numpy(ours.unreplicate(o)), to_numpy(theirs.unreplicate(t)))
     summed = fluxion.pmap(lambda x: ours.pmean(x, 'i'), axis_name='i')(o['w'])
     assert_trees_close(np.asarray(summed), np.asarray(o['w']))
+
+
+def _intercepted_run(nn, jnp, key):
+    log = []
+
+    def logger(tag):
+        def interceptor(next_fun, args, kwargs, context):
+            log.append((tag, type(context.module).__name__, context.method_name))
+            return next_fun(*args, **kwargs)
+        return interceptor
+
+    def double_dense(next_fun, args, kwargs, context):
+        out = next_fun(*args, **kwargs)
+        return out * 2 if type(context.module).__name__ == 'Dense' else out
+
+    class Sub(nn.Module):
+        def setup(self):
+            self.d = nn.Dense(2)
+
+        def __call__(self, x):
+            return self.d(x)
+
+        def helper(self, x):
+            return x + 1
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            sub = Sub()
+            return sub.helper(sub(x))
+
+    with nn.intercept_methods(logger('outer')), nn.intercept_methods(double_dense):
+        with nn.intercept_methods(logger('inner')):
+            out, variables = Model().init_with_output(key, jnp.ones((1, 3)))
+    return out, log
+
+
+def test_intercept_methods_equal_flax():
+    t_out, t_log = _intercepted_run(flax_linen, jax.numpy, jax.random.PRNGKey(0))
+    o_out, o_log = _intercepted_run(fnn, fjnp, fkey(0))
+    assert o_log == t_log
+    assert_trees_close(np.asarray(o_out), np.asarray(t_out), rtol=1e-6, atol=1e-6)

@@ -58,11 +58,13 @@ from .linear import Dense as Dense
 from .linear import DenseGeneral as DenseGeneral
 from .linear import Einsum as Einsum
 from .linear import Embed as Embed
+from .module import InterceptorContext as InterceptorContext
 from .module import Module as Module
 from .module import apply as apply
 from .module import compact as compact
 from .module import init as init
 from .module import init_with_output as init_with_output
+from .module import intercept_methods as intercept_methods
 from .module import merge_param as merge_param
 from .module import nowrap as nowrap
 from .normalization import BatchNorm as BatchNorm

@@ -76,6 +76,7 @@ class _ModuleContext(threading.local):
     def __init__(self):
         self.module_stack: list = []
         self.call_observers: list = []
+        self.interceptors: list = []
 
     @property
     def current_module(self) -> Optional['Module']:
@@ -97,6 +98,56 @@ def observe_calls(observer: Callable[..., Any]):
         yield
     finally:
         _context.call_observers.remove(observer)
+
+
+@dataclasses.dataclass(frozen=True)
+class InterceptorContext:
+    """What an interceptor is told about the call it intercepts (read only).
+
+    Attributes:
+        module: the module whose method is called.
+        method_name: the method's name (``'__call__'``, ``'setup'``, ...).
+        orig_method: the method bound to ``module``; calling it skips the
+            remaining (inner) interceptors.
+    """
+
+    module: Any
+    method_name: str
+    orig_method: Callable[..., Any]
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor: Callable[..., Any]):
+    """Routes every method call of bound modules through ``interceptor`` while active.
+
+    ``interceptor(next_fun, args, kwargs, context)`` is called instead of the
+    method; it calls ``next_fun(*args, **kwargs)`` to proceed (possibly with
+    changed arguments) and returns the (possibly changed) result.
+    ``context`` is an :class:`InterceptorContext`. A user-defined ``setup``
+    is intercepted too, before the first method call that triggers it.
+    Nested contexts nest: the outermost context's interceptor runs first.
+    Interceptors apply to the current thread only.
+    """
+    _context.interceptors.append(interceptor)
+    try:
+        yield
+    finally:
+        _context.interceptors.remove(interceptor)
+
+
+def _run_intercepted(fun: Callable[..., Any], module: Any, name: str, args: tuple,
+                     kwargs: dict) -> Any:
+    call = functools.partial(fun, module)
+    if not _context.interceptors:
+        return call(*args, **kwargs)
+    context = InterceptorContext(module, name, call)
+
+    def wrap(interceptor, inner):
+        return lambda *a, **k: interceptor(inner, a, k, context)
+    # Wrap from the innermost (most recently entered) outwards.
+    for interceptor in reversed(_context.interceptors):
+        call = wrap(interceptor, call)
+    return call(*args, **kwargs)
 
 
 @dataclasses.dataclass
@@ -415,7 +466,11 @@ class Module:
                 if _contains_module(value):
                     object.__setattr__(self, f.name, self._register_submodules(f.name, value))
             setup = type(self).setup
-            getattr(setup, 'fluxion_raw', setup)(self)
+            raw = getattr(setup, 'fluxion_raw', setup)
+            if setup is Module.setup:
+                raw(self)
+            else:
+                _run_intercepted(raw, self, 'setup', (), {})
             state.setup_done = True
         finally:
             state.in_setup = False
@@ -438,7 +493,7 @@ class Module:
             if outermost:
                 self._state.in_compact_method = True
             try:
-                out = fun(self, *args, **kwargs)
+                out = _run_intercepted(fun, self, method_name, args, kwargs)
             finally:
                 if outermost:
                     self._state.in_compact_method = False
