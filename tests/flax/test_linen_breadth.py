@@ -231,6 +231,27 @@ def _einsum(shape, equation, **kw):
     return build
 
 
+def _weight_norm(**kw):
+    def build(nn, jnp, random):
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.WeightNorm(nn.Dense(3), **kw)(x)
+        return Model()
+    return build
+
+
+def _spectral_norm(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.SpectralNorm(nn.Dense(3), n_steps=3)(x, update_stats=self.is_mutable_collection(
+                'batch_stats'))
+            return nn.SpectralNorm(nn.Conv(2, (3,)), error_on_non_matrix=False)(
+                x[:, :, None], update_stats=False)
+    return Model()
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -279,6 +300,10 @@ CASES = [
     Case('value_and_grad-grad', _input_grad, (VEC,)),
     Case('vjp', _param_vjp, (VEC,)),
     Case('jvp', _param_jvp, (VEC,)),
+    Case('WeightNorm', _weight_norm(), (VEC,), grad=True),
+    Case('WeightNorm-all-axes-no-scale', _weight_norm(feature_axes=None, use_scale=False,
+                                                      variable_filter=None), (VEC,)),
+    Case('SpectralNorm', _spectral_norm, (VEC,), grad=True, mutable=['batch_stats']),
     Case('Einsum-heads', _einsum((3, 2, 4), 'btd,dhk->bthk'), (SEQ,), grad=True),
     Case('Einsum-ellipsis', _einsum((3, 5), '...d,df->...f'), (SEQ,)),
     Case('Einsum-no-bias', _einsum((2, 3, 4), 'bt d, b d k -> b t k', use_bias=False), (SEQ[:, :, :3],)),
@@ -334,20 +359,25 @@ def _sum_leaves(tree, tree_leaves, jnp):
     return sum(jnp.sum(leaf) for leaf in tree_leaves(tree))
 
 
+def _loss(model, variables, params, args, kwargs, case, tree_leaves, jnp):
+    out = model.apply({**variables, 'params': params}, *args, mutable=case.mutable, **kwargs)
+    return _sum_leaves(out[0] if case.mutable else out, tree_leaves, jnp)
+
+
 @pytest.mark.parametrize('case', [c for c in CASES if c.grad], ids=repr)
 def test_parameter_gradients_equal_flax(case):
     _, their_vars = _theirs(case)
     t_args = [jax.numpy.asarray(a) for a in case.args]
     t_kwargs = {k: jax.numpy.asarray(v) for k, v in case.kwargs.items()}
     t_model = _their_build(case)
-    theirs = jax.grad(lambda p: _sum_leaves(t_model.apply({'params': p}, *t_args, **t_kwargs),
-                                            jax.tree_util.tree_leaves, jax.numpy))(
+    theirs = jax.grad(lambda p: _loss(t_model, their_vars, p, t_args, t_kwargs, case,
+                                      jax.tree_util.tree_leaves, jax.numpy))(
         their_vars['params'])
     args, kwargs = _ours_inputs(case)
     o_model = _our_build(case)
-    ours = fluxion.grad(lambda p: _sum_leaves(o_model.apply({'params': p}, *args, **kwargs),
-                                              fluxion.tree_util.tree_leaves, fjnp))(
-        to_fluxion(their_vars['params']))
+    o_vars = to_fluxion(their_vars)
+    ours = fluxion.grad(lambda p: _loss(o_model, o_vars, p, args, kwargs, case,
+                                        fluxion.tree_util.tree_leaves, fjnp))(o_vars['params'])
     assert_trees_close(to_numpy(ours), to_numpy(theirs), rtol=1e-4, atol=1e-5)
 
 

@@ -85,6 +85,8 @@ from .recurrent import MGUCell as MGUCell
 from .recurrent import OptimizedLSTMCell as OptimizedLSTMCell
 from .recurrent import RNNCellBase as RNNCellBase
 from .recurrent import SimpleCell as SimpleCell
+from .reparametrization import SpectralNorm as SpectralNorm
+from .reparametrization import WeightNorm as WeightNorm
 from .spmd import LogicallyPartitioned as LogicallyPartitioned
 from .spmd import get_logical_axis_rules as get_logical_axis_rules
 from .spmd import logical_axis_rules as logical_axis_rules
