@@ -268,6 +268,16 @@ class CallUnboundModuleMethodError(FlaxError, ValueError):
         )
 
 
+class CallShareScopeOnUnboundModuleError(FlaxError):
+    """``nn.share_scope`` was given a module that is not bound."""
+
+    def __init__(self):
+        super().__init__(
+            "Can't share scopes between unbound modules: call nn.share_scope in "
+            'setup() or in a @compact method, where both modules are bound.'
+        )
+
+
 class InvalidInstanceModuleError(FlaxError):
     """``init``/``apply`` was called on the Module class instead of an instance.
 

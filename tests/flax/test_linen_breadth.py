@@ -252,6 +252,65 @@ def _spectral_norm(nn, jnp, random):
     return Model()
 
 
+def _lora(nn, jnp, random):
+    class DenseLoRA(nn.Module):
+        base: nn.Module
+        rank: int
+
+        def setup(self):
+            nn.share_scope(self, self.base)
+
+        @nn.compact
+        def __call__(self, x):
+            din, dout = x.shape[-1], self.base.features
+            a = self.param('A', nn.initializers.normal(), (din, self.rank))
+            b = self.param('B', nn.initializers.ones, (self.rank, dout))
+            return self.base(x) + x @ a @ b
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return DenseLoRA(nn.Dense(3), rank=2)(x)
+    return Model()
+
+
+def _name_scoped(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact_name_scope
+        def up(self, x):
+            return nn.Dense(3)(x)
+
+        @nn.compact_name_scope
+        def down(self, x):
+            return nn.Dense(2)(x)
+
+        def __call__(self, x):
+            return self.down(nn.relu(self.up(x)))
+    return Model()
+
+
+def _folded(nn, jnp, random):
+    class Noisy(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            noise = random.normal(self.make_rng('params'), (2,)) if self.is_initializing() else 0
+            return nn.Dense(2)(x) + noise
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.fold_rngs(Noisy)()(x) + Noisy()(x)
+    return Model()
+
+
+def _batch_applied(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.BatchApply(nn.Dense(4))(x)
+    return Model()
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -304,6 +363,10 @@ CASES = [
     Case('WeightNorm-all-axes-no-scale', _weight_norm(feature_axes=None, use_scale=False,
                                                       variable_filter=None), (VEC,)),
     Case('SpectralNorm', _spectral_norm, (VEC,), grad=True, mutable=['batch_stats']),
+    Case('share_scope-LoRA', _lora, (VEC,), grad=True),
+    Case('compact_name_scope', _name_scoped, (VEC,), grad=True),
+    Case('BatchApply', _batch_applied, (SEQ,)),
+    Case('fold_rngs', _folded, (VEC,)),
     Case('Einsum-heads', _einsum((3, 2, 4), 'btd,dhk->bthk'), (SEQ,), grad=True),
     Case('Einsum-ellipsis', _einsum((3, 5), '...d,df->...f'), (SEQ,)),
     Case('Einsum-no-bias', _einsum((2, 3, 4), 'bt d, b d k -> b t k', use_bias=False), (SEQ[:, :, :3],)),

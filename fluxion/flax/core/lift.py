@@ -588,3 +588,20 @@ def jvp(fn: Callable[..., Any], scope: Scope, primals: Sequence[Any], tangents: 
                                    (tangent_vars, tuple(tangents)), has_aux=True)
     packed.publish(groups)
     return y, y_dot
+
+
+def fold_rngs(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True
+              ) -> Callable[..., Any]:
+    """Runs ``fn(scope, *args)`` with PRNG streams forked as :func:`jit` does, without compiling.
+
+    Every stream first draws one key at the scope (``scope.make_rng``);
+    inside, keys fold only the names below the scope into it. Useful to
+    give a module the same keys as under ``nn.jit`` without compiling it.
+    """
+    def wrapper(scope: Scope, *args: Any) -> Any:
+        packed = _Packed(scope, [variables], [variables], [rngs], fork_rngs=True)
+        inner = packed.inner_scope(packed.variable_groups, packed.rng_groups, scope.rng_counters)
+        out = fn(inner, *args)
+        packed.publish(packed.outputs(inner))
+        return out
+    return wrapper

@@ -5,6 +5,7 @@ are those of ``flax.linen`` that fluxion implements.
 """
 
 from ..core import DenyList as DenyList
+from ..core import meta as meta
 from ..core import FrozenDict as FrozenDict
 from ..core.meta import PARTITION_NAME as PARTITION_NAME
 from ..core.meta import Partitioned as Partitioned
@@ -39,6 +40,7 @@ from .activation import softplus as softplus
 from .activation import standardize as standardize
 from .activation import swish as swish
 from .activation import tanh as tanh
+from .batch_apply import BatchApply as BatchApply
 from .attention import MultiHeadAttention as MultiHeadAttention
 from .attention import MultiHeadDotProductAttention as MultiHeadDotProductAttention
 from .attention import SelfAttention as SelfAttention
@@ -62,11 +64,13 @@ from .module import InterceptorContext as InterceptorContext
 from .module import Module as Module
 from .module import apply as apply
 from .module import compact as compact
+from .module import compact_name_scope as compact_name_scope
 from .module import init as init
 from .module import init_with_output as init_with_output
 from .module import intercept_methods as intercept_methods
 from .module import merge_param as merge_param
 from .module import nowrap as nowrap
+from .module import share_scope as share_scope
 from .normalization import BatchNorm as BatchNorm
 from .normalization import GroupNorm as GroupNorm
 from .normalization import InstanceNorm as InstanceNorm
@@ -99,6 +103,7 @@ from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
 from .transforms import broadcast as broadcast
 from .transforms import cond as cond
+from .transforms import fold_rngs as fold_rngs
 from .transforms import grad as grad
 from .transforms import jit as jit
 from .transforms import jvp as jvp

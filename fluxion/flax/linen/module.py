@@ -465,6 +465,7 @@ class Module:
                 value = getattr(self, f.name)
                 if _contains_module(value):
                     object.__setattr__(self, f.name, self._register_submodules(f.name, value))
+            self._create_name_scopes()
             setup = type(self).setup
             raw = getattr(setup, 'fluxion_raw', setup)
             if setup is Module.setup:
@@ -475,6 +476,18 @@ class Module:
         finally:
             state.in_setup = False
             _context.module_stack.pop()
+
+    def _create_name_scopes(self) -> None:
+        """Creates one ``_CompactNameScope`` child per ``@compact_name_scope`` method (in setup)."""
+        scopes = {}
+        for klass in reversed(type(self).__mro__):
+            for attr, value in vars(klass).items():
+                if getattr(value, 'compact_name_scope', False):
+                    scopes[attr] = value.inner_fun
+        if scopes:
+            modules = {attr: _CompactNameScope(fn, lambda: self, parent=self, name=attr)
+                       for attr, fn in scopes.items()}
+            object.__setattr__(self, '_compact_name_scope_modules', modules)
 
     def _call_wrapped_method(self, fun: Callable, args: tuple, kwargs: dict) -> Any:
         """Runs a user method: lazily set up, track the context, reset compact names."""
@@ -879,3 +892,74 @@ def init(fn: Callable[..., Any], module: Module, mutable: Any = DenyList('interm
     return lambda rngs, *args, **kwargs: module.init(
         rngs, *args, method=fn, mutable=mutable,
         capture_intermediates=capture_intermediates, **kwargs)
+
+
+def share_scope(module: Module, other: Module, /) -> None:
+    """Makes two bound modules use one scope, so one's variables appear in the other's.
+
+    If ``other`` lives below ``module`` (a submodule), ``other`` is moved
+    into ``module``'s scope: its variables appear directly among
+    ``module``'s (wrapping a layer without changing the parameter tree).
+    Otherwise ``module`` moves into ``other``'s scope. Submodules of the
+    moved module follow it.
+
+    Raises:
+        CallShareScopeOnUnboundModuleError: either module is unbound.
+        ValueError: a moved submodule's name is already used in the new scope.
+    """
+    if module.scope is None or other.scope is None:
+        raise errors.CallShareScopeOnUnboundModuleError()
+
+    def below(ancestor: Scope, scope: Optional[Scope]) -> bool:
+        while scope is not None:
+            if scope is ancestor:
+                return True
+            scope = scope.parent
+        return False
+
+    if below(module.scope, other.scope):
+        moved, new_scope = other, module.scope
+    else:
+        moved, new_scope = module, other.scope
+    old_scope = moved.scope
+    object.__setattr__(moved, 'scope', new_scope)
+    for child in moved._state.children.values():
+        if isinstance(child, Module) and child.scope is not None \
+                and child.scope.parent is old_scope:
+            object.__setattr__(child, 'scope', new_scope.push(child.scope.name))
+
+
+class _CompactNameScope(Module):
+    """The submodule that runs one ``@compact_name_scope`` method under the method's name."""
+
+    fn: Callable[..., Any]
+    owner: Callable[[], Any]
+
+    @compact
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(self.owner(), *args, **kwargs)
+
+
+def compact_name_scope(fun: Callable) -> Callable:
+    """Runs a method in its own name scope: submodules it creates inline live under the method's name.
+
+    Lets a module have several compact-style methods, each with its own
+    variables (``params/<method name>/Dense_0``). Inside, ``self`` is the
+    module itself; submodules created inline attach to the method's scope.
+
+    Raises (when called):
+        ValueError: the module is not bound (outside init/apply/bind).
+    """
+    name = fun.__name__
+
+    @functools.wraps(fun)
+    def wrapper(self, *args, **kwargs):
+        if self.scope is None:
+            raise ValueError(f'Cannot call compact_name_scope method "{name}" on an unbound '
+                             'module: call it inside init()/apply() or on a bound module.')
+        self._try_setup()
+        return self.__dict__['_compact_name_scope_modules'][name](*args, **kwargs)
+    wrapper.compact_name_scope = True
+    wrapper.inner_fun = fun
+    wrapper.nowrap = True
+    return wrapper

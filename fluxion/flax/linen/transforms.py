@@ -30,7 +30,7 @@ from ..core.lift import broadcast
 from ..core.scope import Filter, Scope
 from .module import Module, _contains_module, _map_modules
 
-__all__ = ['broadcast', 'cond', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
+__all__ = ['broadcast', 'cond', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
            'value_and_grad', 'vjp', 'vmap', 'while_loop']
 
 Target = Union[type, Callable[..., Any]]
@@ -327,3 +327,13 @@ def jvp(fn: Callable[..., Any], mdl: Module, primals: Sequence[Any], tangents: S
     scope, (f,) = _direct((fn,), mdl, 'nn.jvp')
     return lift.jvp(f, scope, primals, tangents, variable_tangents, variables=variables,
                     rngs=rngs)
+
+
+def fold_rngs(target: Target, variables: Filter = True, rngs: Filter = True,
+              methods: Any = None) -> Any:
+    """A Module (class or function) whose PRNG streams are forked as under :func:`jit`, uncompiled.
+
+    See :func:`fluxion.flax.core.lift.fold_rngs`.
+    """
+    return lift_transform(lift.fold_rngs, 'fold_rngs', target, variables=variables, rngs=rngs,
+                          methods=methods)
