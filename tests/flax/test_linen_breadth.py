@@ -311,6 +311,29 @@ def _batch_applied(nn, jnp, random):
     return Model()
 
 
+def _sign_grad(nn, jnp, random):
+    def map_leaves(fn, tree):
+        if hasattr(tree, 'items'):
+            return {k: map_leaves(fn, v) for k, v in tree.items()}
+        return fn(tree)
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def f(mdl, x):
+                return mdl(x)
+
+            def fwd(mdl, x):
+                return nn.vjp(f, mdl, x)
+
+            def bwd(vjp_fn, y_t):
+                params_t, *inputs_t = vjp_fn(y_t)
+                return (map_leaves(jnp.sign, params_t), *inputs_t)
+            sign_grad = nn.custom_vjp(f, forward_fn=fwd, backward_fn=bwd)
+            return sign_grad(nn.Dense(2), x)
+    return Model()
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -367,6 +390,7 @@ CASES = [
     Case('compact_name_scope', _name_scoped, (VEC,), grad=True),
     Case('BatchApply', _batch_applied, (SEQ,)),
     Case('fold_rngs', _folded, (VEC,)),
+    Case('custom_vjp-sign-grad', _sign_grad, (VEC,), grad=True),
     Case('Einsum-heads', _einsum((3, 2, 4), 'btd,dhk->bthk'), (SEQ,), grad=True),
     Case('Einsum-ellipsis', _einsum((3, 5), '...d,df->...f'), (SEQ,)),
     Case('Einsum-no-bias', _einsum((2, 3, 4), 'bt d, b d k -> b t k', use_bias=False), (SEQ[:, :, :3],)),
@@ -650,7 +674,6 @@ MISSING_WITH_REASON = {
     'NANOOFp8DotGeneralOp': NO_FP8,
     'fp8_ops': NO_FP8,
     'kw_only_dataclasses': 'a Flax-internal helper module; fluxion Modules use dataclasses kw_only',
-    'custom_vjp': 'not implemented yet',
     'ConvLocal': 'not implemented yet',
 }
 

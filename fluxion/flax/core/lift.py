@@ -605,3 +605,49 @@ def fold_rngs(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = T
         packed.publish(packed.outputs(inner))
         return out
     return wrapper
+
+
+def custom_vjp(fn: Callable[..., Any], forward_fn: Callable[..., Any],
+               backward_fn: Callable[..., Any], grad_vars: Filter = 'params',
+               nondiff_argnums: Sequence[int] = ()) -> Callable[..., Any]:
+    """``fluxion.custom_vjp`` for a function of a scope, with custom gradients for variables too.
+
+    Args:
+        fn: ``fn(scope, *args) -> y``, the primal computation.
+        forward_fn: ``forward_fn(scope, *args) -> (y, residuals)``.
+        backward_fn: ``backward_fn(*nondiff args, residuals, y cotangent) ->
+            (grads of the grad_vars collections, *grads of args)``; the first
+            entry is ``{collection: tree}`` like the variables.
+        grad_vars: the collections that get gradients.
+        nondiff_argnums: as in ``custom_vjp``, counted over
+            ``(grad variables, *args)`` (position 0 is the variables, as in Flax).
+
+    Returns:
+        ``wrapper(scope, *args) -> y``.
+    """
+    def wrapper(scope: Scope, *args: Any) -> Any:
+        packed = _Packed(scope, [grad_vars, True], [grad_vars, True], [True])
+        differentiated, others = packed.variable_groups
+
+        def run(body, diff_vars, inputs):
+            inner = packed.inner_scope([diff_vars, others], packed.rng_groups,
+                                       scope.rng_counters)
+            return body(inner, *inputs), packed.outputs(inner)
+
+        def primal(diff_vars, *inputs):
+            return run(fn, diff_vars, inputs)
+
+        def forward(diff_vars, *inputs):
+            (y, residuals), groups = run(forward_fn, diff_vars, inputs)
+            return (y, groups), residuals
+
+        def backward(*bwd_args):
+            residuals, (y_cotangent, _) = bwd_args[-2:]
+            return tuple(backward_fn(*bwd_args[:-2], residuals, y_cotangent))
+
+        lifted = fluxion.custom_vjp(primal, nondiff_argnums=tuple(nondiff_argnums))
+        lifted.defvjp(forward, backward)
+        y, groups = lifted(differentiated, *args)
+        packed.publish(groups)
+        return y
+    return wrapper

@@ -103,6 +103,7 @@ from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
 from .transforms import broadcast as broadcast
 from .transforms import cond as cond
+from .transforms import custom_vjp as custom_vjp
 from .transforms import fold_rngs as fold_rngs
 from .transforms import grad as grad
 from .transforms import jit as jit

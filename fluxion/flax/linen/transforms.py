@@ -30,7 +30,7 @@ from ..core.lift import broadcast
 from ..core.scope import Filter, Scope
 from .module import Module, _contains_module, _map_modules
 
-__all__ = ['broadcast', 'cond', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
+__all__ = ['broadcast', 'cond', 'custom_vjp', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
            'value_and_grad', 'vjp', 'vmap', 'while_loop']
 
 Target = Union[type, Callable[..., Any]]
@@ -337,3 +337,20 @@ def fold_rngs(target: Target, variables: Filter = True, rngs: Filter = True,
     """
     return lift_transform(lift.fold_rngs, 'fold_rngs', target, variables=variables, rngs=rngs,
                           methods=methods)
+
+
+def custom_vjp(fn: Callable[..., Any], forward_fn: Callable[..., Any],
+               backward_fn: Callable[..., Any], grad_vars: Filter = 'params',
+               nondiff_argnums: Sequence[int] = ()) -> Callable[..., Any]:
+    """Module code with a custom backward pass: returns ``lifted(mdl, *args) -> y``.
+
+    ``fn(mdl, *args) -> y``; ``forward_fn(mdl, *args) -> (y, residuals)``
+    (often ``nn.vjp(fn, mdl, *args)``); ``backward_fn(residuals, y_ct) ->
+    ({collection: grads}, *arg grads)`` for the ``grad_vars`` collections.
+    See :func:`fluxion.flax.core.lift.custom_vjp`.
+    """
+    def lifted(mdl: Module, *args: Any) -> Any:
+        scope, (f, fwd) = _direct((fn, forward_fn), mdl, 'nn.custom_vjp')
+        return lift.custom_vjp(f, fwd, backward_fn, grad_vars=grad_vars,
+                               nondiff_argnums=nondiff_argnums)(scope, *args)
+    return lifted
