@@ -468,6 +468,74 @@ def test_parameter_gradients_equal_flax(case):
     assert_trees_close(to_numpy(ours), to_numpy(theirs), rtol=1e-4, atol=1e-5)
 
 
+def _scan_collections(nn, jnp, random):
+    """Dropout with a split stream, sown intermediates stacked per step, a carried counter."""
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            if self.has_variable('counter', 'n'):
+                counter = self.variable('counter', 'n')
+                counter.value += 1
+            h = nn.Dropout(0.5, deterministic=False)(nn.Dense(3)(x) + c)
+            self.sow('intermediates', 'h', h)
+            return h, h
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            scan = nn.scan(Body, variable_broadcast='params', variable_carry='counter',
+                           variable_axes={'intermediates': 0},
+                           split_rngs={'params': False, 'dropout': True})
+            c, ys = scan()(jnp.zeros((2, 3)), xs)
+            return ys, nn.Dropout(0.5, deterministic=False)(c)
+    return Model()
+
+
+def test_scan_split_dropout_sow_and_carry_equal_flax():
+    xs = RS.normal(size=(4, 2, 3)).astype(np.float32)
+    theirs = _scan_collections(flax_linen, jax.numpy, jax.random)
+    ours = _scan_collections(fnn, fjnp, fluxion.random)
+    t_out, t_vars = theirs.init_with_output(
+        {'params': jax.random.PRNGKey(0), 'dropout': jax.random.PRNGKey(1)},
+        jax.numpy.asarray(xs), mutable=True)
+    o_out, o_vars = ours.init_with_output({'params': fkey(0), 'dropout': fkey(1)},
+                                          fjnp.asarray(xs), mutable=True)
+    assert_trees_close(to_numpy(o_vars), to_numpy(t_vars))
+    assert_trees_close(to_numpy(o_out), to_numpy(t_out))
+    variables = {**t_vars, 'counter': {'ScanBody_0': {'n': np.array(5, np.int32)}}}
+    mutable = ['counter', 'intermediates']
+    t_applied = theirs.apply(jax.tree_util.tree_map(jax.numpy.asarray, variables),
+                             jax.numpy.asarray(xs), rngs={'dropout': jax.random.PRNGKey(3)},
+                             mutable=mutable)
+    o_applied = ours.apply(to_fluxion(variables), fjnp.asarray(xs),
+                           rngs={'dropout': fkey(3)}, mutable=mutable)
+    assert_trees_close(to_numpy(o_applied), to_numpy(t_applied))
+    assert int(o_applied[1]['counter']['ScanBody_0']['n']) == 9
+
+
+def _vmapped_batch_norm(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            norm = nn.vmap(nn.BatchNorm, variable_axes={'params': 0, 'batch_stats': 0},
+                           split_rngs={'params': True}, axis_name='ensemble')
+            return norm(use_running_average=False)(x)
+    return Model()
+
+
+def test_vmap_batch_stats_axis_equal_flax():
+    x = RS.normal(size=(3, 5, 4)).astype(np.float32)
+    t_out, t_vars = _vmapped_batch_norm(flax_linen, jax.numpy, jax.random).init_with_output(
+        jax.random.PRNGKey(0), jax.numpy.asarray(x))
+    model = _vmapped_batch_norm(fnn, fjnp, fluxion.random)
+    o_out, o_vars = model.init_with_output(fkey(0), fjnp.asarray(x))
+    assert_trees_close(to_numpy(o_vars), to_numpy(t_vars), rtol=1e-5, atol=1e-6)
+    assert_trees_close(to_numpy(o_out), to_numpy(t_out), rtol=1e-5, atol=1e-5)
+    out, updates = fluxion.jit(lambda v, x: model.apply(v, x, mutable=['batch_stats']))(
+        o_vars, fjnp.asarray(x))
+    assert updates['batch_stats']['VmapBatchNorm_0']['mean'].shape == (3, 4)
+
+
 def test_rnn_cell_carry_shapes_and_errors():
     cell = fnn.ConvLSTMCell(4, kernel_size=(3, 3))
     c, h = cell.initialize_carry(fkey(0), (2, 6, 6, 3))
