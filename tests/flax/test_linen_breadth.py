@@ -391,6 +391,11 @@ CASES = [
     Case('BatchApply', _batch_applied, (SEQ,)),
     Case('fold_rngs', _folded, (VEC,)),
     Case('custom_vjp-sign-grad', _sign_grad, (VEC,), grad=True),
+    Case('ConvLocal-2d', lambda nn, jnp, random: nn.ConvLocal(3, (3, 2), strides=(1, 2),
+                                                             padding='VALID'),
+         (IMG_SEQ[:, 0],), grad=True),
+    Case('ConvLocal-1d-same-batch-dims', lambda nn, jnp, random: nn.ConvLocal(2, 3),
+         (SEQ[None],)),
     Case('Einsum-heads', _einsum((3, 2, 4), 'btd,dhk->bthk'), (SEQ,), grad=True),
     Case('Einsum-ellipsis', _einsum((3, 5), '...d,df->...f'), (SEQ,)),
     Case('Einsum-no-bias', _einsum((2, 3, 4), 'bt d, b d k -> b t k', use_bias=False), (SEQ[:, :, :3],)),
@@ -742,7 +747,6 @@ MISSING_WITH_REASON = {
     'NANOOFp8DotGeneralOp': NO_FP8,
     'fp8_ops': NO_FP8,
     'kw_only_dataclasses': 'a Flax-internal helper module; fluxion Modules use dataclasses kw_only',
-    'ConvLocal': 'not implemented yet',
 }
 
 

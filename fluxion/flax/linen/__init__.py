@@ -55,6 +55,7 @@ from .initializers import ones_init as ones_init
 from .initializers import zeros as zeros
 from .initializers import zeros_init as zeros_init
 from .linear import Conv as Conv
+from .linear import ConvLocal as ConvLocal
 from .linear import ConvTranspose as ConvTranspose
 from .linear import Dense as Dense
 from .linear import DenseGeneral as DenseGeneral
