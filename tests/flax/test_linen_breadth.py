@@ -739,7 +739,6 @@ MISSING_WITH_REASON = {
     'override_named_call': NO_NAMED_CALL,
     'get_sharding': NO_SHARDING,
     'logical_to_mesh_sharding': NO_SHARDING,
-    'add_metadata_axis': 'lifted transforms do not rewrite box metadata (no sharding runtime)',
     'Fp8DirectDotGeneralOp': NO_FP8,
     'Fp8DotGeneral': NO_FP8,
     'Fp8DotGeneralOp': NO_FP8,
@@ -757,3 +756,71 @@ def test_public_names_coverage():
         f'newly missing: {sorted(set(missing) - set(MISSING_WITH_REASON))}; now present: '
         f'{sorted(set(MISSING_WITH_REASON) - set(missing))}')
     assert (len(public) - len(missing)) / len(public) >= 0.85
+
+
+def _stacked_partitioned(metadata_params, transform):
+    def build(nn, jnp, random):
+        class Block(nn.Module):
+            @nn.compact
+            def __call__(self, h, _):
+                kernel_init = nn.with_partitioning(nn.initializers.lecun_normal(),
+                                                   ('embed', 'mlp'))
+                return nn.Dense(3, kernel_init=kernel_init)(h), ()
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                if transform == 'scan':
+                    stack = nn.scan(Block, variable_axes={'params': 0},
+                                    split_rngs={'params': True}, length=3,
+                                    metadata_params=metadata_params)
+                    return stack()(x, None)[0]
+                ensemble = nn.vmap(Block, variable_axes={'params': 1},
+                                   split_rngs={'params': True}, in_axes=(None, None),
+                                   axis_size=2, metadata_params=metadata_params)
+                return ensemble()(x, None)[0]
+        return Model()
+    return build
+
+
+@pytest.mark.parametrize('transform', ['scan', 'vmap'])
+def test_stacked_partitioned_params_gain_the_axis_name_like_flax(transform):
+    build = _stacked_partitioned({'partition_name': 'layers'}, transform)
+    t_vars = build(flax_linen, jax.numpy, jax.random).init(jax.random.PRNGKey(0),
+                                                           jax.numpy.asarray(VEC))
+    model = build(fnn, fjnp, fluxion.random)
+    o_vars = model.init(fkey(0), fjnp.asarray(VEC))
+    assert_trees_close(to_numpy(fnn.unbox(o_vars)), to_numpy(flax_linen.unbox(t_vars)))
+    o_spec = jax.tree_util.tree_leaves(fnn.get_partition_spec(o_vars),
+                                       is_leaf=lambda x: isinstance(x, tuple))
+    t_spec = jax.tree_util.tree_leaves(flax_linen.get_partition_spec(t_vars),
+                                       is_leaf=lambda x: isinstance(x, tuple))
+    assert [tuple(s) for s in o_spec] == [tuple(s) for s in t_spec]
+    out = model.apply(o_vars, fjnp.asarray(VEC))
+    t_out = build(flax_linen, jax.numpy, jax.random).apply(t_vars, jax.numpy.asarray(VEC))
+    assert_trees_close(np.asarray(out), np.asarray(t_out), rtol=1e-5, atol=1e-5)
+    with pytest.raises(fluxion.flax.errors.PartitioningUnspecifiedError):
+        _stacked_partitioned({}, transform)(fnn, fjnp, fluxion.random).init(
+            fkey(0), fjnp.asarray(VEC))
+
+
+def _metadata_axis(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.add_metadata_axis(nn.Dense, {'params': 0}, {nn.PARTITION_NAME: 'stack'})
+            return dense(3, kernel_init=nn.with_partitioning(nn.initializers.lecun_normal(),
+                                                             ('embed', 'mlp')))(x)
+    return Model()
+
+
+def test_add_metadata_axis_equals_flax():
+    t_vars = _metadata_axis(flax_linen, jax.numpy, jax.random).init(jax.random.PRNGKey(0),
+                                                                    jax.numpy.asarray(VEC))
+    o_vars = _metadata_axis(fnn, fjnp, fluxion.random).init(fkey(0), fjnp.asarray(VEC))
+    assert sorted(o_vars['params']) == sorted(t_vars['params'])
+    name = sorted(t_vars['params'])[0]
+    t_kernel = t_vars['params'][name]['kernel']
+    o_kernel = o_vars['params'][name]['kernel']
+    assert o_kernel.names == t_kernel.names
+    assert_trees_close(np.asarray(o_kernel.value), np.asarray(t_kernel.value))

@@ -39,6 +39,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax, random, tree_util
 
+from . import meta
 from .scope import AllOf, DenyList, Filter, Scope, _copy_tree, _RngStream, _Root, in_filter
 
 
@@ -187,8 +188,8 @@ def _split_rngs(rng_groups: list[dict], splits: Sequence[bool], n: int) -> list[
 def scan(fn: Callable[..., Any], variable_axes: Mapping[Filter, int] = {},
          variable_broadcast: Filter = False, variable_carry: Filter = False,
          split_rngs: Mapping[Filter, bool] = {}, in_axes: Any = 0, out_axes: Any = 0,
-         length: int | None = None, reverse: bool = False, unroll: int = 1
-         ) -> Callable[..., Any]:
+         length: int | None = None, reverse: bool = False, unroll: int = 1,
+         metadata_params: Mapping[Any, Any] = {}) -> Callable[..., Any]:
     """Lifts ``fn(scope, carry, *xs) -> (carry, ys)`` to a loop over ``xs`` (like ``lax.scan``).
 
     Args:
@@ -207,6 +208,8 @@ def scan(fn: Callable[..., Any], variable_axes: Mapping[Filter, int] = {},
             ``broadcast`` for outputs that do not depend on the iteration.
         length: the number of iterations (needed when nothing is scanned).
         reverse, unroll: as in ``lax.scan``.
+        metadata_params: passed to ``add_axis``/``remove_axis`` of boxed
+            (e.g. ``Partitioned``) variables of the ``variable_axes`` collections.
 
     Returns:
         ``scan_fn(scope, init, *xs) -> (final carry, ys)``.
@@ -237,7 +240,8 @@ def scan(fn: Callable[..., Any], variable_axes: Mapping[Filter, int] = {},
         n = length if length is not None else lengths.pop()
 
         bvars, cvars = packed.variable_groups[:2]
-        svars = [tree_util.tree_map(lambda x, a=ax: jnp.moveaxis(x, a, 0), g)
+        svars = [tree_util.tree_map(lambda x, a=ax: jnp.moveaxis(x, a, 0),
+                                    meta.remove_axis(g, ax, dict(metadata_params)))
                  for g, ax in zip(packed.variable_groups[2:], var_axes)]
         rngs = _split_rngs(packed.rng_groups, rng_splits, n)
         xs = [jnp.moveaxis(x, ax, 0) for x, ax in zip(arg_leaves, arg_axes) if ax is not broadcast]
@@ -282,7 +286,8 @@ def scan(fn: Callable[..., Any], variable_axes: Mapping[Filter, int] = {},
             unroll=unroll)
         counters.commit()
 
-        s_out = [tree_util.tree_map(lambda v, a=ax: jnp.moveaxis(v, 0, a), g)
+        s_out = [meta.add_axis(tree_util.tree_map(lambda v, a=ax: jnp.moveaxis(v, 0, a), g), ax,
+                               dict(metadata_params))
                  for g, ax in zip(s_out, var_axes)]
         packed.publish([outs[0], c_out, *s_out])
         s_iter = iter(scanned)
@@ -294,7 +299,8 @@ def scan(fn: Callable[..., Any], variable_axes: Mapping[Filter, int] = {},
 
 def vmap(fn: Callable[..., Any], variable_axes: Mapping[Filter, Any],
          split_rngs: Mapping[Filter, bool], in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None, axis_name: Any = None) -> Callable[..., Any]:
+         axis_size: int | None = None, axis_name: Any = None,
+         metadata_params: Mapping[Any, Any] = {}) -> Callable[..., Any]:
     """Lifts ``fn(scope, *args)`` over a batch axis (like ``fluxion.vmap``).
 
     Args:
@@ -304,6 +310,8 @@ def vmap(fn: Callable[..., Any], variable_axes: Mapping[Filter, Any],
         split_rngs: ``{stream filter: bool}``: True gives each batch element
             its own key (``random.split(key, size)[i]``), False shares it.
         in_axes, out_axes, axis_size, axis_name: as in ``fluxion.vmap``.
+        metadata_params: passed to ``add_axis``/``remove_axis`` of boxed
+            variables of collections with an integer axis.
 
     Returns:
         ``vmapped(scope, *args) -> output``.
@@ -335,9 +343,14 @@ def vmap(fn: Callable[..., Any], variable_axes: Mapping[Filter, Any],
             out = fn(inner, *inputs)
             return out, packed.outputs(inner)
 
+        params = dict(metadata_params)
+        unstacked = [g if ax is None else meta.remove_axis(g, ax, params)
+                     for g, ax in zip(packed.variable_groups, var_axes)]
         out, groups = fluxion.vmap(
             mapped, in_axes=(var_axes, rng_axes, in_axes), out_axes=(out_axes, var_axes),
-            axis_size=size, axis_name=axis_name)(packed.variable_groups, rngs, args)
+            axis_size=size, axis_name=axis_name)(unstacked, rngs, args)
+        groups = [g if ax is None else meta.add_axis(g, ax, params)
+                  for g, ax in zip(groups, var_axes)]
         counters.commit()
         packed.publish(groups)
         return out

@@ -10,9 +10,9 @@ whole tree and :func:`get_partition_spec` turns them into
 This is metadata only: fluxion has no sharding runtime (no ``Mesh``, no
 ``NamedSharding``), so nothing is ever laid out across devices, the ``mesh``
 field is stored but unused, and ``PartitionSpec`` is defined here as a plain
-tuple subclass (equal by value to a tuple of the same axis names). Lifted
-transforms (``nn.scan``/``nn.vmap``) do not insert the stacked axis into the
-names (Flax's ``metadata_params``); boxes pass through them unchanged.
+tuple subclass (equal by value to a tuple of the same axis names). As in
+Flax, ``nn.scan``/``nn.vmap`` call :func:`add_axis`/:func:`remove_axis` with
+their ``metadata_params`` on the boxes of stacked collections.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 
 from fluxion import tree_util
 
-from .. import struct
+from .. import errors, struct
 
-__all__ = ['AxisMetadata', 'PARTITION_NAME', 'PartitionSpec', 'Partitioned', 'get_partition_spec',
-           'unbox', 'with_partitioning']
+__all__ = ['AxisMetadata', 'PARTITION_NAME', 'PartitionSpec', 'Partitioned', 'add_axis',
+           'get_partition_spec', 'remove_axis', 'unbox', 'with_partitioning']
 
 # The metadata key under which lifted transforms would name a stacked axis (as in Flax).
 PARTITION_NAME = 'partition_name'
@@ -57,6 +57,14 @@ class AxisMetadata:
         raise NotImplementedError
 
     def replace_boxed(self, value: Any) -> 'AxisMetadata':
+        raise NotImplementedError
+
+    def add_axis(self, index: int, params: dict) -> 'AxisMetadata':
+        """The box with metadata for a new axis at ``index`` (``nn.scan``/``nn.vmap`` stacking)."""
+        raise NotImplementedError
+
+    def remove_axis(self, index: int, params: dict) -> 'AxisMetadata':
+        """The box without the metadata of axis ``index`` (inverse of :meth:`add_axis`)."""
         raise NotImplementedError
 
 
@@ -90,6 +98,36 @@ class Partitioned(AxisMetadata):
         """``PartitionSpec(*names)``."""
         return PartitionSpec(*self.names)
 
+    def _axis_name(self, params: dict) -> Any:
+        if PARTITION_NAME not in params:
+            raise errors.PartitioningUnspecifiedError(self)
+        return params[PARTITION_NAME]
+
+    def add_axis(self, index: int, params: dict) -> 'Partitioned':
+        """Inserts ``params[PARTITION_NAME]`` into ``names`` at ``index`` (padding with None).
+
+        Raises:
+            PartitioningUnspecifiedError: ``params`` lacks ``PARTITION_NAME``.
+        """
+        names = list(self.names)
+        names.extend([None] * (index - len(names)))
+        names.insert(index, self._axis_name(params))
+        return self.replace(names=tuple(names))
+
+    def remove_axis(self, index: int, params: dict) -> 'Partitioned':
+        """Removes the name at ``index``, which must be ``params[PARTITION_NAME]``.
+
+        Raises:
+            PartitioningUnspecifiedError: ``params`` lacks ``PARTITION_NAME``.
+            ValueError: the name at ``index`` is not the expected one.
+        """
+        names = list(self.names)
+        removed = names.pop(index)
+        if removed != self._axis_name(params):
+            raise ValueError(f'Partitioned.remove_axis: axis {index} is named {removed!r}, '
+                             f'expected {params[PARTITION_NAME]!r}.')
+        return self.replace(names=tuple(names))
+
 
 def with_partitioning(fn: Callable[..., Any], names: Sequence[Any],
                       mesh: Any = None) -> Callable[..., Partitioned]:
@@ -109,6 +147,18 @@ def with_partitioning(fn: Callable[..., Any], names: Sequence[Any],
                              f'rank {ndim} (shape {tuple(value.shape)}).')
         return Partitioned(value, names, mesh=mesh)
     return init
+
+
+def add_axis(tree: Any, index: int, params: dict) -> Any:
+    """Calls ``add_axis(index, params)`` on every box of ``tree``."""
+    return tree_util.tree_map(lambda x: x.add_axis(index, params) if _is_box(x) else x, tree,
+                              is_leaf=_is_box)
+
+
+def remove_axis(tree: Any, index: int, params: dict) -> Any:
+    """Calls ``remove_axis(index, params)`` on every box of ``tree``."""
+    return tree_util.tree_map(lambda x: x.remove_axis(index, params) if _is_box(x) else x, tree,
+                              is_leaf=_is_box)
 
 
 def unbox(tree: Any) -> Any:

@@ -102,6 +102,7 @@ from .spmd import with_logical_constraint as with_logical_constraint
 from .spmd import with_logical_partitioning as with_logical_partitioning
 from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
+from .transforms import add_metadata_axis as add_metadata_axis
 from .transforms import broadcast as broadcast
 from .transforms import cond as cond
 from .transforms import custom_vjp as custom_vjp

@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union
 
 from .. import errors
-from ..core import lift
+from ..core import lift, meta
 from ..core.lift import broadcast
 from ..core.scope import Filter, Scope
 from .module import Module, _contains_module, _map_modules
 
-__all__ = ['broadcast', 'cond', 'custom_vjp', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
+__all__ = ['add_metadata_axis', 'broadcast', 'cond', 'custom_vjp', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
            'value_and_grad', 'vjp', 'vmap', 'while_loop']
 
 Target = Union[type, Callable[..., Any]]
@@ -144,7 +144,7 @@ def scan(target: Target, variable_axes: Mapping[Filter, int] = {},
          variable_broadcast: Filter = False, variable_carry: Filter = False,
          split_rngs: Mapping[Filter, bool] = {}, in_axes: Any = 0, out_axes: Any = 0,
          length: Optional[int] = None, reverse: bool = False, unroll: int = 1,
-         methods: Any = None) -> Any:
+         metadata_params: Mapping[Any, Any] = {}, methods: Any = None) -> Any:
     """A Module (class or function) looped over with ``lax.scan``, variables included.
 
     The scanned method has the signature ``(carry, *xs) -> (carry, ys)``.
@@ -164,13 +164,14 @@ def scan(target: Target, variable_axes: Mapping[Filter, int] = {},
                           variable_broadcast=variable_broadcast,
                           variable_carry=variable_carry, split_rngs=split_rngs,
                           in_axes=in_axes, out_axes=out_axes, length=length,
-                          reverse=reverse, unroll=unroll, methods=methods)
+                          reverse=reverse, unroll=unroll, metadata_params=metadata_params,
+                          methods=methods)
 
 
 def vmap(target: Target, variable_axes: Mapping[Filter, Any] = {'params': None},
          split_rngs: Mapping[Filter, bool] = {'params': False}, in_axes: Any = 0,
          out_axes: Any = 0, axis_size: Optional[int] = None, axis_name: Any = None,
-         methods: Any = None) -> Any:
+         metadata_params: Mapping[Any, Any] = {}, methods: Any = None) -> Any:
     """A Module (class or function) vectorized with ``fluxion.vmap``, variables included.
 
     ``variable_axes={'params': 0}, split_rngs={'params': True}`` builds an
@@ -180,7 +181,8 @@ def vmap(target: Target, variable_axes: Mapping[Filter, Any] = {'params': None},
     """
     return lift_transform(lift.vmap, 'vmap', target, variable_axes=variable_axes,
                           split_rngs=split_rngs, in_axes=in_axes, out_axes=out_axes,
-                          axis_size=axis_size, axis_name=axis_name, methods=methods)
+                          axis_size=axis_size, axis_name=axis_name,
+                          metadata_params=metadata_params, methods=methods)
 
 
 def jit(target: Target, variables: Filter = True, rngs: Filter = True,
@@ -354,3 +356,21 @@ def custom_vjp(fn: Callable[..., Any], forward_fn: Callable[..., Any],
         return lift.custom_vjp(f, fwd, backward_fn, grad_vars=grad_vars,
                                nondiff_argnums=nondiff_argnums)(scope, *args)
     return lifted
+
+
+def add_metadata_axis(target: Target, variable_axes: Mapping[Filter, int] = {'params': 0},
+                      metadata_params: Mapping[Any, Any] = {}) -> Any:
+    """A Module (class or function) whose boxed variables gain axis metadata outside and lose it inside.
+
+    For each ``collection: axis`` of ``variable_axes``, boxes read by the
+    target have ``remove_axis(axis, metadata_params)`` applied and boxes it
+    writes get ``add_axis(axis, metadata_params)`` (use it around code that
+    stacks variables by hand, e.g. with ``fluxion.vmap``).
+    """
+    params = dict(metadata_params)
+    for col, axis in variable_axes.items():
+        target = map_variables(target, col,
+                               trans_in_fn=lambda t, a=axis: meta.remove_axis(t, a, params),
+                               trans_out_fn=lambda t, a=axis: meta.add_axis(t, a, params),
+                               mutable=True)
+    return target
