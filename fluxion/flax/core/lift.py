@@ -87,10 +87,9 @@ class _Packed:
         # folds only the names below that scope into it.
         self.fork_rngs = fork_rngs
         self.out_filters = list(out_filters)
-        cols = [c for c in scope.variables()]
         tree = scope.variables()
         self.variable_groups = [{c: tree[c] for c in names}
-                                for names in _group(cols, in_filters)]
+                                for names in _group(list(tree), in_filters)]
         forked = {s: scope.make_rng(s) for s in list(scope.rngs)} if fork_rngs else None
         self.rng_groups = [{s: forked[s] if forked else scope.rngs[s].key for s in names}
                            for names in _group(list(scope.rngs), rng_filters)]
