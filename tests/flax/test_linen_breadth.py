@@ -334,6 +334,71 @@ def _sign_grad(nn, jnp, random):
     return Model()
 
 
+def _scan_broadcast_output(nn, jnp, random):
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            shared = nn.Dense(2, name='shared')(jnp.ones((1, 3)))   # the same every step
+            return c + nn.Dense(3)(x), (shared, x * 2)
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            scan = nn.scan(Body, variable_broadcast='params', split_rngs={'params': False},
+                           in_axes=1, out_axes=(nn.broadcast, 1))
+            return scan()(jnp.zeros((2, 3)), xs)
+    return Model()
+
+
+def _vmap_function_form(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            per_example = nn.vmap(lambda mdl, x: mdl(x), variable_axes={'params': 0},
+                                  split_rngs={'params': True})
+            return per_example(nn.Dense(4), x)
+    return Model()
+
+
+def _jit_static(nn, jnp, random):
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, x, scale):
+            return nn.Dense(2)(x) * scale
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.jit(Inner, static_argnums=(2,))()(x, 3.0)
+    return Model()
+
+
+def _rnns_in_setup(nn, jnp, random):
+    class Model(nn.Module):
+        def setup(self):
+            self.rnn = nn.RNN(nn.GRUCell(4))
+            self.bi = nn.Bidirectional(nn.RNN(nn.LSTMCell(3)), nn.RNN(nn.LSTMCell(3)))
+
+        def __call__(self, x):
+            return self.bi(self.rnn(x), init_key=random.PRNGKey(5))
+    return Model()
+
+
+def _scan_of_scans(nn, jnp, random):
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            return c, nn.Dense(3)(x) + c
+
+    class Outer(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            scan = nn.scan(Inner, variable_axes={'params': 0}, split_rngs={'params': True},
+                           in_axes=1, out_axes=1)
+            return scan()(jnp.zeros((2, 3)), xs)
+    return Outer()
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -374,6 +439,11 @@ CASES = [
     Case('vmap-ensemble', _ensemble, (VEC,), grad=True),
     Case('vmap-shared-params', _vmap_shared, (VEC,)),
     Case('jit-module', _jitted, (VEC,), grad=True),
+    Case('jit-static_argnums', _jit_static, (VEC,)),
+    Case('scan-broadcast-output', _scan_broadcast_output, (SEQ,)),
+    Case('scan-per-step-params', _scan_of_scans, (SEQ,), grad=True),
+    Case('vmap-function-form', _vmap_function_form, (VEC,)),
+    Case('RNNs-in-setup', _rnns_in_setup, (SEQ,), grad=True),
     Case('cond-true', _cond, (VEC, np.bool_(True)), grad=True),
     Case('cond-false', _cond, (VEC, np.bool_(False))),
     Case('switch', _switch, (VEC, np.int32(2)), grad=True),
@@ -572,6 +642,19 @@ def test_scan_errors_name_the_problem():
         NoCover().init(fkey(0), fjnp.ones((4, 2, 3)))
     with pytest.raises(TypeError, match='Module class or a function'):
         fnn.scan(fnn.Dense(3))
+
+
+def test_lifting_a_field_bound_elsewhere_is_refused():
+    """Flax lifts the scopes of bound field modules too; fluxion says it does not."""
+    class Model(fnn.Module):
+        @fnn.compact
+        def __call__(self, x):
+            cell = fnn.LSTMCell(3)        # bound here, as "LSTMCell_0"
+            rnn = fnn.vmap(fnn.RNN, variable_axes={'params': 0}, split_rngs={'params': True})
+            return rnn(cell)(x)
+
+    with pytest.raises(NotImplementedError, match='already bound at /LSTMCell_0'):
+        Model().init(fkey(0), fjnp.ones((2, 2, 5, 3)))
 
 
 # ----------------------------------------------------------------------------

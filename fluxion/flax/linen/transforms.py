@@ -40,17 +40,39 @@ def _rebind(module: Module, scope: Scope, cls: Optional[type] = None) -> Module:
     """A copy of ``module`` (as class ``cls``) bound to ``scope``, with unbound submodule fields.
 
     Submodules held in fields are re-created unbound so that they attach to
-    the new scope (at the same names) instead of staying in the outer one.
+    the new scope (under the field's name) instead of staying in the outer one.
+
+    Raises:
+        NotImplementedError: a field holds a module already bound to another
+            scope (e.g. created in the caller's ``@compact`` method); Flax
+            lifts that module's scope too, which fluxion does not support.
     """
+    def unbound_copy(sub: Module, _suffix: str) -> Module:
+        if sub.scope is not None and not _is_below(sub.scope, module.scope):
+            raise NotImplementedError(
+                f'Lifting {type(module).__name__} whose field holds {type(sub).__name__} '
+                f'"{sub.name}", already bound at {sub.scope.path_text}: fluxion lifts only the '
+                'transformed module\'s own scope. Create the submodule unbound (outside '
+                '@compact methods, or in setup()) or inside the transformed module.')
+        return sub.clone(parent=None, name=None)
+
     attrs = {}
     for f in dataclasses.fields(module):
         if not f.init or f.name == 'parent':
             continue
         value = getattr(module, f.name)
         if _contains_module(value):
-            value = _map_modules(value, lambda m, _s: m.clone(parent=None, name=None))
+            value = _map_modules(value, unbound_copy)
         attrs[f.name] = value
     return (cls or type(module))(parent=scope, **attrs)
+
+
+def _is_below(scope: Scope, ancestor: Optional[Scope]) -> bool:
+    while scope is not None:
+        if scope is ancestor:
+            return True
+        scope = scope.parent
+    return False
 
 
 def _call_rebound(module: Module, scope: Scope, fn: Callable[..., Any], args: tuple,
