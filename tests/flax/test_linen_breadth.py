@@ -908,3 +908,29 @@ def test_add_metadata_axis_equals_flax():
     o_kernel = o_vars['params'][name]['kernel']
     assert o_kernel.names == t_kernel.names
     assert_trees_close(np.asarray(o_kernel.value), np.asarray(t_kernel.value))
+
+
+def _boxed_counter(nn, jnp, random):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            init = nn.with_partitioning(lambda: jnp.zeros((3,)), ('model',))
+            total = self.variable('stats', 'total', init)
+            if self.is_mutable_collection('stats'):
+                total.value = total.value + jnp.sum(x, axis=0)[:3]
+            return x[:, :3] * total.value
+    return Model()
+
+
+def test_boxed_variables_read_bare_and_stay_boxed_like_flax():
+    theirs = _boxed_counter(flax_linen, jax.numpy, jax.random)
+    ours = _boxed_counter(fnn, fjnp, fluxion.random)
+    t_out, t_vars = theirs.apply({}, jax.numpy.asarray(VEC), mutable=True)
+    o_out, o_vars = ours.apply({}, fjnp.asarray(VEC), mutable=True)
+    o_box, t_box = o_vars['stats']['total'], t_vars['stats']['total']
+    assert isinstance(o_box, fnn.Partitioned) and o_box.names == t_box.names
+    assert_trees_close(np.asarray(o_box.value), np.asarray(t_box.value))
+    assert_trees_close(np.asarray(o_out), np.asarray(t_out))
+    scope = fluxion.flax.core.bind(o_vars)
+    assert isinstance(scope.variable('stats', 'total', unbox=False).value, fnn.Partitioned)
+

@@ -26,7 +26,7 @@ from fluxion import tree_util
 from .. import errors, struct
 
 __all__ = ['AxisMetadata', 'PARTITION_NAME', 'PartitionSpec', 'Partitioned', 'add_axis',
-           'get_partition_spec', 'remove_axis', 'unbox', 'with_partitioning']
+           'get_partition_spec', 'remove_axis', 'replace_boxed', 'unbox', 'with_partitioning']
 
 # The metadata key under which lifted transforms would name a stacked axis (as in Flax).
 PARTITION_NAME = 'partition_name'
@@ -68,8 +68,12 @@ class AxisMetadata:
         raise NotImplementedError
 
 
-def _is_box(x: Any) -> bool:
+def is_box(x: Any) -> bool:
+    """Whether ``x`` is a box (an :class:`AxisMetadata`)."""
     return isinstance(x, AxisMetadata)
+
+
+_is_box = is_box
 
 
 @struct.dataclass
@@ -159,6 +163,12 @@ def remove_axis(tree: Any, index: int, params: dict) -> Any:
     """Calls ``remove_axis(index, params)`` on every box of ``tree``."""
     return tree_util.tree_map(lambda x: x.remove_axis(index, params) if _is_box(x) else x, tree,
                               is_leaf=_is_box)
+
+
+def replace_boxed(tree: Any, updates: Any) -> Any:
+    """``tree`` with each box's value replaced by the matching part of ``updates`` (same structure up to the boxes)."""
+    return tree_util.tree_map(lambda box, new: box.replace_boxed(new) if _is_box(box) else new,
+                              tree, updates, is_leaf=_is_box)
 
 
 def unbox(tree: Any) -> Any:

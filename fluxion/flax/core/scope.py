@@ -45,6 +45,7 @@ import fluxion.numpy as jnp
 from fluxion import random, tree_util
 
 from .. import errors
+from . import meta
 from .frozen_dict import FrozenDict
 
 Array = Any
@@ -233,20 +234,31 @@ class Variable:
         scope: the scope that owns the variable.
         collection: the collection name, e.g. ``'batch_stats'``.
         name: the variable name within the scope.
+        unbox: if True, a boxed value (``Partitioned``, ...) reads as its bare
+            value, and writing a bare value keeps the stored box around it.
     """
 
-    def __init__(self, scope: 'Scope', collection: str, name: str):
+    def __init__(self, scope: 'Scope', collection: str, name: str, unbox: bool = True):
         self.scope = scope
         self.collection = collection
         self.name = name
+        self.unbox = unbox
 
     @property
     def value(self) -> Any:
         """The current value; raises ScopeVariableNotFoundError if it was never set."""
-        return self.scope.get_variable(self.collection, self.name, _MISSING_OK)
+        value = self.scope.get_variable(self.collection, self.name, _MISSING_OK)
+        return meta.unbox(value) if self.unbox else value
 
     @value.setter
     def value(self, value: Any) -> None:
+        if self.unbox and self.scope.has_variable(self.collection, self.name):
+            current = self.scope.get_variable(self.collection, self.name)
+            boxed = tree_util.tree_leaves(current, is_leaf=meta.is_box)
+            same = (tree_util.tree_structure(current, is_leaf=meta.is_box)
+                    == tree_util.tree_structure(value, is_leaf=meta.is_box))
+            if same and any(meta.is_box(x) for x in boxed):
+                value = meta.replace_boxed(current, value)
         self.scope.put_variable(self.collection, self.name, value)
 
     def is_mutable(self) -> bool:
@@ -480,7 +492,7 @@ class Scope:
         self._collection(col, create=True)[name] = value
 
     def variable(self, col: str, name: str, init_fn: Optional[Callable[..., Any]] = None,
-                 *init_args: Any, **init_kwargs: Any) -> Variable:
+                 *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Variable:
         """Declares a variable, initializing it with ``init_fn(*init_args)`` if absent.
 
         Raises:
@@ -494,7 +506,7 @@ class Scope:
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
             self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
-        return Variable(self, col, name)
+        return Variable(self, col, name, unbox=unbox)
 
     def param(self, name: str, init_fn: Callable[..., Any], *init_args: Any,
               **init_kwargs: Any) -> Any:

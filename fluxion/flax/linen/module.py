@@ -603,7 +603,7 @@ class Module:
         write it through ``.value``.
         """
         scope = self._check_declaration('variable', name, col)
-        return scope.variable(col, name, init_fn, *init_args, **init_kwargs)
+        return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
 
     def make_rng(self, name: str = 'params') -> PRNGKey:
         """Returns a new PRNG key from stream ``name`` (``'params'`` if ``name`` is absent).
