@@ -517,6 +517,27 @@ def test_apply_under_jit_equals_eager(case):
     assert_trees_close(to_numpy(jitted), to_numpy(eager), rtol=1e-5, atol=1e-5)
 
 
+VMAP_CASES = ('RNN-LSTM', 'Bidirectional', 'scan-layer-stack', 'vmap-ensemble', 'cond-true',
+              'while_loop', 'map_variables-mask')
+
+
+@pytest.mark.parametrize('case', [c for c in CASES if c.name in VMAP_CASES], ids=repr)
+def test_fluxion_vmap_of_apply_equals_a_loop(case):
+    """The lifted code composes with an outer fluxion.vmap over an extra leading axis."""
+    args, kwargs = _ours_inputs(case)
+    model = _our_build(case)
+    variables = model.init(fkey(1), *args, **kwargs)
+    stacked = [fjnp.stack([a, a * 0.5]) for a in args[:1]] + list(args[1:])
+
+    def run(x):
+        return model.apply(variables, x, *args[1:], mutable=case.mutable, **kwargs)
+    batched = fluxion.vmap(run)(stacked[0])
+    for i in range(2):
+        single = run(stacked[0][i])
+        assert_trees_close(to_numpy(fluxion.tree_util.tree_map(lambda y: y[i], batched)),
+                           to_numpy(single), rtol=1e-5, atol=1e-5)
+
+
 def _sum_leaves(tree, tree_leaves, jnp):
     return sum(jnp.sum(leaf) for leaf in tree_leaves(tree))
 
