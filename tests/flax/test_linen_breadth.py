@@ -399,6 +399,28 @@ def _scan_of_scans(nn, jnp, random):
     return Outer()
 
 
+def _vmap_methods(nn, jnp, random):
+    class Encoder(nn.Module):
+        def setup(self):
+            self.d = nn.Dense(3)
+            self.e = nn.Dense(2)
+
+        def __call__(self, x):
+            return self.e(self.d(x))
+
+        def encode(self, x):
+            return self.d(x)
+
+    ensemble = dict(variable_axes={'params': 0}, split_rngs={'params': True})
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            encoder = nn.vmap(Encoder, methods={'__call__': ensemble, 'encode': ensemble})()
+            return encoder(x), encoder.encode(x)
+    return Model()
+
+
 def _rnn(cell, **rnn_kw):
     def build(nn, jnp, random):
         return nn.RNN(cell(nn), **rnn_kw)
@@ -443,6 +465,7 @@ CASES = [
     Case('scan-broadcast-output', _scan_broadcast_output, (SEQ,)),
     Case('scan-per-step-params', _scan_of_scans, (SEQ,), grad=True),
     Case('vmap-function-form', _vmap_function_form, (VEC,)),
+    Case('vmap-methods-dict', _vmap_methods, (VEC,), grad=True),
     Case('RNNs-in-setup', _rnns_in_setup, (SEQ,), grad=True),
     Case('cond-true', _cond, (VEC, np.bool_(True)), grad=True),
     Case('cond-false', _cond, (VEC, np.bool_(False))),
