@@ -8,6 +8,8 @@ their Flax namesakes.
 
 from . import core as core
 from . import errors as errors
+from . import jax_utils as jax_utils
 from . import linen as linen
 from . import serialization as serialization
 from . import struct as struct
+from . import traverse_util as traverse_util

@@ -268,6 +268,27 @@ class CallUnboundModuleMethodError(FlaxError, ValueError):
         )
 
 
+class CallShareScopeOnUnboundModuleError(FlaxError):
+    """``nn.share_scope`` was given a module that is not bound."""
+
+    def __init__(self):
+        super().__init__(
+            "Can't share scopes between unbound modules: call nn.share_scope in "
+            'setup() or in a @compact method, where both modules are bound.'
+        )
+
+
+class PartitioningUnspecifiedError(FlaxError):
+    """A lifted transform stacked a partitioned variable without naming the new axis."""
+
+    def __init__(self, target: object):
+        super().__init__(
+            f'Trying to transform a Partitioned variable without naming the new axis: pass '
+            f'metadata_params={{nn.PARTITION_NAME: name_or_None}} to the transformation '
+            f'(nn.scan/nn.vmap) that stacks {type(target).__name__} values.'
+        )
+
+
 class InvalidInstanceModuleError(FlaxError):
     """``init``/``apply`` was called on the Module class instead of an instance.
 

@@ -1,5 +1,7 @@
 """The functional core of fluxion.flax (mirrors ``flax.core``): scopes and frozen dicts."""
 
+from . import lift as lift
+from . import meta as meta
 from .frozen_dict import FrozenDict as FrozenDict
 from .frozen_dict import copy as copy
 from .frozen_dict import freeze as freeze

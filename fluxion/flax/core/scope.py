@@ -45,6 +45,7 @@ import fluxion.numpy as jnp
 from fluxion import random, tree_util
 
 from .. import errors
+from . import meta
 from .frozen_dict import FrozenDict
 
 Array = Any
@@ -74,6 +75,17 @@ class DenyList:
     deny: Filter
 
 
+@dataclasses.dataclass(frozen=True)
+class AllOf:
+    """A filter matching the collections matched by every one of ``filters`` (an intersection).
+
+    Lifted transforms use it to restrict an inner scope's mutability to what
+    both the outer call and the transform allow.
+    """
+
+    filters: tuple
+
+
 def in_filter(filter_like: Filter, col: str) -> bool:
     """Returns whether collection ``col`` matches ``filter_like``.
 
@@ -86,6 +98,8 @@ def in_filter(filter_like: Filter, col: str) -> bool:
         return col == filter_like
     if isinstance(filter_like, DenyList):
         return not in_filter(filter_like.deny, col)
+    if isinstance(filter_like, AllOf):
+        return all(in_filter(f, col) for f in filter_like.filters)
     if isinstance(filter_like, Iterable):
         return any(in_filter(f, col) for f in filter_like)
     raise TypeError(
@@ -138,6 +152,19 @@ class _RngCounters:
     def __init__(self) -> None:
         self.drawn: dict[str, int] = {}
         self.children: dict[str, _RngCounters] = {}
+
+    def copy(self) -> '_RngCounters':
+        """A deep copy (lifted transforms trace a body from a saved counter state)."""
+        out = _RngCounters()
+        out.drawn = dict(self.drawn)
+        out.children = {name: c.copy() for name, c in self.children.items()}
+        return out
+
+    def assign(self, other: '_RngCounters') -> None:
+        """Takes over the state of ``other`` in place (shared references see it)."""
+        self.drawn = dict(other.drawn)
+        for name, c in other.children.items():
+            self.child(name).assign(c)
 
     def child(self, name: str) -> '_RngCounters':
         counters = self.children.get(name)
@@ -207,20 +234,31 @@ class Variable:
         scope: the scope that owns the variable.
         collection: the collection name, e.g. ``'batch_stats'``.
         name: the variable name within the scope.
+        unbox: if True, a boxed value (``Partitioned``, ...) reads as its bare
+            value, and writing a bare value keeps the stored box around it.
     """
 
-    def __init__(self, scope: 'Scope', collection: str, name: str):
+    def __init__(self, scope: 'Scope', collection: str, name: str, unbox: bool = True):
         self.scope = scope
         self.collection = collection
         self.name = name
+        self.unbox = unbox
 
     @property
     def value(self) -> Any:
         """The current value; raises ScopeVariableNotFoundError if it was never set."""
-        return self.scope.get_variable(self.collection, self.name, _MISSING_OK)
+        value = self.scope.get_variable(self.collection, self.name, _MISSING_OK)
+        return meta.unbox(value) if self.unbox else value
 
     @value.setter
     def value(self, value: Any) -> None:
+        if self.unbox and self.scope.has_variable(self.collection, self.name):
+            current = self.scope.get_variable(self.collection, self.name)
+            boxed = tree_util.tree_leaves(current, is_leaf=meta.is_box)
+            same = (tree_util.tree_structure(current, is_leaf=meta.is_box)
+                    == tree_util.tree_structure(value, is_leaf=meta.is_box))
+            if same and any(meta.is_box(x) for x in boxed):
+                value = meta.replace_boxed(current, value)
         self.scope.put_variable(self.collection, self.name, value)
 
     def is_mutable(self) -> bool:
@@ -454,7 +492,7 @@ class Scope:
         self._collection(col, create=True)[name] = value
 
     def variable(self, col: str, name: str, init_fn: Optional[Callable[..., Any]] = None,
-                 *init_args: Any, **init_kwargs: Any) -> Variable:
+                 *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Variable:
         """Declares a variable, initializing it with ``init_fn(*init_args)`` if absent.
 
         Raises:
@@ -468,7 +506,7 @@ class Scope:
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
             self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
-        return Variable(self, col, name)
+        return Variable(self, col, name, unbox=unbox)
 
     def param(self, name: str, init_fn: Callable[..., Any], *init_args: Any,
               **init_kwargs: Any) -> Any:

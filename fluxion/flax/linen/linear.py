@@ -28,7 +28,7 @@ from fluxion import lax
 from fluxion.nn import initializers
 
 from .dtypes import promote_dtype
-from .module import Module, compact
+from .module import Module, compact, merge_param
 
 Array = Any
 Dtype = Any
@@ -305,17 +305,15 @@ class Conv(Module):
     conv_general_dilated: Optional[Callable[..., Any]] = None
     conv_general_dilated_cls: Any = None
 
-    @compact
-    def __call__(self, inputs: Array) -> Array:
-        """Applies the convolution.
+    def _prepare(self, inputs: Array) -> tuple:
+        """Flattens batch axes, broadcasts the options and applies the padding modes lax lacks.
 
-        Raises:
-            ValueError: for a malformed padding, a mask of the wrong shape, or
-                input channels not divisible by ``feature_group_count``.
+        Returns ``(inputs, batch_shape, kernel_size, strides, input_dilation,
+        kernel_dilation, padding)`` with ``padding`` as lax understands it.
         """
         kernel_size = _kernel_tuple(self.kernel_size)
         rank = len(kernel_size)
-        inputs, batch_shape = _flatten_batch(inputs, rank, 'Conv')
+        inputs, batch_shape = _flatten_batch(inputs, rank, type(self).__name__)
         strides = _broadcast_option(self.strides, rank, 'strides')
         input_dilation = _broadcast_option(self.input_dilation, rank, 'input_dilation')
         kernel_dilation = _broadcast_option(self.kernel_dilation, rank, 'kernel_dilation')
@@ -334,6 +332,18 @@ class Conv(Module):
                                       (0, 0)])
             padding = 'VALID'
 
+        return inputs, batch_shape, kernel_size, strides, input_dilation, kernel_dilation, padding
+
+    @compact
+    def __call__(self, inputs: Array) -> Array:
+        """Applies the convolution.
+
+        Raises:
+            ValueError: for a malformed padding, a mask of the wrong shape, or
+                input channels not divisible by ``feature_group_count``.
+        """
+        inputs, batch_shape, kernel_size, strides, input_dilation, kernel_dilation, padding = \
+            self._prepare(inputs)
         in_features = inputs.shape[-1]
         if in_features % self.feature_group_count:
             raise ValueError(f'Input features ({in_features}) must be divisible by '
@@ -357,6 +367,71 @@ class Conv(Module):
                  feature_group_count=self.feature_group_count, precision=self.precision)
         if bias is not None:
             y = y + jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
+        return _restore_batch(y, batch_shape)
+
+
+def _extract_patches(inputs: Array, kernel_size: tuple, strides: tuple, padding: Any,
+                     input_dilation: tuple, kernel_dilation: tuple) -> Array:
+    """Every window of a channels-last input as one feature vector: ``[N, *out, C * prod(kernel)]``.
+
+    Feature ``c * prod(kernel_size) + k`` holds input channel ``c`` at window
+    position ``k`` (row-major over the window), the layout of JAX's
+    ``conv_general_dilated_patches``. Computed as a convolution with a
+    one-hot kernel, which copies values exactly.
+    """
+    channels = inputs.shape[-1]
+    window = int(np.prod(kernel_size))
+    # Output feature j = c * window + k reads input channel c at window offset k.
+    one_hot = np.eye(channels * window, dtype=np.float32).reshape(
+        (channels * window, channels) + tuple(kernel_size))
+    rank = len(kernel_size)
+    kernel = np.transpose(one_hot, tuple(range(2, 2 + rank)) + (1, 0))
+    return lax.conv_general_dilated(
+        inputs, jnp.asarray(kernel, inputs.dtype), strides, padding,
+        lhs_dilation=input_dilation, rhs_dilation=kernel_dilation,
+        dimension_numbers=_conv_dimension_numbers(inputs.ndim))
+
+
+class ConvLocal(Conv):
+    """A locally connected layer: a convolution whose weights differ at every output position.
+
+    Same options as :class:`Conv`. The kernel has shape ``(*output spatial,
+    prod(kernel_size) * in_features, features)`` and the bias ``(*output
+    spatial, features)`` (Flax's shapes). ``y[n, p, f] = sum_k patch[n, p, k] *
+    kernel[p, k, f] + bias[p, f]`` with the patches laid out as
+    ``conv_general_dilated_patches`` does.
+
+    Raises:
+        NotImplementedError: ``feature_group_count != 1`` (as in Flax).
+        ValueError: as :class:`Conv`.
+    """
+
+    @compact
+    def __call__(self, inputs: Array) -> Array:
+        """Applies the locally connected layer."""
+        inputs, batch_shape, kernel_size, strides, input_dilation, kernel_dilation, padding = \
+            self._prepare(inputs)
+        if self.feature_group_count != 1:
+            raise NotImplementedError('ConvLocal does not support feature_group_count != 1, got '
+                                      f'{self.feature_group_count}.')
+        patches = _extract_patches(inputs, kernel_size, strides, padding, input_dilation,
+                                   kernel_dilation)
+        out_spatial = tuple(patches.shape[1:-1])
+        kernel_shape = out_spatial + (patches.shape[-1], self.features)
+        if self.mask is not None and tuple(self.mask.shape) != kernel_shape:
+            raise ValueError(f'mask must have the kernel shape {kernel_shape}, '
+                             f'got {tuple(self.mask.shape)}.')
+        kernel = self.param('kernel', self.kernel_init, kernel_shape, self.param_dtype)
+        if self.mask is not None:
+            kernel = kernel * self.mask
+        bias = (self.param('bias', self.bias_init, out_spatial + (self.features,),
+                           self.param_dtype) if self.use_bias else None)
+        patches, kernel, bias = self.promote_dtype(patches, kernel, bias, dtype=self.dtype)
+        letters = 'abcdeghijlmopqrstuvwxyz'[:len(out_spatial)]
+        y = jnp.einsum(f'n{letters}k,{letters}kf->n{letters}f', patches, kernel,
+                       precision=self.precision)
+        if bias is not None:
+            y = y + bias
         return _restore_batch(y, batch_shape)
 
 
@@ -502,3 +577,84 @@ class Embed(Module):
         query, embedding = self.promote_dtype(query, self.embedding, dtype=self.dtype)
         return lax.dot_general(query, embedding,
                                (((query.ndim - 1,), (1,)), ((), ())))
+
+
+def _einsum_bias_shapes(equation: str, input_ndim: int, kernel_shape: tuple) -> tuple:
+    """The bias shape (output axes labelled by kernel letters) and its broadcastable form.
+
+    ``'...'`` in the output stands for the input's leading axes the
+    equation does not name; those get size 1 in the broadcast shape.
+    """
+    operands, result = equation.split('->')
+    lhs, rhs = operands.split(',')
+    if '.' in rhs:
+        raise ValueError(f'Einsum: the kernel operand "{rhs}" cannot use "...".')
+    if len(rhs) != len(kernel_shape):
+        raise ValueError(f'Einsum: kernel subscripts "{rhs}" name {len(rhs)} axes but shape is '
+                         f'{tuple(kernel_shape)}.')
+    ellipsis_ndim = input_ndim - len(lhs.replace('...', ''))
+    kernel_dims = dict(zip(rhs, kernel_shape))
+    bias_shape, broadcast_shape = [], []
+    for i, part in enumerate(result.split('...')):
+        if i:
+            broadcast_shape.extend([1] * ellipsis_ndim)
+        for letter in part:
+            size = kernel_dims.get(letter)
+            if size is not None:
+                bias_shape.append(size)
+            broadcast_shape.append(1 if size is None else size)
+    return tuple(bias_shape), tuple(broadcast_shape)
+
+
+class Einsum(Module):
+    """A linear map given by an einsum equation with a learned kernel: ``einsum(eq, x, kernel) + bias``.
+
+    The equation has exactly two operands (input, kernel) and an explicit
+    output (``'->'``); e.g. ``'btd,dhk->bthk'`` with ``shape=(d, h, k)``. The
+    bias has one entry per output axis labelled by a kernel letter (in
+    output order) and is broadcast over the others.
+
+    Attributes:
+        shape: the kernel shape.
+        einsum_str: the equation (or pass it at call time, not both).
+        use_bias, dtype, param_dtype, precision, kernel_init, bias_init,
+        promote_dtype: as in :class:`Dense`.
+        preferred_element_type: accumulation dtype passed to ``jnp.einsum``.
+
+    Raises:
+        ValueError: no ``'->'``, not exactly one comma, an equation given
+            both at construction and call, or kernel letters that do not
+            match ``shape``.
+    """
+
+    shape: Sequence[int]
+    einsum_str: Optional[str] = None
+    use_bias: bool = True
+    dtype: Optional[Dtype] = None
+    param_dtype: Dtype = jnp.float32
+    precision: Any = None
+    kernel_init: Initializer = default_kernel_init
+    bias_init: Initializer = initializers.zeros
+    promote_dtype: Callable[..., Any] = promote_dtype
+    preferred_element_type: Optional[Dtype] = None
+
+    @compact
+    def __call__(self, inputs: Array, einsum_str: Optional[str] = None) -> Array:
+        equation = merge_param('einsum_str', self.einsum_str, einsum_str).replace(' ', '')
+        if '->' not in equation:
+            raise ValueError(f'Einsum: the equation "{equation}" must be explicit (contain "->").')
+        if equation.count(',') != 1:
+            raise ValueError(f'Einsum: the equation "{equation}" must have exactly two operands '
+                             f'(one comma), found {equation.count(",")} commas.')
+        kernel = self.param('kernel', self.kernel_init, tuple(self.shape), self.param_dtype)
+        bias = None
+        if self.use_bias:
+            bias_shape, broadcast_shape = _einsum_bias_shapes(equation, jnp.ndim(inputs),
+                                                              tuple(self.shape))
+            bias = self.param('bias', self.bias_init, bias_shape, self.param_dtype)
+        inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        y = jnp.einsum(equation, inputs, kernel, precision=self.precision,
+                       preferred_element_type=self.preferred_element_type)
+        if bias is not None:
+            y = y + jnp.reshape(bias, broadcast_shape)
+        return y

@@ -41,6 +41,7 @@ from typing import Any, Optional, Union
 import fluxion.numpy as jnp
 
 from .. import errors
+from ..core import meta
 from ..core import scope as core_scope
 from ..core.scope import DenyList, Scope, Variable
 
@@ -75,6 +76,7 @@ class _ModuleContext(threading.local):
     def __init__(self):
         self.module_stack: list = []
         self.call_observers: list = []
+        self.interceptors: list = []
 
     @property
     def current_module(self) -> Optional['Module']:
@@ -96,6 +98,56 @@ def observe_calls(observer: Callable[..., Any]):
         yield
     finally:
         _context.call_observers.remove(observer)
+
+
+@dataclasses.dataclass(frozen=True)
+class InterceptorContext:
+    """What an interceptor is told about the call it intercepts (read only).
+
+    Attributes:
+        module: the module whose method is called.
+        method_name: the method's name (``'__call__'``, ``'setup'``, ...).
+        orig_method: the method bound to ``module``; calling it skips the
+            remaining (inner) interceptors.
+    """
+
+    module: Any
+    method_name: str
+    orig_method: Callable[..., Any]
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor: Callable[..., Any]):
+    """Routes every method call of bound modules through ``interceptor`` while active.
+
+    ``interceptor(next_fun, args, kwargs, context)`` is called instead of the
+    method; it calls ``next_fun(*args, **kwargs)`` to proceed (possibly with
+    changed arguments) and returns the (possibly changed) result.
+    ``context`` is an :class:`InterceptorContext`. A user-defined ``setup``
+    is intercepted too, before the first method call that triggers it.
+    Nested contexts nest: the outermost context's interceptor runs first.
+    Interceptors apply to the current thread only.
+    """
+    _context.interceptors.append(interceptor)
+    try:
+        yield
+    finally:
+        _context.interceptors.remove(interceptor)
+
+
+def _run_intercepted(fun: Callable[..., Any], module: Any, name: str, args: tuple,
+                     kwargs: dict) -> Any:
+    call = functools.partial(fun, module)
+    if not _context.interceptors:
+        return call(*args, **kwargs)
+    context = InterceptorContext(module, name, call)
+
+    def wrap(interceptor, inner):
+        return lambda *a, **k: interceptor(inner, a, k, context)
+    # Wrap from the innermost (most recently entered) outwards.
+    for interceptor in reversed(_context.interceptors):
+        call = wrap(interceptor, call)
+    return call(*args, **kwargs)
 
 
 @dataclasses.dataclass
@@ -413,12 +465,29 @@ class Module:
                 value = getattr(self, f.name)
                 if _contains_module(value):
                     object.__setattr__(self, f.name, self._register_submodules(f.name, value))
+            self._create_name_scopes()
             setup = type(self).setup
-            getattr(setup, 'fluxion_raw', setup)(self)
+            raw = getattr(setup, 'fluxion_raw', setup)
+            if setup is Module.setup:
+                raw(self)
+            else:
+                _run_intercepted(raw, self, 'setup', (), {})
             state.setup_done = True
         finally:
             state.in_setup = False
             _context.module_stack.pop()
+
+    def _create_name_scopes(self) -> None:
+        """Creates one ``_CompactNameScope`` child per ``@compact_name_scope`` method (in setup)."""
+        scopes = {}
+        for klass in reversed(type(self).__mro__):
+            for attr, value in vars(klass).items():
+                if getattr(value, 'compact_name_scope', False):
+                    scopes[attr] = value.inner_fun
+        if scopes:
+            modules = {attr: _CompactNameScope(fn, lambda: self, parent=self, name=attr)
+                       for attr, fn in scopes.items()}
+            object.__setattr__(self, '_compact_name_scope_modules', modules)
 
     def _call_wrapped_method(self, fun: Callable, args: tuple, kwargs: dict) -> Any:
         """Runs a user method: lazily set up, track the context, reset compact names."""
@@ -437,7 +506,7 @@ class Module:
             if outermost:
                 self._state.in_compact_method = True
             try:
-                out = fun(self, *args, **kwargs)
+                out = _run_intercepted(fun, self, method_name, args, kwargs)
             finally:
                 if outermost:
                     self._state.in_compact_method = False
@@ -508,7 +577,9 @@ class Module:
                 drawn from the ``'params'`` PRNG stream of this module.
             *init_args, **init_kwargs: forwarded to ``init_fn`` (typically
                 ``shape, dtype``).
-            unbox: accepted for Flax compatibility (there are no boxed values).
+            unbox: if True (default) and ``init_fn`` returns a box such as
+                ``Partitioned`` (see ``with_partitioning``), the variable tree
+                keeps the box and the bare value is returned.
 
         Returns:
             The parameter value.
@@ -520,7 +591,8 @@ class Module:
                 ``init_fn`` would produce.
         """
         scope = self._check_declaration('param', name, 'params')
-        return scope.param(name, init_fn, *init_args, **init_kwargs)
+        value = scope.param(name, init_fn, *init_args, **init_kwargs)
+        return meta.unbox(value) if unbox else value
 
     def variable(self, col: str, name: str, init_fn: Optional[Callable[..., Any]] = None,
                  *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Variable:
@@ -531,7 +603,7 @@ class Module:
         write it through ``.value``.
         """
         scope = self._check_declaration('variable', name, col)
-        return scope.variable(col, name, init_fn, *init_args, **init_kwargs)
+        return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
 
     def make_rng(self, name: str = 'params') -> PRNGKey:
         """Returns a new PRNG key from stream ``name`` (``'params'`` if ``name`` is absent).
@@ -820,3 +892,74 @@ def init(fn: Callable[..., Any], module: Module, mutable: Any = DenyList('interm
     return lambda rngs, *args, **kwargs: module.init(
         rngs, *args, method=fn, mutable=mutable,
         capture_intermediates=capture_intermediates, **kwargs)
+
+
+def share_scope(module: Module, other: Module, /) -> None:
+    """Makes two bound modules use one scope, so one's variables appear in the other's.
+
+    If ``other`` lives below ``module`` (a submodule), ``other`` is moved
+    into ``module``'s scope: its variables appear directly among
+    ``module``'s (wrapping a layer without changing the parameter tree).
+    Otherwise ``module`` moves into ``other``'s scope. Submodules of the
+    moved module follow it.
+
+    Raises:
+        CallShareScopeOnUnboundModuleError: either module is unbound.
+        ValueError: a moved submodule's name is already used in the new scope.
+    """
+    if module.scope is None or other.scope is None:
+        raise errors.CallShareScopeOnUnboundModuleError()
+
+    def below(ancestor: Scope, scope: Optional[Scope]) -> bool:
+        while scope is not None:
+            if scope is ancestor:
+                return True
+            scope = scope.parent
+        return False
+
+    if below(module.scope, other.scope):
+        moved, new_scope = other, module.scope
+    else:
+        moved, new_scope = module, other.scope
+    old_scope = moved.scope
+    object.__setattr__(moved, 'scope', new_scope)
+    for child in moved._state.children.values():
+        if isinstance(child, Module) and child.scope is not None \
+                and child.scope.parent is old_scope:
+            object.__setattr__(child, 'scope', new_scope.push(child.scope.name))
+
+
+class _CompactNameScope(Module):
+    """The submodule that runs one ``@compact_name_scope`` method under the method's name."""
+
+    fn: Callable[..., Any]
+    owner: Callable[[], Any]
+
+    @compact
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(self.owner(), *args, **kwargs)
+
+
+def compact_name_scope(fun: Callable) -> Callable:
+    """Runs a method in its own name scope: submodules it creates inline live under the method's name.
+
+    Lets a module have several compact-style methods, each with its own
+    variables (``params/<method name>/Dense_0``). Inside, ``self`` is the
+    module itself; submodules created inline attach to the method's scope.
+
+    Raises (when called):
+        ValueError: the module is not bound (outside init/apply/bind).
+    """
+    name = fun.__name__
+
+    @functools.wraps(fun)
+    def wrapper(self, *args, **kwargs):
+        if self.scope is None:
+            raise ValueError(f'Cannot call compact_name_scope method "{name}" on an unbound '
+                             'module: call it inside init()/apply() or on a bound module.')
+        self._try_setup()
+        return self.__dict__['_compact_name_scope_modules'][name](*args, **kwargs)
+    wrapper.compact_name_scope = True
+    wrapper.inner_fun = fun
+    wrapper.nowrap = True
+    return wrapper
