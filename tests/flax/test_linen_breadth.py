@@ -853,14 +853,10 @@ def test_intercept_methods_equal_flax():
 # ----------------------------------------------------------------------------
 
 NO_SHARDING = 'fluxion has no sharding runtime (no Mesh/NamedSharding); partitioning is metadata only'
-NO_REMAT = 'fluxion has no checkpoint/remat primitive to lift'
 NO_NAMED_CALL = 'fluxion has no named_call (profiler name scopes) for module methods'
 NO_FP8 = 'fluxion has no float8 dtypes or fp8 dot_general'
 
 MISSING_WITH_REASON = {
-    'checkpoint': NO_REMAT,
-    'remat': NO_REMAT,
-    'remat_scan': NO_REMAT,
     'named_call': NO_NAMED_CALL,
     'enable_named_call': NO_NAMED_CALL,
     'disable_named_call': NO_NAMED_CALL,

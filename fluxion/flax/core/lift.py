@@ -396,6 +396,61 @@ def jit(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True,
     return wrapper
 
 
+def checkpoint(fn: Callable[..., Any], variables: Filter = True, rngs: Filter = True, concrete: bool = False,
+               prevent_cse: bool = True, static_argnums: int | Sequence[int] = (),
+               policy: Callable[..., bool] | None = None) -> Callable[..., Any]:
+    """Lifts ``fn(scope, *args)`` into a ``fluxion.checkpoint``-ed (rematerialized) function: reverse mode
+    recomputes its intermediates instead of storing them. Variables matching ``variables`` and streams matching
+    ``rngs`` pass through as inputs, written collections come back as outputs; keys are drawn as without the
+    transform. ``static_argnums`` counts the positional ``args``; ``concrete`` is accepted for compatibility (Flax
+    deprecates it; fluxion never needs concrete values here).
+    """
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    def wrapper(scope: Scope, *args: Any) -> Any:
+        packed = _Packed(scope, [variables], [variables], [rngs])
+        counters = _Counters(scope)
+
+        def pure(variable_groups, rng_groups, *inputs):
+            inner = packed.inner_scope(variable_groups, rng_groups, counters.fresh())
+            out = fn(inner, *inputs)
+            return out, packed.outputs(inner)
+
+        rematted = fluxion.checkpoint(pure, prevent_cse=prevent_cse, policy=policy,
+                                      static_argnums=tuple(i + 2 for i in statics))
+        out, groups = rematted(packed.variable_groups, packed.rng_groups, *args)
+        counters.commit()
+        packed.publish(groups)
+        return out
+    return wrapper
+
+
+remat = checkpoint
+
+
+def remat_scan(body_fn: Callable[..., Any], lengths: Sequence[int], policy: Callable[..., bool] | None = None,
+               variable_broadcast: Filter = False, variable_carry: Filter = False,
+               variable_axes: Mapping[Filter, int] = {True: 0},  # noqa: B006 -- read-only default, as Flax's
+               split_rngs: Mapping[Filter, bool] = {True: True}) -> Callable[..., Any]:  # noqa: B006
+    """``body_fn(scope, carry) -> carry`` applied ``prod(lengths)`` times as nested scans (one per entry of
+    ``lengths``, outermost first), each level rematerialized: reverse mode stores only each level's carries, so
+    memory grows with ``sum(lengths)`` instead of their product. Variables get one leading axis per level."""
+    lengths = tuple(lengths)
+    if not lengths:
+        raise ValueError("remat_scan needs at least one length")
+
+    def level(fn: Callable[..., Any], length: int) -> Callable[..., Any]:
+        step = checkpoint(lambda scope, carry: (fn(scope, carry), ()), policy=policy)
+        looped = scan(step, variable_axes=variable_axes, variable_broadcast=variable_broadcast,
+                      variable_carry=variable_carry, split_rngs=split_rngs, length=length)
+        return lambda scope, carry: looped(scope, carry)[0]
+
+    fn = body_fn
+    for length in reversed(lengths):
+        fn = level(fn, length)
+    return fn
+
+
 def _pure_branches(packed: _Packed, scope: Scope, branches: Sequence[Callable[..., Any]],
                    operands: tuple) -> list[Callable[..., Any]]:
     """The branches as pure functions ``(*operands) -> (out, written variables)``.

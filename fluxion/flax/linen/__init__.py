@@ -104,7 +104,10 @@ from .stochastic import Dropout as Dropout
 from .summary import tabulate as tabulate
 from .transforms import add_metadata_axis as add_metadata_axis
 from .transforms import broadcast as broadcast
+from .transforms import checkpoint as checkpoint
 from .transforms import cond as cond
+from .transforms import remat as remat
+from .transforms import remat_scan as remat_scan
 from .transforms import custom_vjp as custom_vjp
 from .transforms import fold_rngs as fold_rngs
 from .transforms import grad as grad

@@ -221,6 +221,32 @@ def jit(target: Target, variables: Filter = True, rngs: Filter = True,
                           methods=methods)
 
 
+def checkpoint(target: Target, variables: Filter = True, rngs: Filter = True, concrete: bool = False,
+               prevent_cse: bool = True, static_argnums: Union[int, Sequence[int]] = (),
+               policy: Callable[..., bool] | None = None, methods: Any = None) -> Any:
+    """A Module (class or function) whose method is rematerialized (``fluxion.checkpoint``): values and
+    gradients are the module's, and reverse mode keeps only its inputs (and what ``policy`` saves), recomputing the
+    rest. ``static_argnums`` counts the method's positional arguments after ``self``."""
+    return lift_transform(lift.checkpoint, 'checkpoint', target, variables=variables, rngs=rngs,
+                          concrete=concrete, prevent_cse=prevent_cse, static_argnums=static_argnums,
+                          policy=policy, methods=methods)
+
+
+remat = checkpoint
+
+
+def remat_scan(target: Target, lengths: Sequence[int] = (), policy: Callable[..., bool] | None = None,
+               variable_broadcast: Filter = False, variable_carry: Filter = False,
+               variable_axes: Mapping[Filter, int] = {True: 0},  # noqa: B006 -- read-only default, as Flax's
+               split_rngs: Mapping[Filter, bool] = {True: True}) -> Any:  # noqa: B006
+    """A Module whose ``__call__(carry) -> carry`` is applied ``prod(lengths)`` times as nested, rematerialized
+    scans (see :func:`fluxion.flax.core.lift.remat_scan`); its parameters get one leading axis per entry of
+    ``lengths``."""
+    return lift_transform(lift.remat_scan, 'remat_scan', target, lengths=lengths, policy=policy,
+                          variable_broadcast=variable_broadcast, variable_carry=variable_carry,
+                          variable_axes=variable_axes, split_rngs=split_rngs)
+
+
 def map_variables(target: Target, mapped_collections: Filter = True,
                   trans_in_fn: Callable[..., Any] = lambda x: x,
                   trans_out_fn: Callable[..., Any] = lambda x: x, init: bool = False,
