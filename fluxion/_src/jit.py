@@ -429,7 +429,7 @@ class _ShardedJitWrapped(JitWrapped):
             check_in_shardings(dyn, self._in_shardings)
         out = JitWrapped.__call__(self, *args, **kwargs)
         if self._out_shardings is not None:
-            out = place_tree(out, self._out_shardings, "jit out_shardings")
+            out = place_tree(out, self._out_shardings, "pjit outputs")
         return out
 
 

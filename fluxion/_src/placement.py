@@ -26,9 +26,25 @@ def _is_spec_leaf(x) -> bool:
     return x is None or isinstance(x, (Sharding, PartitionSpec, devices_mod.Device))
 
 
-def _check_fits(sharding: Sharding, shape: tuple) -> None:
-    if isinstance(sharding, NamedSharding):
+# `what` names the caller in messages; callers in this set check as `device_put` does (a plain ValueError for a
+# dimension the blocks do not divide), the others as jit does (rank errors name the annotation, divisibility raises
+# IndivisibleError), matching where JAX raises which.
+_EAGER_CALLERS = {"device_put", "make_array_from_callback", "make_array_from_single_device_arrays",
+                  "make_array_from_process_local_data"}
+
+
+def _check_fits(sharding: Sharding, shape: tuple, what: str = "device_put") -> None:
+    if not isinstance(sharding, NamedSharding):
+        return
+    if what in _EAGER_CALLERS:
         sharding.check_shape(shape)
+        return
+    if len(shape) < len(sharding.spec):
+        try:
+            sharding.check_shape(shape)
+        except ValueError as e:
+            raise ValueError(f"One of {what} is incompatible with its sharding annotation {sharding!r}: {e}") from None
+    sharding.shard_shape(shape)
 
 
 def place(x: Any, sharding: Any, what: str) -> Any:
@@ -40,14 +56,10 @@ def place(x: Any, sharding: Any, what: str) -> Any:
     if sharding is None:
         return x
     sharding = as_sharding(sharding, what)
-    if isinstance(x, Tracer):
-        _check_fits(sharding, core.get_aval(x).shape)
-        return x
     value = as_value(x)
+    _check_fits(sharding, core.get_aval(value).shape, what)
     if isinstance(value, Tracer):
-        _check_fits(sharding, core.get_aval(value).shape)
         return value
-    _check_fits(sharding, value.shape)
     return Array(value._value, value.weak_type, sharding)
 
 
@@ -76,7 +88,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     Raises:
       ValueError: a spec does not fit its leaf's shape, or a PartitionSpec is given with no current mesh.
     """
-    return place_tree(x, shardings, "with_sharding_constraint")
+    return place_tree(x, shardings, "with_sharding_constraint arguments")
 
 
 def reshard(xs: Any, out_shardings: Any) -> Any:
@@ -87,7 +99,7 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
 def check_in_shardings(args: tuple, in_shardings: Any) -> None:
     """jit's `in_shardings` check: every positional argument's shape must fit its sharding."""
     place_tree(tuple(args), tuple(in_shardings) if isinstance(in_shardings, list) else in_shardings,
-               "jit in_shardings")
+               "pjit arguments")
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -49,16 +49,17 @@ def _axes_of(spec: PartitionSpec, ndim: int) -> list[tuple]:
 
 
 def _check_leaf_spec(f, mesh, manual: tuple, spec: PartitionSpec, shape: tuple, what: str, k: int) -> None:
-    _check_spec(mesh, spec)
-    if len(spec) > len(shape):
-        raise ValueError(f"shard_map applied to the function '{_fun_name(f)}' was given {what}[{k}] of value {spec} "
-                         f"which has length {len(spec)}, but the corresponding value has rank {len(shape)} "
-                         f"(shape {shape})")
-    for axes in _axes_of(spec, len(shape)):
+    for axes in spec.axes_per_dim(len(spec)):
         for a in axes:
             if a not in manual:
-                raise ValueError(f"shard_map applied to the function '{_fun_name(f)}': {what}[{k}] = {spec} names "
-                                 f"mesh axis {a!r}, which is not one of the manual axes {manual} (axis_names)")
+                raise ValueError(f"shard_map {what}_specs argument must refer to an axis marked as manual "
+                                 f"({frozenset(manual)}), but {what}_specs[{k}] = {spec} refers to {a!r} (the mesh "
+                                 f"has axes {mesh.axis_names}). Check the {what}_specs values passed to shard_map.")
+    _check_spec(mesh, spec)
+    if len(spec) > len(shape):
+        raise ValueError(f"shard_map applied to the function '{_fun_name(f)}' was given {what}_specs[{k}] of value "
+                         f"{spec} which has length {len(spec)}, but the corresponding value has rank {len(shape)} "
+                         f"(shape {shape})")
 
 
 def _check_divisible(f, mesh, spec: PartitionSpec, shape: tuple, k: int) -> None:
@@ -184,7 +185,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=_INFER, mesh=
         flat_in = [PartitionSpec() if s is None else s for s in flat_in]
         for k, (x, s) in enumerate(zip(leaves, flat_in)):
             shape = core.get_aval(x).shape
-            _check_leaf_spec(f, m, manual, s, shape, "in_specs", k)
+            _check_leaf_spec(f, m, manual, s, shape, "in", k)
             _check_divisible(f, m, s, shape, k)
         present = [{a for axes in _axes_of(s, core.get_aval(x).ndim) for a in axes} for x, s in zip(leaves, flat_in)]
         blocks = [_to_blocks(x, s, sizes, manual) for x, s in zip(leaves, flat_in)]
@@ -229,7 +230,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=_INFER, mesh=
                         y = y[(slice(None),) * i + (0,)]
             lead = tuple(a for a in manual if a in named)
             block_ndim = core.get_aval(y).ndim - len(lead)
-            _check_leaf_spec(f, m, manual, s, (0,) * block_ndim, "out_specs", k)
+            _check_leaf_spec(f, m, manual, s, (0,) * block_ndim, "out", k)
             g = _from_blocks(y, s, lead)
             if not isinstance(g, Tracer) and isinstance(m, Mesh):
                 g = Array(g._value, g.weak_type, NamedSharding(m, s))

@@ -51,6 +51,10 @@ class DuplicateSpecError(Exception):
         return self.message
 
 
+class IndivisibleError(ValueError):
+    """A sharding splits a dimension into a number of blocks that does not divide it (raised by `shard_shape`)."""
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # PartitionSpec
 # ----------------------------------------------------------------------------------------------------------------
@@ -77,8 +81,8 @@ class PartitionSpec:
     (not split), a mesh axis name, or a tuple of names (split over their product, first name outermost).
 
     Dimensions past the last entry are not split. Entries are normalised as in JAX (`('x',)` is `'x'`, lists become
-    tuples), so `P('x', ('y',)) == P('x', 'y')`; trailing `None`s are kept for equality (`P('x', None) != P('x')`) but
-    hash the same. A spec is not equal to a tuple.
+    tuples), so `P('x', ('y',)) == P('x', 'y')`; trailing `None`s are kept (`P('x', None) != P('x')`). A spec is
+    not equal to a tuple.
     """
 
     __slots__ = ("_partitions", "unreduced", "reduced")
@@ -122,10 +126,7 @@ class PartitionSpec:
                 and self.reduced == other.reduced)
 
     def __hash__(self) -> int:
-        trimmed = list(self._partitions)
-        while trimmed and trimmed[-1] is None:
-            trimmed.pop()
-        return hash((tuple(trimmed), self.unreduced, self.reduced))
+        return hash((self._partitions, self.unreduced, self.reduced))
 
     def __getitem__(self, i):
         return self._partitions[i]
@@ -629,10 +630,15 @@ class NamedSharding(Sharding):
     def __hash__(self) -> int:
         return hash(("NamedSharding", self.mesh, self.spec))
 
-    def with_spec(self, spec) -> "NamedSharding":
-        if not isinstance(spec, PartitionSpec):
+    def update(self, *, mesh=None, spec=None, memory_kind=None) -> "NamedSharding":
+        """A copy with `mesh` and/or `spec` replaced (a spec may be given as a tuple of entries)."""
+        if spec is not None and not isinstance(spec, PartitionSpec):
             spec = PartitionSpec(*spec)
-        return NamedSharding(self.mesh, spec)
+        return NamedSharding(self.mesh if mesh is None else mesh, self.spec if spec is None else spec)
+
+    def with_spec(self, spec) -> "NamedSharding":
+        """`update(spec=spec)` (the name older JAX releases used)."""
+        return self.update(spec=spec)
 
     def with_memory_kind(self, kind) -> "NamedSharding":
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
@@ -677,9 +683,22 @@ class NamedSharding(Sharding):
                                  f"size {size}. Got shape: {global_shape} and sharding {self!r}")
 
     def shard_shape(self, global_shape: tuple) -> tuple:
-        """The shape of each device's block of an array of `global_shape` (ValueError as in `check_shape`)."""
-        self.check_shape(global_shape)
-        return tuple(size // parts for size, parts in zip(global_shape, self._num_parts(len(global_shape))))
+        """The shape of each device's block of an array of `global_shape`.
+
+        Raises:
+          ValueError: the spec is longer than the shape's rank. IndivisibleError (a ValueError): a split dimension
+            is not divisible by its number of blocks.
+        """
+        global_shape = tuple(global_shape)
+        parts = self._num_parts(len(global_shape)) if len(global_shape) >= len(self.spec) else None
+        if parts is None:
+            self.check_shape(global_shape)
+        for d, (size, p) in enumerate(zip(global_shape, parts)):
+            if size % p:
+                raise IndivisibleError(f"Sharding {self!r} implies that array axis {d} is partitioned {p} times, but "
+                                       f"the dimension size is {size} (full shape: {global_shape}, per-dimension "
+                                       f"tiling factors: {parts} should evenly divide the shape)")
+        return tuple(size // p for size, p in zip(global_shape, parts))
 
     def _block_index(self, position: tuple, axes: tuple) -> int:
         sizes = self.mesh.shape
