@@ -357,3 +357,37 @@ def with_sharding_constraint_and_reshard(jax):
 def with_sharding_constraint_bad_rank(jax):
     s = jax.sharding.NamedSharding(_auto_mesh(jax), jax.P("x", "y"))
     return jax.jit(lambda v: jax.lax.with_sharding_constraint(v, s))(np.ones(8, np.float32))
+
+
+@case
+def shard_map_grad_through_collectives(jax):
+    lax, jnp = jax.lax, jax.numpy
+    perm = [(i, (i + 1) % 4) for i in range(4)]
+
+    def block(w, v):
+        moved = lax.ppermute(v * w[0], "y", perm)
+        gathered = lax.all_gather(jnp.sin(v), "x", tiled=True)
+        scattered = lax.psum_scatter(v * w[1], "y", scatter_dimension=1, tiled=True)
+        return lax.psum(jnp.sum(moved ** 2) + jnp.sum(gathered * w[2]) + jnp.sum(scattered ** 3), ("x", "y"))
+
+    f = _smap(jax, block, (jax.P(), jax.P("x", "y")), jax.P())
+    w = np.array([0.5, -1.5, 2.0], np.float32)
+    v = _data((4, 16)) / 40
+    return f(w, v), jax.grad(f, argnums=(0, 1))(w, v)
+
+
+@case
+def device_put_spec_under_set_mesh(jax):
+    m = jax.make_mesh((2, 4), ("x", "y"))
+    with jax.set_mesh(m):
+        a = jax.device_put(_data((4, 8)), jax.P("x", "y"))
+    return repr(a.sharding), np.asarray(a)
+
+
+@case
+def shard_map_infers_in_specs(jax):
+    m = jax.make_mesh((2, 4), ("x", "y"))
+    a = jax.device_put(_data((4, 8)), jax.sharding.NamedSharding(m, jax.P("x", "y")))
+    b = jax.device_put(_data((8,)), jax.sharding.NamedSharding(m, jax.P("y")))
+    f = jax.shard_map(lambda u, v: u * v, mesh=m, out_specs=jax.P("x", "y"))
+    return f(a, b)
