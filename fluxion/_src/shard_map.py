@@ -33,7 +33,9 @@ from .sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec, _check_s
 from .tree_util import tree_broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
 _INFER = object()
+# vmap's messages for an output that varies where out_axes is None, and for out_axes that do not fit the outputs.
 _REPLICATION_ERROR = "out_axes is None"
+_PREFIX_ERROR = "pytree prefix mismatch"
 
 
 def _is_spec(x) -> bool:
@@ -206,6 +208,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=_INFER, mesh=
         try:
             outs = fn(*blocks)
         except ValueError as e:
+            if _PREFIX_ERROR in str(e):
+                raise ValueError(f"shard_map applied to the function '{_fun_name(f)}': out_specs is not a tree "
+                                 f"prefix of the outputs ({e})") from None
             if _REPLICATION_ERROR not in str(e):
                 raise
             raise ValueError(f"shard_map applied to the function '{_fun_name(f)}' was given out_specs which require "

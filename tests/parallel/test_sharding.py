@@ -111,3 +111,59 @@ def test_sharded_values_feed_ordinary_ops(eight_devices):
     np.testing.assert_array_equal(fluxion.jit(lambda v: v * 2)(a), x * 2)
     np.testing.assert_array_equal(fluxion.pmap(lambda v: v + 1)(a), x + 1)
     assert fluxion.device_put({"w": x}, NamedSharding(m, P("x")))["w"].sharding.spec == P("x")
+
+
+def test_mesh_contexts_and_spec_errors(eight_devices):
+    """Ways to give the current mesh, and the errors fluxion words itself (no JAX counterpart to compare with)."""
+    import fluxion
+    from fluxion import lax
+    from fluxion.sharding import Mesh, NamedSharding, PartitionSpec as P, get_mesh, use_mesh
+    from fluxion.experimental import mesh_utils
+    m = Mesh(mesh_utils.create_device_mesh((4, 2)), ("a", "b"))
+    f = fluxion.shard_map(lambda v: lax.psum(v, "a"), in_specs=P("a"), out_specs=P())
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(ValueError, match="requires a mesh"):
+        f(x)
+    for ctx in (m, use_mesh(m)):
+        with ctx:
+            assert get_mesh() is m
+            np.testing.assert_array_equal(f(x), x.reshape(4, 2).sum(0))
+        assert get_mesh() is None
+    with pytest.raises(ValueError, match="without in_specs"):
+        fluxion.shard_map(lambda v: v, mesh=m, out_specs=P("a"))(x)
+    with pytest.raises(ValueError, match="out_specs is not a tree prefix"):
+        fluxion.shard_map(lambda v: (v, v), mesh=m, in_specs=P("a"), out_specs=(P("a"),) * 3)(x)
+    with pytest.raises(ValueError, match="was given out_specs which require replicated outputs"):
+        fluxion.shard_map(lambda v: v + 1, mesh=m, in_specs=P("a"), out_specs=P())(x)
+    with pytest.raises(NameError, match="unbound axis name"):
+        fluxion.shard_map(lambda v: lax.psum(v, "b"), mesh=m, in_specs=P("a"), out_specs=P("a"),
+                          axis_names={"a"})(x)
+    with pytest.raises(ValueError, match="a PartitionSpec P\\('a',\\) was given without a mesh"):
+        fluxion.device_put(x, P("a"))
+    with pytest.raises(TypeError, match="spec must be a PartitionSpec"):
+        NamedSharding(m, ("a",))
+    with pytest.raises(ValueError, match="devices must be unique"):
+        Mesh(np.array([fluxion.devices()[0]] * 2), ("a",))
+    legacy = fluxion.experimental.shard_map.shard_map(lambda v: lax.psum(v, "a"), m, P("a"), P(), auto={"b"})
+    np.testing.assert_array_equal(legacy(x), x.reshape(4, 2).sum(0))
+
+
+def test_pytree_specs_and_none_leaves(eight_devices):
+    import fluxion
+    from fluxion import lax
+    from fluxion.sharding import PartitionSpec as P
+    m = fluxion.make_mesh((2, 4), ("x", "y"))
+    params = {"w": np.ones((4, 3), np.float32), "b": np.arange(3, dtype=np.float32)}
+    batch = np.arange(24, dtype=np.float32).reshape(8, 3)
+
+    def step(p, xb):
+        return {"w": p["w"] * lax.psum(xb.sum(), ("x", "y")), "b": p["b"]}, xb * p["b"]
+
+    f = fluxion.shard_map(step, mesh=m, in_specs=({"w": P("y"), "b": None}, P(("x", "y"))),
+                          out_specs=({"w": P("y"), "b": P()}, P(("x", "y"))))
+    new, pred = fluxion.jit(f)(params, batch)
+    np.testing.assert_allclose(new["w"], params["w"] * batch.sum())
+    np.testing.assert_array_equal(new["b"], params["b"])
+    np.testing.assert_allclose(pred, batch * params["b"])
+    eager_new, _ = f(params, batch)
+    assert eager_new["w"].sharding.spec == P("y") and eager_new["b"].sharding.spec == P()
