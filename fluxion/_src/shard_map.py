@@ -12,10 +12,15 @@ other traced code, and its values equal the per-device semantics of `jax.shard_m
 `check_vma=True`: an output whose out_spec does not name a manual mesh axis must not vary along that axis (it must
 be replicated, e.g. a `psum` result); this is checked through vmap's batching (a value that depends on a mapped
 input or `axis_index` varies). With `check_vma=False` such an output is the value of the block at index 0 of that
-axis (JAX leaves it to the program to make it replicated).
+axis (JAX leaves it to the program to make it replicated). The check is more permissive than JAX's varying-manual-
+axes types in one respect: fluxion treats every collective result that is equal on all devices (`all_gather`,
+`psum`, ...) as replicated, while JAX types `all_gather`'s result as still varying (it offers
+`all_gather_invariant`), so JAX may ask for `check_vma=False` where fluxion does not.
 
 Differences from JAX: `in_specs` may be omitted only when every argument is an Array placed with a NamedSharding on
-the same mesh; mesh axes outside `axis_names` (auto axes) are simply not mapped (the blocks are whole along them).
+the same mesh; mesh axes outside `axis_names` (auto axes) are simply not mapped (the blocks are whole along them);
+results carry `NamedSharding(mesh, out_spec)` only when `shard_map` runs eagerly (a `jit` of it returns arrays
+without a recorded sharding unless `out_shardings` is given).
 """
 
 from __future__ import annotations
