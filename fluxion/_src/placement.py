@@ -132,8 +132,8 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_call
             block = block.astype(dtype)
         expected = np.empty(shape, dtype=np.bool_)[index].shape
         if block.shape != expected:
-            raise ValueError(f"make_array_from_callback: the callback returned a block of shape {block.shape} for "
-                             f"index {index} on {device}, expected {expected}")
+            raise ValueError(f"Expected shard shape {expected} doesn't match the shape {block.shape} of the block "
+                             f"make_array_from_callback's callback returned for index {index} on {device}")
         if out is None:
             out = np.empty(shape, dtype=block.dtype)
         out[index] = block
@@ -159,16 +159,16 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
     order = [d for d in sharding._device_order() if d in index_map]
     arrays = list(arrays)
     if len(arrays) != len(order):
-        raise ValueError(f"make_array_from_single_device_arrays: got {len(arrays)} arrays for a sharding with "
-                         f"{len(order)} addressable devices")
+        raise ValueError(f"Expected {len(order)} per-device arrays (one per addressable device of the sharding) "
+                         f"but make_array_from_single_device_arrays got {len(arrays)}")
     out = None
     for device, block in zip(order, arrays):
         block = np.asarray(block)
         index = index_map[device]
         expected = np.empty(shape, dtype=np.bool_)[index].shape
         if block.shape != expected:
-            raise ValueError(f"make_array_from_single_device_arrays: the array for {device} has shape "
-                             f"{block.shape}, expected the shard shape {expected}")
+            raise ValueError(f"Expected shard shape {expected} doesn't match the single device array shape "
+                             f"{block.shape} (make_array_from_single_device_arrays, array for {device})")
         if out is None:
             out = np.empty(shape, dtype=dtype or block.dtype)
         out[index] = block

@@ -64,9 +64,10 @@ def _check_leaf_spec(f, mesh, manual: tuple, spec: PartitionSpec, shape: tuple, 
                                  f"has axes {mesh.axis_names}). Check the {what}_specs values passed to shard_map.")
     _check_spec(mesh, spec)
     if len(spec) > len(shape):
-        raise ValueError(f"shard_map applied to the function '{_fun_name(f)}' was given {what}_specs[{k}] of value "
-                         f"{spec} which has length {len(spec)}, but the corresponding value has rank {len(shape)} "
-                         f"(shape {shape})")
+        raise ValueError(f"shard_map applied to the function '{_fun_name(f)}' was given an {what}_specs entry which "
+                         f"is too long to be compatible with the corresponding {what}put value from the function: "
+                         f"{what}_specs[{k}] = {spec} has length {len(spec)}, but the value has rank {len(shape)} "
+                         f"(shape {shape}). Entries in {what}_specs must be no longer than the value's rank.")
 
 
 def _check_divisible(f, mesh, spec: PartitionSpec, shape: tuple, k: int) -> None:

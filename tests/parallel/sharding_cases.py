@@ -391,3 +391,33 @@ def shard_map_infers_in_specs(jax):
     b = jax.device_put(_data((8,)), jax.sharding.NamedSharding(m, jax.P("y")))
     f = jax.shard_map(lambda u, v: u * v, mesh=m, out_specs=jax.P("x", "y"))
     return f(a, b)
+
+
+@case
+def shard_map_error_spec_longer_than_rank(jax):
+    return _smap(jax, lambda v: v, jax.P("x", "y"), jax.P("x"))(np.ones((8,), np.float32))
+
+
+@case
+def shard_map_error_duplicate_axis(jax):
+    return _smap(jax, lambda v: v, jax.P("x", "x"), jax.P("x"))(np.ones((8, 8), np.float32))
+
+
+@case
+def make_array_from_single_device_arrays_wrong_count(jax):
+    s = jax.sharding.NamedSharding(jax.make_mesh((2, 4), ("x", "y")), jax.P("x"))
+    blocks = [jax.device_put(np.ones((2, 2), np.float32), d) for d in jax.devices()[:7]]
+    return jax.make_array_from_single_device_arrays((4, 2), s, blocks)
+
+
+@case
+def make_array_from_single_device_arrays_wrong_shape(jax):
+    s = jax.sharding.NamedSharding(jax.make_mesh((2, 4), ("x", "y")), jax.P("x"))
+    blocks = [jax.device_put(np.ones((3, 2), np.float32), d) for d in jax.devices()]
+    return jax.make_array_from_single_device_arrays((4, 2), s, blocks)
+
+
+@case
+def make_array_from_callback_wrong_block(jax):
+    s = jax.sharding.NamedSharding(jax.make_mesh((2, 4), ("x", "y")), jax.P("x"))
+    return jax.make_array_from_callback((4, 2), s, lambda idx: np.ones((3, 2), np.float32))
