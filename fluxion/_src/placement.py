@@ -194,7 +194,8 @@ def make_array_from_process_local_data(sharding: Sharding, local_data: Any, glob
 def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0, min_width: int = 9,
                              max_width: int = 80, color_map=None) -> None:
     """Prints the blocks of a 1-D or 2-D array and the devices holding each as a plain-text grid (see
-    `sharding.sharding_layout_text`; JAX draws it with `rich`).
+    `sharding.sharding_layout_text`; JAX draws it with `rich`). `use_color`, `scale`, `min_width`, `max_width` and
+    `color_map` are accepted for compatibility and ignored: the text grid has no colours and equal-width cells.
 
     Raises:
       ValueError: the array has rank > 2.

@@ -364,17 +364,6 @@ class Mesh(_BaseMesh):
         return Mesh(self.devices if devices is None else devices, self.axis_names if axis_names is None else
                     axis_names, self.axis_types if axis_types is None else axis_types)
 
-    def device_position(self, device) -> tuple:
-        """The grid coordinates of `device` in this mesh."""
-        return self._positions()[device]
-
-    def _positions(self) -> dict:
-        cached = self.__dict__.get("_pos")
-        if cached is None:
-            cached = {self.devices[idx]: idx for idx in np.ndindex(*self.axis_sizes)}
-            self.__dict__["_pos"] = cached
-        return cached
-
     def __enter__(self):
         _MESH_STACK.stack.append(self)
         return self
