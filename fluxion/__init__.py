@@ -70,3 +70,12 @@ from ._src.devices import (Device as Device, default_backend as default_backend,
 from ._src.pmap import (device_put_replicated as device_put_replicated,  # noqa: E402
                         device_put_sharded as device_put_sharded, pmap as pmap)
 from . import distributed as distributed  # noqa: E402
+
+# Meshes, shardings and shard_map (sharding issue).
+from . import sharding as sharding  # noqa: E402
+from ._src.sharding import PartitionSpec as P, make_mesh as make_mesh, set_mesh as set_mesh  # noqa: E402
+from ._src.placement import (make_array_from_callback as make_array_from_callback,  # noqa: E402
+                             make_array_from_process_local_data as make_array_from_process_local_data,
+                             make_array_from_single_device_arrays as make_array_from_single_device_arrays,
+                             reshard as reshard)
+from ._src.shard_map import shard_map as shard_map  # noqa: E402

@@ -2,5 +2,6 @@
 
 from ._src.callback import debug_callback as callback
 from ._src.callback import debug_print as print  # noqa: A001
+from ._src.placement import visualize_array_sharding as visualize_array_sharding
 
-__all__ = ["callback", "print"]
+__all__ = ["callback", "print", "visualize_array_sharding"]

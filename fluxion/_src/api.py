@@ -616,6 +616,15 @@ def device_get(x: Any) -> Any:
 
 
 def device_put(x: Any, device=None, *, donate: bool = False, may_alias=None) -> Any:
-    """Converts every array-like leaf of `x` to an Array (copying NumPy buffers)."""
+    """Converts every array-like leaf of `x` to an Array (copying NumPy buffers).
+
+    `device` may be a Device, a Sharding (`NamedSharding`, `SingleDeviceSharding`), a PartitionSpec (resolved
+    against the current mesh) or a tree prefix of them; the result's `.sharding` is then that sharding and its
+    `.addressable_shards` are views of the one global buffer (values never change). Raises ValueError when a
+    sharding does not fit a leaf's shape (rank, or a dimension not divisible by its number of blocks).
+    """
+    if device is not None:
+        from .placement import device_put_sharded_value
+        return device_put_sharded_value(device_put(x), device)
     return tree_map(lambda v: as_value(v) if isinstance(v, (np.ndarray, np.generic, Array, bool, int, float,
                                                               complex)) else v, x)

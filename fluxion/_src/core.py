@@ -152,13 +152,16 @@ class Array(ArrayOps):
     The buffer is never written after construction; `np.asarray(x)` returns a read-only view of it.
     """
 
-    __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
+    __slots__ = ("_value", "weak_type", "_aval", "_sharding", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, value: Any, weak_type: bool = False):
+    def __init__(self, value: Any, weak_type: bool = False, sharding=None):
         self._value = value
         self.weak_type = weak_type
         self._aval = None  # built on first request (see get_aval); Arrays are immutable, so it stays valid
+        # The placement requested by device_put / shard_map / jit(out_shardings) (None: device 0). It is metadata:
+        # the value is always the one global buffer, and shards are views of it (see fluxion/_src/sharding.py).
+        self._sharding = sharding
 
     @property
     def aval(self) -> ShapedArray:
@@ -222,13 +225,39 @@ class Array(ArrayOps):
     def copy_to_host_async(self) -> None:
         return None
 
-    def is_fully_replicated(self) -> bool:
-        return True
+    @property
+    def sharding(self):
+        """Where the array's blocks live: the sharding given to `device_put` (or `shard_map`'s out_specs, jit's
+        out_shardings), else a `SingleDeviceSharding` on this process's first device."""
+        from .sharding import default_sharding
+        s = getattr(self, "_sharding", None)
+        return default_sharding() if s is None else s
 
     @property
-    def devices(self):
-        from .devices import local_devices
-        return lambda: {local_devices()[0]}
+    def addressable_shards(self) -> list:
+        """One `Shard` per device of this process holding a block (views of the global buffer)."""
+        from .sharding import shards_of
+        return shards_of(np.asarray(self._value), self.sharding)
+
+    @property
+    def global_shards(self) -> list:
+        return self.addressable_shards
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self.sharding.is_fully_addressable
+
+    @property
+    def committed(self) -> bool:
+        return getattr(self, "_sharding", None) is not None
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
+
+    def devices(self) -> set:
+        """The set of devices holding a block of the array."""
+        return self.sharding.device_set
 
     def __repr__(self) -> str:
         if type(self._value) is _DeletedBuffer:

@@ -387,7 +387,8 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     sn = () if static_argnums is None else ((static_argnums,) if isinstance(static_argnums, int) else
@@ -410,7 +411,26 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     if sig_params is not None:
         _check_argnums(sig_params, "static", sn, names)
         _check_argnums(sig_params, "donate", dn, dnames)
-    return JitWrapped(fun, sn, names, dn)
+    if in_shardings is None and out_shardings is None:
+        return JitWrapped(fun, sn, names, dn)
+    wrapped = _ShardedJitWrapped(fun, sn, names, dn)
+    wrapped._in_shardings, wrapped._out_shardings = in_shardings, out_shardings
+    return wrapped
+
+
+class _ShardedJitWrapped(JitWrapped):
+    """`jit(f, in_shardings=..., out_shardings=...)`: the positional (non-static) arguments' shapes are checked
+    against `in_shardings`, and the outputs are placed on `out_shardings` (values unchanged; see placement.py)."""
+
+    def __call__(self, *args, **kwargs):
+        from .placement import check_in_shardings, place_tree
+        if self._in_shardings is not None:
+            dyn = tuple(a for i, a in enumerate(args) if i not in self._static_argnums)
+            check_in_shardings(dyn, self._in_shardings)
+        out = JitWrapped.__call__(self, *args, **kwargs)
+        if self._out_shardings is not None:
+            out = place_tree(out, self._out_shardings, "pjit outputs")
+        return out
 
 
 def _check_argnums(params, kind: str, nums: Sequence[int], names: Sequence[str]) -> None:
