@@ -34,6 +34,12 @@ def _check_norm(norm) -> None:
 
 def _to_inexact(a: Any, fname: str, kind: FftType) -> Any:
     a = arraylike_arg(a, f"jax.numpy.fft.{fname}")
+    want = _transform_dtype(a, fname, kind)
+    return a if core.get_aval(a).dtype == want else ew.convert_element_type(a, want)
+
+
+def _transform_dtype(a: Any, fname: str, kind: FftType) -> np.dtype:
+    """The dtype the transform computes in: complex (real for RFFT) at the input's precision."""
     dt = core.get_aval(a).dtype
     if kind in (FftType.FFT, FftType.IFFT, FftType.IRFFT):
         want = dt if dtypes.is_complex(dt) else (np.dtype(np.complex128) if dt == np.float64
@@ -42,7 +48,7 @@ def _to_inexact(a: Any, fname: str, kind: FftType) -> Any:
         if dtypes.is_complex(dt):
             raise TypeError(f"jax.numpy.fft.{fname} takes a real input, got {dt.name}")
         want = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
-    return a if dt == want else ew.convert_element_type(a, want)
+    return want
 
 
 def _resize(a: Any, axis: int, size: int) -> Any:
@@ -73,7 +79,8 @@ def _scale(x: Any, n: int, norm, inverse: bool) -> Any:
 
 def _fftn(fname: str, kind: FftType, a: Any, s, axes, norm) -> Any:
     _check_norm(norm)
-    a = _to_inexact(a, fname, kind)
+    a = arraylike_arg(a, f"jax.numpy.fft.{fname}")
+    target = _transform_dtype(a, fname, kind)  # converted after resizing, as JAX does (fewer elements to convert)
     nd = a.ndim
     if axes is None:
         axes = tuple(range(nd - len(s), nd)) if s is not None else tuple(range(nd))
@@ -90,7 +97,7 @@ def _fftn(fname: str, kind: FftType, a: Any, s, axes, norm) -> Any:
     if any(n < 1 for n in s):
         raise ValueError(f"jax.numpy.fft.{fname}: every transform length must be positive, got s={tuple(s)}")
     if not axes:
-        return a
+        return a if core.get_aval(a).dtype == target else ew.convert_element_type(a, target)
     # The transformed axes go last, in the order given.
     perm = [i for i in range(nd) if i not in axes] + list(axes)
     x = st.transpose(a, perm) if perm != list(range(nd)) else a
@@ -98,6 +105,8 @@ def _fftn(fname: str, kind: FftType, a: Any, s, axes, norm) -> Any:
     for j, n in enumerate(s):
         want = n // 2 + 1 if (kind == FftType.IRFFT and j == k - 1) else n
         x = _resize(x, nd - k + j, want)
+    if core.get_aval(x).dtype != target:
+        x = ew.convert_element_type(x, target)
     x = _apply(x, kind, s)
     x = _scale(x, math.prod(s), norm, inverse=kind in (FftType.IFFT, FftType.IRFFT))
     inv = np.argsort(perm).tolist()

@@ -26,11 +26,13 @@ XLA gives the HLO that JAX lowers the same primitive to. The rules, per output e
   ``reduce_window_*``: ``out_size * (window size - 1)``; ``sort``: ``n * ceil(log2 n)`` for ``n``
   elements; ``scatter-add/mul/min/max``: one per update element.
 * ``threefry2x32``: ``25 * size + 11`` (XLA's count of JAX's threefry expansion).
+* ``fft``: ``8 * prod(floor(log2(n)) for n in fft_lengths) * operand size`` (XLA's count).
+* Host callbacks (``pure_callback``, ``io_callback``, ``debug_*``): 0 (XLA reports -1, unknown, for the program).
 * Data movement (reshape, broadcast, transpose, slice, pad, concatenate, gather, dynamic slices,
   ``iota``, ``copy``, ``stop_gradient``, plain ``scatter``) and ``top_k``: 0.
 * ``gather`` in ``FILL_OR_DROP`` mode: JAX adds an in-bounds mask (3 per index component, plus the
   ``and`` across the index vector) and a select of the fill value (one per output element).
-* Control flow: a call (``jit``, ``custom_jvp_call``, ``custom_vjp_call``) counts its body; ``cond``
+* Control flow: a call (``jit``, ``checkpoint``, ``custom_jvp_call``, ``custom_vjp_call``) counts its body; ``cond``
   its most expensive branch; ``while`` its condition and body once and ``scan`` its body once (XLA
   does not multiply a loop body by its trip count).
 
@@ -116,13 +118,15 @@ _UPCAST_16BIT = frozenset({'cosh', 'sinh', 'digamma', 'erf_inv', 'erfc', 'lgamma
 _FREE = frozenset({
     'reshape', 'broadcast_in_dim', 'squeeze', 'transpose', 'slice', 'concatenate', 'pad', 'rev',
     'dynamic_slice', 'dynamic_update_slice', 'gather', 'iota', 'copy', 'stop_gradient', 'const', 'scatter',
-    'top_k',
+    'top_k', 'name',
 })
 
 # No FLOPs by this counter's definition (documented above as differences from XLA).
 _UNCOUNTED = frozenset({
     'cholesky', 'qr', 'eigh', 'svd', 'triangular_solve', 'det', 'slogdet', 'solve', 'psum', 'pmax', 'pmin',
     'psum_scatter', 'all_gather', 'all_to_all', 'ppermute', 'axis_index',
+    # Host callbacks: XLA cannot see inside them (its cost analysis reports -1 for a program holding one).
+    'pure_callback', 'io_callback', 'debug_callback', 'debug_print',
 })
 
 # Primitives that cannot be counted, with the reason given in the error.
@@ -249,7 +253,17 @@ def _scan(eqn: Any, consts: list) -> int:
 
 
 # Calls are inlined by the lowering: constants flow into (and out of) their bodies.
-_CALL_BODY = {'jit': 'jaxpr', 'custom_jvp_call': 'call_jaxpr', 'custom_vjp_call': 'call_jaxpr'}
+_CALL_BODY = {'jit': 'jaxpr', 'checkpoint': 'jaxpr', 'custom_jvp_call': 'call_jaxpr',
+              'custom_vjp_call': 'call_jaxpr'}
+def _fft(eqn) -> int:
+    # XLA's count: 8 (a complex multiply-add, as two FMAs of two flops each) per operand element and per
+    # floor(log2(n)) of each transformed length.
+    log_factors = 1
+    for n in eqn.params['fft_lengths']:
+        log_factors *= max(int(n).bit_length() - 1, 0)
+    return 8 * log_factors * int(np.prod(eqn.invars[0].aval.shape, dtype=np.int64))
+
+
 _LOOP_RULES = {'cond': _cond, 'while': _while, 'scan': _scan}
 
 _RULES: dict[str, Callable[[Any], int]] = {
@@ -272,6 +286,7 @@ _RULES: dict[str, Callable[[Any], int]] = {
     'threefry2x32': _threefry,
     'dot_general': _dot_general,
     'conv_general_dilated': _conv,
+    'fft': _fft,
 }
 
 # Equations the lowering evaluates at compile time when all their operands are constants.
