@@ -85,6 +85,12 @@ from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, binc
 from .._src.numpy.sorting import (argsort as argsort, argwhere as argwhere, compress as compress,
                                   digitize as digitize, extract as extract, flatnonzero as flatnonzero,
                                   lexsort as lexsort, nonzero as nonzero, searchsorted as searchsorted, sort as sort)
+from .._src.numpy.differences import (diff as diff, ediff1d as ediff1d, gradient as gradient, interp as interp,
+                                      trapezoid as trapezoid, unwrap as unwrap)
+from .._src.numpy.statistics import (corrcoef as corrcoef, cov as cov, nanargmax as nanargmax,
+                                     nanargmin as nanargmin, nancumprod as nancumprod, nancumsum as nancumsum,
+                                     nanmedian as nanmedian, nanpercentile as nanpercentile, nanprod as nanprod,
+                                     nanquantile as nanquantile, nanstd as nanstd, nanvar as nanvar)
 
 pi = _np.pi
 e = _np.e
