@@ -91,6 +91,10 @@ from .._src.numpy.statistics import (corrcoef as corrcoef, cov as cov, nanargmax
                                      nanargmin as nanargmin, nancumprod as nancumprod, nancumsum as nancumsum,
                                      nanmedian as nanmedian, nanpercentile as nanpercentile, nanprod as nanprod,
                                      nanquantile as nanquantile, nanstd as nanstd, nanvar as nanvar)
+from .._src.numpy.setops import (intersect1d as intersect1d, isin as isin, setdiff1d as setdiff1d,
+                                 setxor1d as setxor1d, union1d as union1d, unique_all as unique_all,
+                                 unique_counts as unique_counts, unique_inverse as unique_inverse,
+                                 unique_values as unique_values)
 
 pi = _np.pi
 e = _np.e
