@@ -78,10 +78,10 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
     """Sorted unique elements (NumPy semantics) of a concrete array.
 
     The number of unique values decides the output shape, so a traced input raises ConcretizationTypeError
-    unless `size` is given (then, with axis=None, the traced computation of `setops.unique_sized` is used).
+    unless `size` is given (then, with axis=None, the traced `setops.unique_sized` computes it).
     `size` pads (with `fill_value`, default the smallest value) or truncates the unique values to a fixed length.
     """
-    if size is not None and axis is None and isinstance(ar, Tracer) and ar._concrete_value() is None:
+    if size is not None and axis is None:
         from .setops import unique_sized
         r = unique_sized(ar, size=size, fill_value=fill_value, equal_nan=equal_nan)
         picked = (r.values,) + ((r.indices,) if return_index else ()) + (
