@@ -95,6 +95,10 @@ from .._src.numpy.setops import (intersect1d as intersect1d, isin as isin, setdi
                                  setxor1d as setxor1d, union1d as union1d, unique_all as unique_all,
                                  unique_counts as unique_counts, unique_inverse as unique_inverse,
                                  unique_values as unique_values)
+from .._src.numpy.polynomial import (poly as poly, polyadd as polyadd, polyder as polyder, polydiv as polydiv,
+                                     polyfit as polyfit, polyint as polyint, polymul as polymul, polysub as polysub,
+                                     polyval as polyval, roots as roots, vander as vander)
+from .._src.numpy.signal import convolve as convolve, correlate as correlate
 
 pi = _np.pi
 e = _np.e
