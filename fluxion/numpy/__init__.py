@@ -99,6 +99,12 @@ from .._src.numpy.polynomial import (poly as poly, polyadd as polyadd, polyder a
                                      polyfit as polyfit, polyint as polyint, polymul as polymul, polysub as polysub,
                                      polyval as polyval, roots as roots, vander as vander)
 from .._src.numpy.signal import convolve as convolve, correlate as correlate
+from .._src.numpy.array_edit import (argpartition as argpartition, block as block, delete as delete,
+                                     diagflat as diagflat, dsplit as dsplit, fill_diagonal as fill_diagonal,
+                                     insert as insert, packbits as packbits, partition as partition, place as place,
+                                     put as put, put_along_axis as put_along_axis, resize as resize,
+                                     sort_complex as sort_complex, trim_zeros as trim_zeros,
+                                     unpackbits as unpackbits, unstack as unstack)
 
 pi = _np.pi
 e = _np.e
