@@ -105,6 +105,9 @@ from .._src.numpy.array_edit import (argpartition as argpartition, block as bloc
                                      put as put, put_along_axis as put_along_axis, resize as resize,
                                      sort_complex as sort_complex, trim_zeros as trim_zeros,
                                      unpackbits as unpackbits, unstack as unstack)
+from .._src.numpy.ufuncs_extra import (bitwise_count as bitwise_count, frexp as frexp, gcd as gcd, i0 as i0,
+                                       iscomplex as iscomplex, isreal as isreal, lcm as lcm, modf as modf,
+                                       pow as pow, spacing as spacing)  # noqa: A004
 
 pi = _np.pi
 e = _np.e
