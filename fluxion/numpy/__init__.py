@@ -108,6 +108,12 @@ from .._src.numpy.array_edit import (argpartition as argpartition, block as bloc
 from .._src.numpy.ufuncs_extra import (bitwise_count as bitwise_count, frexp as frexp, gcd as gcd, i0 as i0,
                                        iscomplex as iscomplex, isreal as isreal, lcm as lcm, modf as modf,
                                        pow as pow, spacing as spacing)  # noqa: A004
+from .._src.numpy.functional import (apply_along_axis as apply_along_axis, apply_over_axes as apply_over_axes,
+                                     fromfunction as fromfunction, piecewise as piecewise, vectorize as vectorize)
+from .._src.numpy.index_tricks import (c_ as c_, index_exp as index_exp, indices as indices,
+                                       mask_indices as mask_indices, mgrid as mgrid, ogrid as ogrid, r_ as r_, s_ as s_)
+from .._src.numpy.windows import (bartlett as bartlett, blackman as blackman, hamming as hamming, hanning as hanning,
+                                  kaiser as kaiser)
 
 pi = _np.pi
 e = _np.e
