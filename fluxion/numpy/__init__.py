@@ -114,6 +114,16 @@ from .._src.numpy.index_tricks import (c_ as c_, index_exp as index_exp, indices
                                        mask_indices as mask_indices, mgrid as mgrid, ogrid as ogrid, r_ as r_, s_ as s_)
 from .._src.numpy.windows import (bartlett as bartlett, blackman as blackman, hamming as hamming, hanning as hanning,
                                   kaiser as kaiser)
+from .._src.numpy.io import (fromfile as fromfile, fromiter as fromiter, fromstring as fromstring, load as load,
+                             save as save, savez as savez)
+from .._src.numpy.printing import (array_repr as array_repr, array_str as array_str,
+                                   get_printoptions as get_printoptions, printoptions as printoptions,
+                                   set_printoptions as set_printoptions)
+from .._src.numpy.products import einsum_path as einsum_path, matvec as matvec, vecmat as vecmat
+from .._src.numpy.sequences import geomspace as geomspace
+from .._src.numpy.type_api import (ComplexWarning as ComplexWarning, broadcast_shapes as broadcast_shapes,
+                                   can_cast as can_cast, character as character, flexible as flexible,
+                                   isdtype as isdtype, iterable as iterable, object_ as object_)
 
 pi = _np.pi
 e = _np.e
