@@ -124,6 +124,7 @@ from .._src.numpy.sequences import geomspace as geomspace
 from .._src.numpy.type_api import (ComplexWarning as ComplexWarning, broadcast_shapes as broadcast_shapes,
                                    can_cast as can_cast, character as character, flexible as flexible,
                                    isdtype as isdtype, iterable as iterable, object_ as object_)
+from .._src.numpy.ufunc import frompyfunc as frompyfunc, ufunc as ufunc
 
 pi = _np.pi
 e = _np.e
