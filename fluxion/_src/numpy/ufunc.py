@@ -82,14 +82,16 @@ class ufunc:  # noqa: N801  (JAX's class name)
                 raise ValueError(f"reduction operation {self.__name__!r} does not have an identity, so to use a "
                                  "where mask one has to specify 'initial'.")
         if axis is None or isinstance(axis, tuple):
+            # Several axes fold as one: moved to the front and merged in C order.
             axes = tuple(range(nd)) if axis is None else tuple(canonicalize_axis(x, nd) for x in axis)
-            result = a
-            w = where
-            for ax in sorted(axes, reverse=True):
-                result = self._reduce_one(result, ax, initial, w)
-                w = None
+            rest = tuple(i for i in range(nd) if i not in axes)
+            shape = core.get_aval(a).shape
+            merged = (int(np.prod([shape[i] for i in axes], dtype=np.int64)),) + tuple(shape[i] for i in rest)
+            a2 = st.reshape(st.transpose(a, axes + rest), merged)
+            w2 = None if where is None else st.reshape(st.transpose(where, axes + rest), merged)
+            result = self._reduce_one(a2, 0, initial, w2)
             if keepdims:
-                result = st.reshape(result, tuple(1 if i in axes else d for i, d in enumerate(core.get_aval(a).shape)))
+                result = st.reshape(result, tuple(1 if i in axes else d for i, d in enumerate(shape)))
             return result
         ax = canonicalize_axis(axis, nd)
         result = self._reduce_one(a, ax, initial, where)
@@ -97,11 +99,11 @@ class ufunc:  # noqa: N801  (JAX's class name)
             result = st.expand_dims(result, (ax,))
         return result
 
-    def _reduce_one(self, a, axis, initial, where):
+    def _reduce_one(self, a, axis, initial, where, from_first: bool = False):
         from .shape import moveaxis
         a = moveaxis(a, axis, 0)
         n = core.get_aval(a).shape[0]
-        start = initial if initial is not None else self.identity
+        start = initial if initial is not None else (None if from_first else self.identity)
         if start is None:
             if n == 0:
                 raise ValueError(f"zero-size array to reduction operation {self.__name__} which has no identity")
@@ -231,7 +233,8 @@ class ufunc:  # noqa: N801  (JAX's class name)
             if stop <= start:
                 pieces.append(st.index_in_dim(a, start, ax, False))
             else:
-                pieces.append(self.reduce(st.slice_in_dim(a, start, stop, 1, ax), axis=ax))
+                # Each slice folds from its first element (not from `identity`), as in JAX.
+                pieces.append(self._reduce_one(st.slice_in_dim(a, start, stop, 1, ax), ax, None, None, True))
         return stack(pieces, ax)
 
 
