@@ -125,6 +125,8 @@ from .._src.numpy.type_api import (ComplexWarning as ComplexWarning, broadcast_s
                                    can_cast as can_cast, character as character, flexible as flexible,
                                    isdtype as isdtype, iterable as iterable, object_ as object_)
 from .._src.numpy.ufunc import frompyfunc as frompyfunc, ufunc as ufunc
+from .._src.numpy.histograms import (histogram as histogram, histogram2d as histogram2d,
+                                     histogram_bin_edges as histogram_bin_edges, histogramdd as histogramdd)
 
 pi = _np.pi
 e = _np.e

@@ -241,7 +241,7 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, scale):
     between the sorted entries at `q * (n - 1)`."""
     from .indexing import take_along_axis
     from .reductions import sum as _sum
-    from .shape import moveaxis, reshape
+    from .shape import reshape
     from .sorting import sort
     from .ufuncs import isnan, logical_not, where
     if out is not None:

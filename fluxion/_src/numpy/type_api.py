@@ -23,7 +23,7 @@ def _as_dtype(x) -> np.dtype:
         return core.get_aval(x).dtype
     if hasattr(x, "dtype") and not isinstance(x, type):
         return np.dtype(x.dtype)
-    if isinstance(x, type) and hasattr(x, "dtype") and isinstance(getattr(x, "dtype"), np.dtype):
+    if isinstance(x, type) and hasattr(x, "dtype") and isinstance(x.dtype, np.dtype):
         return x.dtype  # fluxion's scalar types (fluxion.numpy.float32, ...)
     return np.dtype(x)
 
