@@ -121,11 +121,9 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
     Raises:
       ConcretizationTypeError: `filt` is traced (the result shape depends on its values).
     """
-    from .misc import _concrete
     f = arraylike_arg(filt, "trim_zeros")
-    if isinstance(f, Tracer) and f._concrete_value() is None:
-        raise f._concretization_error("array", "jnp.trim_zeros (the `filt` argument)")
-    v = _concrete(f, "trim_zeros")
+    from .indexing import _concrete_or_error
+    v = _concrete_or_error(f, "jnp.trim_zeros", "Its `filt` argument decides the result's length.")
     nd = v.ndim
     axes = set(range(nd)) if axis is None else {canonicalize_axis(x, nd) for x in (
         (axis,) if isinstance(axis, (int, np.integer)) else axis)}

@@ -88,7 +88,9 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
             (r.inverse_indices,) if return_inverse else ()) + ((r.counts,) if return_counts else ())
         return picked[0] if len(picked) == 1 else picked
     if isinstance(ar, Tracer) and ar._concrete_value() is None:
-        raise ar._concretization_error("array", "jnp.unique")
+        # ConcretizationTypeError (as JAX raises), not the array-conversion error of np.asarray(tracer).
+        from .indexing import _concrete_or_error
+        _concrete_or_error(ar, "jnp.unique", "Pass a static size=... (and fill_value=...) to use it under jit.")
     v = _concrete(ar, "unique")
     res = np.unique(v, return_index=return_index, return_inverse=return_inverse, return_counts=return_counts,
                     axis=axis, equal_nan=equal_nan)
