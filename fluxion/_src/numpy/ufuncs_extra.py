@@ -79,7 +79,9 @@ def spacing(x, /):
     x, = promote_args_inexact("spacing", arraylike_arg(x, "spacing"))
     if dtypes.is_complex(core.get_aval(x).dtype):
         raise TypeError("spacing is not defined for complex inputs.")
-    return ew.sub(nextafter(x, copysign(_c(x, np.inf), x)), x)
+    out = ew.sub(nextafter(x, copysign(_c(x, np.inf), x)), x)
+    # JAX's result is strongly typed even for a Python scalar argument.
+    return ew._convert_weak(out, core.get_aval(out).dtype, False)
 
 
 def _int_args(name, x1, x2):
@@ -111,7 +113,10 @@ def gcd(x1, x2, /):
         nz = ew.ne(b, _c(b, 0))
         safe_b = where(nz, b, 1)
         return where(nz, b, a), where(nz, ew.rem(a, safe_b), b)
-    return cf.while_loop(cond, body, (a, b))[0]
+    out = cf.while_loop(cond, body, (a, b))[0]
+    # The loop carry is strongly typed; the result keeps the (weak) type of the promoted arguments.
+    dt, weak = dtypes.dtype_and_weak(x1)
+    return ew._convert_weak(out, dt, weak) if weak else out
 
 
 def lcm(x1, x2, /):
@@ -146,15 +151,22 @@ def bitwise_count(x, /):
 def iscomplex(x):
     """True where `x` has a nonzero imaginary part (False everywhere for real input)."""
     from .ufuncs import imag
-    i = imag(arraylike_arg(x, "iscomplex"))
-    return ew.ne(i, _c(i, 0))
+    x = arraylike_arg(x, "iscomplex")
+    i = imag(x)
+    return _like_weak(ew.ne(i, _c(i, 0)), x)
 
 
 def isreal(x):
     """True where `x` has a zero imaginary part (True everywhere for real input)."""
     from .ufuncs import imag
-    i = imag(arraylike_arg(x, "isreal"))
-    return ew.eq(i, _c(i, 0))
+    x = arraylike_arg(x, "isreal")
+    i = imag(x)
+    return _like_weak(ew.eq(i, _c(i, 0)), x)
+
+
+def _like_weak(out, x):
+    """JAX keeps a Python scalar's weak type through these comparisons (a weakly typed bool)."""
+    return ew._convert_weak(out, dtypes.bool_, True) if core.get_aval(x).weak_type else out
 
 
 # Terms of the two expansions of the modified Bessel function I0 (Abramowitz & Stegun 9.6.12 and 9.7.1): the
