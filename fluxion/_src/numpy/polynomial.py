@@ -253,7 +253,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
 
 def poly(seq_of_zeros):
     """Coefficients of the monic polynomial with the given roots (or, for a square matrix, its characteristic
-    polynomial, through its eigenvalues as in `roots`).
+    polynomial, through its eigenvalues as in `roots`; that case is not differentiable).
 
     Raises:
       ValueError: the input is not 1-d or a non-empty square matrix.
