@@ -169,8 +169,7 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
     from .shape import moveaxis
     if x is None:
         y, = promote_args_inexact("trapezoid", y)
-        dx_arr = dx if isinstance(dx, (Array, core.Tracer)) else Array(
-            np.asarray(dx, core.get_aval(y).dtype), True) if isinstance(dx, (int, float)) else asarray_arg(dx)
+        dx_arr = dx
     else:
         y, x = _promote_inexact_no_broadcast("trapezoid", y, x)
         if core.get_aval(x).ndim == 1:
@@ -179,9 +178,9 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
             dx_arr = moveaxis(diff(x, axis=axis), axis, -1)
     y = moveaxis(y, axis, -1)
     from .ufuncs import add, multiply
-    avg = add(_sl(y, 1, None, -1 % core.get_aval(y).ndim), _sl(y, 0, -1, -1 % core.get_aval(y).ndim))
-    half = Array(np.asarray(0.5, core.get_aval(avg).dtype), True)
-    return ew.mul(half, _sum(multiply(dx_arr, avg), axis=-1))
+    last = core.get_aval(y).ndim - 1
+    pair_sums = add(_sl(y, 1, None, last), _sl(y, 0, -1, last))
+    return multiply(0.5, _sum(multiply(dx_arr, pair_sums), axis=-1))
 
 
 def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):

@@ -19,7 +19,7 @@ from ..core import Array
 from ..lax import elementwise as ew
 from ..lax import structural as st
 from .indexing import _concrete_or_error, take
-from .util import arraylike_arg, promote_dtypes
+from .util import arraylike_arg, asarray_arg, promote_dtypes
 
 _SIZE_HINT = "Pass a static size=... (and optionally fill_value=...) to use it under jit."
 
@@ -65,19 +65,19 @@ def _compact(values, mask, size: int, fill_value):
     `fill_value` (a scalar, or None for the first selected entry)."""
     from .sorting import nonzero
     n = _len(values)
+    dt = core.get_aval(values).dtype
+    if n == 0:
+        return st.full((size,), 0 if fill_value is None else fill_value, dt)
+    # Unselected slots get the out-of-bounds index n, which marks them for padding below.
     (idx,) = nonzero(mask, size=size, fill_value=n)
-    out = take(values, idx, mode="fill", fill_value=0 if n == 0 else None)
+    out = take(values, idx, mode="clip")
     if fill_value is None:
-        if size == 0 or n == 0:
+        if size == 0:
             return out
-        fill = take(values, st.slice_in_dim(idx, 0, 1, 1, 0), mode="clip")
-        fill = st.broadcast_in_dim(st.reshape(fill, ()), (size,), ())
+        fill = st.broadcast_in_dim(st.index_in_dim(out, 0, 0, False), (size,), ())
     else:
-        fill = st.full((size,), ew.convert_element_type(Array(np.asarray(fill_value)), core.get_aval(values).dtype)
-                       if not isinstance(fill_value, (Array, core.Tracer)) else
-                       ew.convert_element_type(fill_value, core.get_aval(values).dtype), core.get_aval(values).dtype)
-    valid = ew.lt(st.iota(_idt(), size), Array(np.asarray(n, _idt()), True)) if n == 0 else ew.lt(idx, Array(
-        np.asarray(n, core.get_aval(idx).dtype), True))
+        fill = st.broadcast_in_dim(ew.convert_element_type(asarray_arg(fill_value), dt), (size,), ())
+    valid = ew.lt(idx, Array(np.asarray(n, core.get_aval(idx).dtype), True))
     return ew.select_n(valid, fill, out)
 
 
