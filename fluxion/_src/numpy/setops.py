@@ -74,7 +74,10 @@ def _compact(values, mask, size: int, fill_value):
     if fill_value is None:
         if size == 0:
             return out
-        fill = st.broadcast_in_dim(st.index_in_dim(out, 0, 0, False), (size,), ())
+        # The smallest selected value; 0 when nothing is selected (as JAX pads an empty result).
+        any_selected = ew.lt(st.index_in_dim(idx, 0, 0, False), Array(np.asarray(n, core.get_aval(idx).dtype), True))
+        first = ew.select_n(any_selected, Array(np.zeros((), dt)), st.index_in_dim(out, 0, 0, False))
+        fill = st.broadcast_in_dim(first, (size,), ())
     else:
         fill = st.broadcast_in_dim(ew.convert_element_type(asarray_arg(fill_value), dt), (size,), ())
     valid = ew.lt(idx, Array(np.asarray(n, core.get_aval(idx).dtype), True))
@@ -132,6 +135,8 @@ def union1d(ar1, ar2, *, size: int | None = None, fill_value=None):
     """
     from .shape import concatenate
     a, b = _two("union1d", ar1, ar2)
+    if _len(a) + _len(b) == 0 and size and fill_value is None:
+        raise ValueError("jnp.union1d: for zero-sized input with nonzero size argument, fill_value must be specified")
     s, mask = _sorted_unique(concatenate([a, b]))
     return _compact(s, mask, _result_size(mask, size, "union1d", a, b), fill_value)
 
@@ -273,7 +278,10 @@ def unique_sized(x, *, size: int | None, fill_value=None, equal_nan: bool = True
     idt = _idt()
     if n == 0:
         m = 0 if size is None else int(size)
-        empty_v = st.full((m,), 0, core.get_aval(x).dtype)
+        if m and fill_value is None:
+            raise ValueError(f"jnp.{name}: for zero-sized input with nonzero size argument, fill_value must be "
+                             "specified")
+        empty_v = st.full((m,), 0 if fill_value is None else fill_value, core.get_aval(x).dtype)
         return _UniqueAllResult(empty_v, st.full((m,), 0, idt), st.full(shape, 0, idt), st.full((m,), 0, idt))
     s, perm = lsort.sort([flat, st.iota(idt, n)], dimension=0, num_keys=1)
     mask = _first_of_runs(s, equal_nan)
