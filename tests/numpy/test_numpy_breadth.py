@@ -316,6 +316,11 @@ RECORDS = [
       grad=2, numpy=False),
     R("vectorize_signature", lambda m: lambda a, b: m.vectorize(lambda p, q: p @ q, signature="(m,n),(n)->(m)")(
         a, b), normal(5, 2, 4), normal(4), grad=2, numpy=False),
+    # Keyword arguments are vectorized, as NumPy does; JAX 0.10 drops them (calls with the defaults).
+    R("vectorize_excluded_kwargs", lambda m: lambda a, b: m.vectorize(lambda p, k, q=1.0: p ** k + q, excluded={1})(
+        a, 2, q=b), normal(3, 4), normal(4), grad=2, jax=False),
+    R("piecewise_scalar", lambda m: lambda x: m.piecewise(x, [x > 0], [lambda v: v * v, lambda v: -v]),
+      lambda r: np.asarray(r.normal(), f32)),
     R("frompyfunc_reduce", lambda m: lambda a: m.frompyfunc(lambda p, q: p * q + 1, 2, 1, identity=0).reduce(
         a, axis=1), uniform(0, 1, 3, 4), grad=2, numpy=False, vmap=True),
     R("frompyfunc_accumulate_outer", lambda m: lambda a: (
