@@ -36,7 +36,8 @@ class vectorize:  # noqa: N801  (lower case, as numpy.vectorize / jax.numpy.vect
     """Turns a function of scalars (or, with a `signature` like "(m,n),(n)->(m)", of core arrays) into one that
     broadcasts over leading dimensions, by nesting `vmap` once per broadcast dimension.
 
-    `excluded`: positions or keyword names passed through unvectorized. Keyword arguments are passed through.
+    `excluded`: positions or keyword names passed through unvectorized. Other keyword arguments are vectorized
+    like positional ones, as NumPy does (JAX 0.10 silently calls the function with their defaults instead).
 
     Raises:
       ValueError: a malformed signature, the wrong number of arguments for it, too few dimensions for an

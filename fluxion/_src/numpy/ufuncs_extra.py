@@ -70,7 +70,7 @@ def modf(x, /, out=None):
 
 def spacing(x, /):
     """Distance from `x` to the next representable value away from zero (negative for negative `x`; NaN for
-    infinities).
+    infinities), as NumPy defines it (JAX 0.10 returns a positive spacing for some negative float16 values).
 
     Raises:
       TypeError: complex input.
