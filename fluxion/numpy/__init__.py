@@ -86,6 +86,48 @@ from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, binc
 from .._src.numpy.sorting import (argsort as argsort, argwhere as argwhere, compress as compress,
                                   digitize as digitize, extract as extract, flatnonzero as flatnonzero,
                                   lexsort as lexsort, nonzero as nonzero, searchsorted as searchsorted, sort as sort)
+from .._src.numpy.differences import (diff as diff, ediff1d as ediff1d, gradient as gradient, interp as interp,
+                                      trapezoid as trapezoid, unwrap as unwrap)
+from .._src.numpy.statistics import (corrcoef as corrcoef, cov as cov, nanargmax as nanargmax,
+                                     nanargmin as nanargmin, nancumprod as nancumprod, nancumsum as nancumsum,
+                                     nanmedian as nanmedian, nanpercentile as nanpercentile, nanprod as nanprod,
+                                     nanquantile as nanquantile, nanstd as nanstd, nanvar as nanvar)
+from .._src.numpy.setops import (intersect1d as intersect1d, isin as isin, setdiff1d as setdiff1d,
+                                 setxor1d as setxor1d, union1d as union1d, unique_all as unique_all,
+                                 unique_counts as unique_counts, unique_inverse as unique_inverse,
+                                 unique_values as unique_values)
+from .._src.numpy.polynomial import (poly as poly, polyadd as polyadd, polyder as polyder, polydiv as polydiv,
+                                     polyfit as polyfit, polyint as polyint, polymul as polymul, polysub as polysub,
+                                     polyval as polyval, roots as roots, vander as vander)
+from .._src.numpy.signal import convolve as convolve, correlate as correlate
+from .._src.numpy.array_edit import (argpartition as argpartition, block as block, delete as delete,
+                                     diagflat as diagflat, dsplit as dsplit, fill_diagonal as fill_diagonal,
+                                     insert as insert, packbits as packbits, partition as partition, place as place,
+                                     put as put, put_along_axis as put_along_axis, resize as resize,
+                                     sort_complex as sort_complex, trim_zeros as trim_zeros,
+                                     unpackbits as unpackbits, unstack as unstack)
+from .._src.numpy.ufuncs_extra import (bitwise_count as bitwise_count, frexp as frexp, gcd as gcd, i0 as i0,
+                                       iscomplex as iscomplex, isreal as isreal, lcm as lcm, modf as modf,
+                                       pow as pow, spacing as spacing)  # noqa: A004
+from .._src.numpy.functional import (apply_along_axis as apply_along_axis, apply_over_axes as apply_over_axes,
+                                     fromfunction as fromfunction, piecewise as piecewise, vectorize as vectorize)
+from .._src.numpy.index_tricks import (c_ as c_, index_exp as index_exp, indices as indices,
+                                       mask_indices as mask_indices, mgrid as mgrid, ogrid as ogrid, r_ as r_, s_ as s_)
+from .._src.numpy.windows import (bartlett as bartlett, blackman as blackman, hamming as hamming, hanning as hanning,
+                                  kaiser as kaiser)
+from .._src.numpy.io import (fromfile as fromfile, fromiter as fromiter, fromstring as fromstring, load as load,
+                             save as save, savez as savez)
+from .._src.numpy.printing import (array_repr as array_repr, array_str as array_str,
+                                   get_printoptions as get_printoptions, printoptions as printoptions,
+                                   set_printoptions as set_printoptions)
+from .._src.numpy.products import einsum_path as einsum_path, matvec as matvec, vecmat as vecmat
+from .._src.numpy.sequences import geomspace as geomspace
+from .._src.numpy.type_api import (ComplexWarning as ComplexWarning, broadcast_shapes as broadcast_shapes,
+                                   can_cast as can_cast, character as character, flexible as flexible,
+                                   isdtype as isdtype, iterable as iterable, object_ as object_)
+from .._src.numpy.ufunc import frompyfunc as frompyfunc, ufunc as ufunc
+from .._src.numpy.histograms import (histogram as histogram, histogram2d as histogram2d,
+                                     histogram_bin_edges as histogram_bin_edges, histogramdd as histogramdd)
 
 pi = _np.pi
 e = _np.e

@@ -77,11 +77,20 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
            axis=None, *, equal_nan: bool = True, size=None, fill_value=None):
     """Sorted unique elements (NumPy semantics) of a concrete array.
 
-    The number of unique values decides the output shape, so a traced input raises ConcretizationTypeError.
+    The number of unique values decides the output shape, so a traced input raises ConcretizationTypeError
+    unless `size` is given (then, with axis=None, the traced `setops.unique_sized` computes it).
     `size` pads (with `fill_value`, default the smallest value) or truncates the unique values to a fixed length.
     """
+    if size is not None and axis is None:
+        from .setops import unique_sized
+        r = unique_sized(ar, size=size, fill_value=fill_value, equal_nan=equal_nan)
+        picked = (r.values,) + ((r.indices,) if return_index else ()) + (
+            (r.inverse_indices,) if return_inverse else ()) + ((r.counts,) if return_counts else ())
+        return picked[0] if len(picked) == 1 else picked
     if isinstance(ar, Tracer) and ar._concrete_value() is None:
-        raise ar._concretization_error("array", "jnp.unique")
+        # ConcretizationTypeError (as JAX raises), not the array-conversion error of np.asarray(tracer).
+        from .indexing import _concrete_or_error
+        _concrete_or_error(ar, "jnp.unique", "Pass a static size=... (and fill_value=...) to use it under jit.")
     v = _concrete(ar, "unique")
     res = np.unique(v, return_index=return_index, return_inverse=return_inverse, return_counts=return_counts,
                     axis=axis, equal_nan=equal_nan)
