@@ -1,0 +1,47 @@
+"""Helpers shared by the distributions: argument promotion, the loc/scale standardization, support masks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .... import numpy as jnp
+from ... import dtypes
+from ...lax import elementwise as ew
+from ...numpy.util import promote_args_inexact, promote_dtypes
+
+
+def promote(name: str, *args: Any) -> list:
+    """Promotes to one inexact dtype and broadcasts (JAX's `promote_args_inexact`), naming `name` in errors."""
+    return promote_args_inexact(name, *args)
+
+
+def standardize(x, loc, scale):
+    """(x - loc) / scale: every location-scale family evaluates its standard form at this point."""
+    return (x - loc) / scale
+
+
+def neg_inf_outside(inside, value):
+    """`value` where `inside` holds and -inf elsewhere (a log-density outside its support)."""
+    return jnp.where(inside, value, jnp.full_like(value, -np.inf))
+
+
+def fill_where(cond, value, fill: float):
+    return jnp.where(cond, jnp.full_like(value, fill), value)
+
+
+def log_diff_exp(a, b):
+    """log(exp(a) - exp(b)) for a >= b, without forming the exponentials."""
+    return a + jnp.log(-jnp.expm1(b - a))
+
+
+def promote_inexact_dtypes(*args: Any) -> list:
+    """One common inexact dtype for all arguments, without broadcasting their shapes (for event-shaped
+    arguments such as a mean vector and a covariance matrix)."""
+    arrays = promote_dtypes(*[jnp.asarray(a) if not isinstance(a, (bool, int, float, complex)) else a
+                              for a in args])
+    dt, weak = dtypes.dtype_and_weak(arrays[0])
+    if not dtypes.is_inexact(dt):
+        arrays = [ew._convert_weak(a, dtypes.default_float_dtype(), weak) for a in arrays]
+    return arrays
