@@ -20,6 +20,7 @@ from ... import numpy as jnp
 from .. import core, dtypes
 from ..custom_derivatives import custom_jvp
 from ..errors import ConcretizationTypeError
+from ..lax import elementwise as ew
 from ..nn import functions as _nn
 from ..numpy.util import promote_args_inexact
 
@@ -31,6 +32,13 @@ __all__ = [
 ]
 
 
+def _like_weak(out: Any, like: Any) -> Any:
+    """`out` with `like`'s weak type: loop carries (`fori_loop`) come back strongly typed."""
+    if getattr(like, "weak_type", False) and not getattr(out, "weak_type", False):
+        return ew._convert_weak(out, out.dtype, True)
+    return out
+
+
 def _real(name: str, *args: Any) -> list:
     """Promotes to a common inexact dtype and rejects complex inputs (none of these functions takes them)."""
     out = promote_args_inexact(name, *args)
@@ -40,7 +48,8 @@ def _real(name: str, *args: Any) -> list:
 
 
 def _full_like(x: Any, value: float) -> Any:
-    return jnp.full_like(x, value)
+    """An array like `x` (shape, dtype and weak type, which `jnp.full_like` drops) filled with `value`."""
+    return jnp.zeros_like(x) + value
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -207,7 +216,8 @@ def _log_ndtr_asymptotic(x, series_order):
 def _log_ndtr_value(x, series_order):
     lower, upper = _LOG_NDTR_SEGMENTS.get(np.dtype(x.dtype), (-20.0, 8.0))
     safe_mid = jnp.clip(x, lower, upper)
-    mid = jnp.log(_ndtr(safe_mid))
+    # Right of 0, log1p(-Phi(-x)) keeps the digits that log(Phi(x)) = log(1 - tiny) would round away.
+    mid = jnp.where(safe_mid > 0, jnp.log1p(-_ndtr(-safe_mid)), jnp.log(_ndtr(safe_mid)))
     high = -_ndtr(-jnp.maximum(x, upper))
     low = _log_ndtr_asymptotic(jnp.minimum(x, lower), series_order)
     return jnp.where(x > upper, high, jnp.where(x > lower, mid, low))
@@ -237,7 +247,8 @@ _LOG_NDTR = {}
 def log_ndtr(x: Any, series_order: int = 3) -> Any:
     """log of the standard normal CDF, accurate far into both tails.
 
-    Three segments (boundaries -20/8 for float64, -10/5 otherwise): log(ndtr(x)) in the middle; -ndtr(-x) above
+    Three segments (boundaries -20/8 for float64, -10/5 otherwise): log(ndtr(x)) in the middle (log1p(-ndtr(-x))
+    for x > 0, more accurate there than JAX's log(ndtr(x))); -ndtr(-x) above
     (log(1 - e) ~ -e); below, the asymptotic expansion of Abramowitz & Stegun 26.2.12 with `series_order` terms.
     The derivative is phi(x)/Phi(x), evaluated in log space.
 
@@ -275,7 +286,7 @@ def _ndtri_lower(q):
 @custom_jvp
 def _ndtri(p):
     q = jnp.minimum(p, 1 - p)
-    safe_q = jnp.where((q > 0) & (q <= 0.5), q, jnp.full_like(q, 0.25))
+    safe_q = jnp.where((q > 0) & (q <= 0.5), q, _full_like(q, 0.25))
     tail = _ndtri_lower(safe_q)
     # Near the centre 2p - 1 is exact and erfinv is accurate in absolute terms; Newton in log space is not
     # (it would lose the relative accuracy of tiny |x|), so it only refines the tails.
@@ -322,8 +333,8 @@ def gammaln(x: Any) -> Any:
 
 
 def loggamma(x: Any) -> Any:
-    """The principal branch of log Gamma for real x: lgamma(x) for x > 0 and NaN for x <= 0 (as SciPy for real
-    inputs). Complex inputs are not supported (JAX supports them): ValueError."""
+    """The principal branch of log Gamma for real x: lgamma(x) for x > 0 and NaN for x <= 0 (JAX's convention;
+    SciPy gives +inf at 0). Complex inputs are not supported (JAX supports them): ValueError."""
     (x,) = _real("loggamma", x)
     return jnp.where(x > 0, lax.lgamma(x), _full_like(x, np.nan))
 
@@ -518,7 +529,7 @@ def polygamma(n: Any, x: Any) -> Any:
     concrete = core.concrete_value(n_arr)
     if concrete is not None:
         orders = np.unique(np.asarray(concrete))
-        out = jnp.full_like(x, np.nan)
+        out = _full_like(x, np.nan)
         for m in orders:
             if m < 0:
                 continue
@@ -555,7 +566,7 @@ def _igammac_continued_fraction(a, x, iterations):
     tiny = float(np.finfo(np.dtype(x.dtype)).tiny) * 1e3
 
     def clamp(v):
-        return jnp.where(jnp.abs(v) < tiny, jnp.full_like(v, tiny), v)
+        return jnp.where(jnp.abs(v) < tiny, _full_like(v, tiny), v)
 
     def step(i, carry):
         b, c, d, h = carry
@@ -567,7 +578,7 @@ def _igammac_continued_fraction(a, x, iterations):
 
     b = x + 1 - a
     d = 1 / b
-    init = (b, jnp.full_like(x, 1 / tiny), d, d)
+    init = (b, _full_like(x, 1 / tiny), d, d)
     h = lax.fori_loop(1, iterations + 1, step, init)[3]
     log_prefactor = a * jnp.log(x) - x - lax.lgamma(a)
     return jnp.exp(log_prefactor) * h
@@ -640,14 +651,14 @@ def gammainc(a: Any, x: Any) -> Any:
     float64) for very large a (> 1e4), where the iteration would need more steps.
     """
     a, x = _real("gammainc", a, x)
-    return _gammainc(a, x)
+    return _like_weak(_gammainc(a, x), x)
 
 
 def gammaincc(a: Any, x: Any) -> Any:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), computed directly (no cancellation)
     on the continued-fraction side; see `gammainc` for the algorithm and conventions."""
     a, x = _real("gammaincc", a, x)
-    return _gammaincc(a, x)
+    return _like_weak(_gammaincc(a, x), x)
 
 
 _BETAINC_ITERATIONS = {np.dtype(np.float64): 300, np.dtype(np.float32): 100, np.dtype(np.float16): 40}
@@ -658,7 +669,7 @@ def _betainc_cf(a, b, x, iterations):
     tiny = float(np.finfo(np.dtype(x.dtype)).tiny) * 1e3
 
     def clamp(v):
-        return jnp.where(jnp.abs(v) < tiny, jnp.full_like(v, tiny), v)
+        return jnp.where(jnp.abs(v) < tiny, _full_like(v, tiny), v)
 
     qab, qap, qam = a + b, a + 1, a - 1
     c = jnp.ones_like(x)
@@ -686,7 +697,7 @@ def _betainc_value(a, b, x):
     aa, bb = jnp.where(flip, b, a), jnp.where(flip, a, b)
     xx = jnp.where(flip, 1 - x, x)
     inner = jnp.clip(xx, 0.0, 1.0)
-    safe_x = jnp.where((inner > 0) & (inner < 1), inner, jnp.full_like(inner, 0.5))
+    safe_x = jnp.where((inner > 0) & (inner < 1), inner, _full_like(inner, 0.5))
     log_front = aa * jnp.log(safe_x) + bb * jnp.log1p(-safe_x) - _betaln(aa, bb)
     value = jnp.exp(log_front) * _betainc_cf(aa, bb, safe_x, iterations) / aa
     value = jnp.where(flip, 1 - value, value)
@@ -719,7 +730,7 @@ def betainc(a: Any, b: Any, x: Any) -> Any:
     is the beta density; a and b are differentiated through the iteration in forward mode.
     """
     a, b, x = _real("betainc", a, b, x)
-    return _betainc(a, b, x)
+    return _like_weak(_betainc(a, b, x), x)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -758,7 +769,7 @@ def _bessel_i_scaled(order: int, x):
         term = term * (-(mu - (2 * k - 1) ** 2)) / (k * 8.0 * large)
         asym = asym + term
     asym = asym / jnp.sqrt(2 * math.pi * large)
-    return jnp.where(ax <= _BESSEL_SWITCH, series, asym)
+    return _like_weak(jnp.where(ax <= _BESSEL_SWITCH, series, asym), x)
 
 
 def i0e(x: Any) -> Any:

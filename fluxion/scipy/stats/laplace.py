@@ -4,3 +4,5 @@ See `fluxion/_src/scipy/stats/continuous.py` for the formulas and conventions.""
 
 from ..._src.scipy.stats.continuous import (
     laplace_cdf as cdf, laplace_logpdf as logpdf, laplace_pdf as pdf)
+
+__all__ = ["cdf", "logpdf", "pdf"]

@@ -4,3 +4,5 @@ See `fluxion/_src/scipy/stats/multivariate.py` for the formulas and conventions.
 
 from ..._src.scipy.stats.multivariate import (
     multivariate_normal_logpdf as logpdf, multivariate_normal_pdf as pdf)
+
+__all__ = ["logpdf", "pdf"]

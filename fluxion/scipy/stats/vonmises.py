@@ -4,3 +4,5 @@ See `fluxion/_src/scipy/stats/continuous.py` for the formulas and conventions.""
 
 from ..._src.scipy.stats.continuous import (
     vonmises_logpdf as logpdf, vonmises_pdf as pdf)
+
+__all__ = ["logpdf", "pdf"]

@@ -24,11 +24,11 @@ def standardize(x, loc, scale):
 
 def neg_inf_outside(inside, value):
     """`value` where `inside` holds and -inf elsewhere (a log-density outside its support)."""
-    return jnp.where(inside, value, jnp.full_like(value, -np.inf))
+    return jnp.where(inside, value, full_like(value, -np.inf))
 
 
 def fill_where(cond, value, fill: float):
-    return jnp.where(cond, jnp.full_like(value, fill), value)
+    return jnp.where(cond, full_like(value, fill), value)
 
 
 def log_diff_exp(a, b):
@@ -45,3 +45,8 @@ def promote_inexact_dtypes(*args: Any) -> list:
     if not dtypes.is_inexact(dt):
         arrays = [ew._convert_weak(a, dtypes.default_float_dtype(), weak) for a in arrays]
     return arrays
+
+
+def full_like(x, value: float):
+    """An array like `x` (shape, dtype and weak type, which `jnp.full_like` drops) filled with `value`."""
+    return jnp.zeros_like(x) + value

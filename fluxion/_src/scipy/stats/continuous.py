@@ -19,7 +19,7 @@ import numpy as np
 from .... import lax
 from .... import numpy as jnp
 from .. import special
-from ._common import fill_where, log_diff_exp, neg_inf_outside, promote, standardize
+from ._common import full_like, fill_where, log_diff_exp, neg_inf_outside, promote, standardize
 
 _LOG_2PI = math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -155,7 +155,7 @@ def cauchy_logsf(x, loc=0, scale=1):
 def cauchy_ppf(q, loc=0, scale=1):
     q, loc, scale = promote("cauchy.ppf", q, loc, scale)
     z = jnp.tan(math.pi * (q - 0.5))
-    z = jnp.where(q == 0, jnp.full_like(z, -np.inf), jnp.where(q == 1, jnp.full_like(z, np.inf), z))
+    z = jnp.where(q == 0, full_like(z, -np.inf), jnp.where(q == 1, full_like(z, np.inf), z))
     return fill_where((q < 0) | (q > 1), loc + scale * z, np.nan)
 
 
@@ -397,7 +397,7 @@ def truncnorm_logcdf(x, a, b, loc=0, scale=1):
     z = jnp.clip(standardize(x, loc, scale), a, b)
     value = _log_gauss_mass(a, z) - _log_gauss_mass(a, b)
     value = jnp.where(z >= b, jnp.zeros_like(value), value)
-    return jnp.where(z <= a, jnp.full_like(value, -np.inf), value)
+    return jnp.where(z <= a, full_like(value, -np.inf), value)
 
 
 def truncnorm_cdf(x, a, b, loc=0, scale=1):
@@ -409,7 +409,7 @@ def truncnorm_logsf(x, a, b, loc=0, scale=1):
     z = jnp.clip(standardize(x, loc, scale), a, b)
     value = _log_gauss_mass(z, b) - _log_gauss_mass(a, b)
     value = jnp.where(z <= a, jnp.zeros_like(value), value)
-    return jnp.where(z >= b, jnp.full_like(value, -np.inf), value)
+    return jnp.where(z >= b, full_like(value, -np.inf), value)
 
 
 def truncnorm_sf(x, a, b, loc=0, scale=1):

@@ -14,7 +14,7 @@ import numpy as np
 from .... import numpy as jnp
 from ... import core, dtypes
 from ...numpy.util import canonicalize_axis, check_arraylike
-from ._common import promote
+from ._common import full_like, promote
 
 _NAN_POLICIES = ("propagate", "omit", "raise")
 
@@ -119,7 +119,7 @@ def _rank_last(x, method: str):
         ranks = jnp.round(below) + 1
     has_nan = jnp.any(jnp.isnan(x), axis=-1, keepdims=True) if dtypes.is_inexact(x.dtype) else None
     if has_nan is not None:
-        ranks = jnp.where(has_nan, jnp.full_like(ranks, np.nan), ranks)
+        ranks = jnp.where(has_nan, full_like(ranks, np.nan), ranks)
     return ranks
 
 

@@ -13,7 +13,7 @@ from .... import lax
 from .... import numpy as jnp
 from .. import special
 from ...numpy.util import broadcast_shapes
-from ._common import fill_where, neg_inf_outside, promote
+from ._common import full_like, fill_where, neg_inf_outside, promote
 
 
 def _exp(f):
@@ -60,7 +60,7 @@ def poisson_entropy(mu, loc=0):
     k = jnp.arange(_ENTROPY_TERMS, dtype=flat.dtype)[:, None]
     probs = jnp.exp(special.xlogy(k, safe) - lax.lgamma(k + 1) - safe)
     summed = jnp.sum(special.entr(probs), axis=0)
-    big = jnp.where(flat >= 100, flat, jnp.full_like(flat, 100.0))
+    big = jnp.where(flat >= 100, flat, full_like(flat, 100.0))
     asymptotic = 0.5 * jnp.log(2 * np.pi * np.e * big) - 1 / (12 * big) - 1 / (24 * big * big)
     out = jnp.where(flat >= 100, asymptotic, summed)
     out = jnp.where(flat == 0, jnp.zeros_like(out), out)
