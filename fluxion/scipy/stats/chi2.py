@@ -3,7 +3,7 @@
 See `fluxion/_src/scipy/stats/continuous.py` for the formulas and conventions."""
 
 from ..._src.scipy.stats.continuous import (
-    chi2_cdf as cdf, chi2_logcdf as logcdf, chi2_logpdf as logpdf, chi2_logsf as logsf, chi2_pdf as pdf, chi2_sf
-    as sf)
+    chi2_cdf as cdf, chi2_logcdf as logcdf, chi2_logpdf as logpdf, chi2_logsf as logsf, chi2_pdf as pdf,
+    chi2_sf as sf)
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
