@@ -34,6 +34,9 @@ DOMAINS: dict[str, Callable] = {
     "angle": lambda rng, s: rng.uniform(-3.0, 3.0, s),
     "angle_pos": lambda rng, s: rng.uniform(0.1, 6.2, s),
     "bits": lambda rng, s: rng.integers(0, 2, s).astype(np.float64),
+    "loc": lambda rng, s: rng.uniform(-0.4, 0.4, s),
+    "lo": lambda rng, s: rng.uniform(-2.5, -1.0, s),
+    "hi": lambda rng, s: rng.uniform(1.0, 2.5, s),
 }
 
 
@@ -52,6 +55,7 @@ class Rec:
     scipy: bool = True  # compare values with SciPy
     jax: bool = True  # compare values, dtypes and weak types with real JAX
     vmap: bool = False  # run the vmap-against-a-loop check
+    jax_rtol: float | None = None  # float64 tolerance against JAX where JAX itself is less accurate
 
     def __str__(self):
         return self.name

@@ -39,6 +39,13 @@ def _like_weak(out: Any, like: Any) -> Any:
     return out
 
 
+def _strong_array(x: Any) -> Any:
+    """`x` as an array with a strong dtype: JAX's ndtr/ndtri/log_ndtr return strongly typed results even for
+    Python scalars."""
+    x = jnp.asarray(x)
+    return ew._convert_weak(x, x.dtype, False) if x.weak_type else x
+
+
 def _real(name: str, *args: Any) -> list:
     """Promotes to a common inexact dtype and rejects complex inputs (none of these functions takes them)."""
     out = promote_args_inexact(name, *args)
@@ -186,7 +193,7 @@ def ndtr(x: Any) -> Any:
     Raises:
       TypeError: if `x` is not floating point (JAX's rule: integer inputs are rejected).
     """
-    x = jnp.asarray(x)
+    x = _strong_array(x)
     if not dtypes.is_float(x.dtype):
         raise TypeError(f"ndtr: x must be a floating-point array, got dtype {x.dtype.name}")
     return _ndtr(x)
@@ -259,7 +266,7 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
         raise TypeError(f"log_ndtr: series_order must be a Python integer, got {series_order!r}")
     if not 0 <= series_order <= 30:
         raise ValueError(f"log_ndtr: series_order must be in [0, 30], got {series_order}")
-    x = jnp.asarray(x)
+    x = _strong_array(x)
     if not dtypes.is_float(x.dtype):
         raise TypeError(f"log_ndtr: x must be a floating-point array, got dtype {x.dtype.name}")
     fn = _LOG_NDTR.get(int(series_order))
@@ -316,7 +323,7 @@ def ndtri(p: Any) -> Any:
     Raises:
       TypeError: if `p` is not float32 or float64 (as JAX).
     """
-    p = jnp.asarray(p)
+    p = _strong_array(p)
     if p.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"ndtri: p must be float32 or float64, got dtype {p.dtype.name}")
     return _ndtri(p)

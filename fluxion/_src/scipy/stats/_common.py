@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -50,3 +51,12 @@ def promote_inexact_dtypes(*args: Any) -> list:
 def full_like(x, value: float):
     """An array like `x` (shape, dtype and weak type, which `jnp.full_like` drops) filled with `value`."""
     return jnp.zeros_like(x) + value
+
+
+def log1mexp(a):
+    """log(1 - exp(-a)) for a >= 0: log(-expm1(-a)) below log 2 and log1p(-exp(-a)) above, each accurate on its
+    side (Maechler, "Accurately computing log(1 - exp(-|a|))", 2012)."""
+    small = a <= math.log(2)
+    safe_small = jnp.where(small, a, jnp.ones_like(a))
+    safe_large = jnp.where(small, jnp.ones_like(a), a)
+    return jnp.where(small, jnp.log(-jnp.expm1(-safe_small)), jnp.log1p(-jnp.exp(-safe_large)))

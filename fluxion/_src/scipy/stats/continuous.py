@@ -19,7 +19,7 @@ import numpy as np
 from .... import lax
 from .... import numpy as jnp
 from .. import special
-from ._common import full_like, fill_where, log_diff_exp, neg_inf_outside, promote, standardize
+from ._common import full_like, fill_where, log1mexp, log_diff_exp, neg_inf_outside, promote, standardize
 
 _LOG_2PI = math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -184,8 +184,7 @@ def expon_cdf(x, loc=0, scale=1):
 
 def expon_logcdf(x, loc=0, scale=1):
     x, loc, scale = promote("expon.logcdf", x, loc, scale)
-    z = jnp.maximum(standardize(x, loc, scale), 0)
-    return jnp.log(-jnp.expm1(-z))
+    return log1mexp(jnp.maximum(standardize(x, loc, scale), 0))
 
 
 def expon_sf(x, loc=0, scale=1):
@@ -217,7 +216,9 @@ def uniform_pdf(x, loc=0, scale=1):
 
 def uniform_cdf(x, loc=0, scale=1):
     x, loc, scale = promote("uniform.cdf", x, loc, scale)
-    return jnp.clip(standardize(x, loc, scale), 0, 1)
+    # The bounds are strongly typed arrays, as in JAX, so the result is never weak.
+    zero = jnp.zeros((), x.dtype)
+    return jnp.clip(standardize(x, loc, scale), zero, zero + 1)
 
 
 def uniform_ppf(q, loc=0, scale=1):
@@ -356,7 +357,7 @@ def pareto_sf(x, b, loc=0, scale=1):
 
 
 def pareto_logcdf(x, b, loc=0, scale=1):
-    return jnp.log(-jnp.expm1(pareto_logsf(x, b, loc, scale)))
+    return log1mexp(-pareto_logsf(x, b, loc, scale))
 
 
 def pareto_cdf(x, b, loc=0, scale=1):
@@ -442,7 +443,7 @@ def gumbel_r_sf(x, loc=0, scale=1):
 
 
 def gumbel_r_logsf(x, loc=0, scale=1):
-    return jnp.log(gumbel_r_sf(x, loc, scale))
+    return log1mexp(-gumbel_r_logcdf(x, loc, scale))
 
 
 def gumbel_r_ppf(p, loc=0, scale=1):
@@ -474,7 +475,7 @@ def gumbel_l_cdf(x, loc=0, scale=1):
 
 
 def gumbel_l_logcdf(x, loc=0, scale=1):
-    return jnp.log(gumbel_l_cdf(x, loc, scale))
+    return log1mexp(-gumbel_l_logsf(x, loc, scale))
 
 
 def gumbel_l_ppf(p, loc=0, scale=1):

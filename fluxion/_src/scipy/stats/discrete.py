@@ -46,7 +46,8 @@ def poisson_cdf(k, mu, loc=0):
 
 
 # Poisson entropy: direct summation of -p log p over k < 250 for mu < 100 (the mass beyond mu + 10 sqrt(mu) + 20
-# is below float64 resolution), and the asymptotic expansion 1/2 log(2 pi e mu) - 1/(12 mu) - 1/(24 mu^2) beyond
+# is below float64 resolution), and the asymptotic expansion
+# 1/2 log(2 pi e mu) - 1/(12 mu) - 1/(24 mu^2) - 19/(360 mu^3) beyond
 # (Evans, Boersma, Blachman & Jagers, "The entropy of a Poisson distribution", SIAM Review 30, 1988).
 _ENTROPY_TERMS = 250
 
@@ -58,10 +59,12 @@ def poisson_entropy(mu, loc=0):
     flat = jnp.ravel(mu)
     safe = jnp.where((flat > 0) & (flat < 100), flat, jnp.ones_like(flat))
     k = jnp.arange(_ENTROPY_TERMS, dtype=flat.dtype)[:, None]
-    probs = jnp.exp(special.xlogy(k, safe) - lax.lgamma(k + 1) - safe)
-    summed = jnp.sum(special.entr(probs), axis=0)
+    # -p log p from log p itself: entr(p) would have an infinite derivative where p underflows to 0.
+    log_probs = special.xlogy(k, safe) - lax.lgamma(k + 1) - safe
+    summed = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=0)
     big = jnp.where(flat >= 100, flat, full_like(flat, 100.0))
-    asymptotic = 0.5 * jnp.log(2 * np.pi * np.e * big) - 1 / (12 * big) - 1 / (24 * big * big)
+    inv = 1 / big
+    asymptotic = 0.5 * jnp.log(2 * np.pi * np.e * big) - inv * (1 / 12 + inv * (1 / 24 + inv * (19 / 360)))
     out = jnp.where(flat >= 100, asymptotic, summed)
     out = jnp.where(flat == 0, jnp.zeros_like(out), out)
     out = fill_where(flat < 0, out, np.nan)
@@ -155,6 +158,9 @@ nbinom_pmf = _exp(nbinom_logpmf)
 
 def multinomial_logpmf(x, n, p):
     """log n! - sum_i log x_i! + sum_i x_i log p_i over the last axis; -inf where sum(x) != n.
+
+    Differences from JAX: counts of any dtype are accepted (JAX requires integers), and the support check sums
+    each row of a batched `x` separately (JAX sums over all axes, making every row of a batch -inf).
 
     Raises:
       ValueError: if `x` and `p` do not broadcast.
