@@ -1,4 +1,4 @@
 """`fluxion.scipy`: SciPy's API on fluxion arrays (mirrors `jax.scipy`): `special`, `stats`, `linalg`,
 `integrate`, `optimize`, `signal`."""
 
-from . import special as special, stats as stats  # noqa: F401
+from . import linalg as linalg, special as special, stats as stats  # noqa: F401
