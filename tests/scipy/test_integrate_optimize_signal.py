@@ -37,7 +37,7 @@ def test_trapezoid(name, make, kw, rng):
         if args[0].dtype.kind == "f":
             tu.check_grads(lambda *a: fint.trapezoid(*a, **kw), list(args), order=2, rng=rng)
     tu.check_jit(lambda *a: fint.trapezoid(*a, **kw), [a.astype(np.float32) for a in args])
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.scipy.integrate as jint
     got, want = fint.trapezoid(*args, **kw), jint.trapezoid(*args, **kw)
     assert (got.dtype, got.shape) == (want.dtype, want.shape)
@@ -72,7 +72,7 @@ def test_minimize_rosenbrock_matches_scipy_and_jax():
         assert int(res.nit) > 0 and int(res.nfev) >= int(res.nit)
         jitted = fluxion.jit(lambda z: fopt.minimize(_rosenbrock, z, method="BFGS"))(x0)
         tu.assert_allclose(jitted.x, res.x, rtol=1e-12)
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.numpy as real_jnp
     import jax.scipy.optimize as jopt
     with tu.enable_x64(jax.config):
@@ -147,7 +147,7 @@ def test_signal_against_jax_grads_jit_vmap(name, rng):
     tu.check_jit(lambda x, y: f(x, y), [a32, b32], rtol=1e-5, atol=1e-5)
     tu.check_batching(lambda x, y: f(x, y, mode="valid"), [np.stack([a32, a32 * 2]), np.stack([b32, -b32])],
                       rtol=1e-5, atol=1e-5)
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.scipy.signal as jsig
     ours, theirs = f(a32, b32), getattr(jsig, name)(a32, b32)
     tu.assert_allclose(ours, np.asarray(theirs), rtol=1e-4, atol=1e-4)
