@@ -72,7 +72,7 @@ def test_minimize_rosenbrock_matches_scipy_and_jax():
         assert int(res.nit) > 0 and int(res.nfev) >= int(res.nit)
         jitted = fluxion.jit(lambda z: fopt.minimize(_rosenbrock, z, method="BFGS"))(x0)
         tu.assert_allclose(jitted.x, res.x, rtol=1e-12)
-    pytest.importorskip("jax")
+    jax = pytest.importorskip("jax")
     import jax.numpy as real_jnp
     import jax.scipy.optimize as jopt
     with tu.enable_x64(jax.config):
