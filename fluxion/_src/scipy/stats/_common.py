@@ -60,3 +60,34 @@ def log1mexp(a):
     safe_small = jnp.where(small, a, jnp.ones_like(a))
     safe_large = jnp.where(small, jnp.ones_like(a), a)
     return jnp.where(small, jnp.log(-jnp.expm1(-safe_small)), jnp.log1p(-jnp.exp(-safe_large)))
+
+
+_METHOD_DOCS = {
+    "logpdf": "The log of the probability density",
+    "pdf": "The probability density",
+    "logpmf": "The log of the probability mass function",
+    "pmf": "The probability mass function",
+    "cdf": "The cumulative distribution function P(X <= x)",
+    "logcdf": "The log of the cumulative distribution function",
+    "sf": "The survival function P(X > x) = 1 - cdf",
+    "logsf": "The log of the survival function",
+    "ppf": "The quantile function (inverse of cdf; NaN for probabilities outside [0, 1])",
+    "isf": "The inverse survival function (inverse of sf; NaN for probabilities outside [0, 1])",
+    "entropy": "The entropy",
+}
+
+
+def fill_docstrings(namespace: dict, descriptions: dict) -> None:
+    """Gives every `<distribution>_<method>` function of `namespace` without a docstring one built from the method
+    and the distribution's description (the formulas are in the code next to it)."""
+    import inspect
+    for name, fn in list(namespace.items()):
+        if not callable(fn) or fn.__doc__ or name.startswith("_"):
+            continue
+        for dist, desc in descriptions.items():
+            method = name[len(dist) + 1:]
+            if name.startswith(dist + "_") and method in _METHOD_DOCS:
+                params = ", ".join(inspect.signature(fn).parameters)
+                fn.__doc__ = (f"{_METHOD_DOCS[method]} of {desc}, `{dist}.{method}({params})` as in "
+                              f"jax.scipy.stats. Arguments are promoted to one inexact dtype and broadcast.")
+                break

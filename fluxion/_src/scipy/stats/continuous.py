@@ -19,7 +19,7 @@ import numpy as np
 from .... import lax
 from .... import numpy as jnp
 from .. import special
-from ._common import full_like, fill_where, log1mexp, log_diff_exp, neg_inf_outside, promote, standardize
+from ._common import fill_docstrings, full_like, fill_where, log1mexp, log_diff_exp, neg_inf_outside, promote, standardize
 
 _LOG_2PI = math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -523,3 +523,24 @@ def wrapcauchy_logpdf(x, c):
 
 def wrapcauchy_pdf(x, c):
     return jnp.exp(wrapcauchy_logpdf(x, c))
+
+
+fill_docstrings(globals(), {
+    "norm": "the normal distribution N(loc, scale^2)",
+    "logistic": "the logistic distribution",
+    "laplace": "the Laplace distribution exp(-|x - loc| / scale) / (2 scale)",
+    "cauchy": "the Cauchy distribution",
+    "expon": "the exponential distribution on [loc, inf) with mean loc + scale",
+    "uniform": "the uniform distribution on [loc, loc + scale]",
+    "t": "Student's t distribution with df degrees of freedom",
+    "gamma": "the gamma distribution with shape a",
+    "chi2": "the chi-squared distribution with df degrees of freedom",
+    "beta": "the beta distribution with shapes a, b on [loc, loc + scale]",
+    "pareto": "the Pareto distribution with shape b on [loc + scale, inf)",
+    "truncnorm": "the standard normal truncated to [a, b] (then shifted by loc and scaled by scale)",
+    "gumbel_r": "the right-skewed Gumbel (maximum) distribution",
+    "gumbel_l": "the left-skewed Gumbel (minimum) distribution",
+    "gennorm": "the generalized normal distribution with shape beta",
+    "vonmises": "the von Mises distribution with concentration kappa",
+    "wrapcauchy": "the wrapped Cauchy distribution with shape c",
+})

@@ -20,7 +20,7 @@ def _exp(f):
     def pmf(*args, **kwargs):
         return jnp.exp(f(*args, **kwargs))
     pmf.__name__ = f.__name__.replace("logpmf", "pmf")
-    pmf.__doc__ = f"exp of `{f.__name__}`."
+    pmf.__doc__ = f"The probability mass function, exp of `{f.__name__}` (see there for the support)."
     return pmf
 
 

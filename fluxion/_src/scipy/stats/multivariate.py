@@ -43,6 +43,7 @@ def multivariate_normal_logpdf(x, mean, cov, allow_singular=None):
 
 
 def multivariate_normal_pdf(x, mean, cov):
+    """The density of N(mean, cov) at x, exp of `multivariate_normal_logpdf`."""
     return jnp.exp(multivariate_normal_logpdf(x, mean, cov))
 
 
@@ -71,6 +72,7 @@ def dirichlet_logpdf(x, alpha):
 
 
 def dirichlet_pdf(x, alpha):
+    """The density of Dirichlet(alpha) at x, exp of `dirichlet_logpdf` (x's first axis holds the components)."""
     return jnp.exp(dirichlet_logpdf(x, alpha))
 
 
