@@ -69,6 +69,7 @@ RECORDS = [
     R("gammainc", "pos", "pos", rtol=1e-12, order=1, vmap=True),
     R("gammaincc", "pos", "pos", rtol=1e-12, order=1),
     R("betainc", "pos", "pos", "unit", rtol=1e-11, order=1),
+    R("erfcx", "real", rtol=1e-12, vmap=True),
     R("exp1", "small_pos", rtol=1e-13),
     R("expi", "real", rtol=1e-12, grad_tol=1e-4),
     R("expn", "count", "small_pos", fixed={0: np.array([0, 1, 2, 3, 7])}, rtol=1e-13),
@@ -195,6 +196,7 @@ EDGES = {
     "betainc": ([1.0, 2.0, 2.0, 0.5, -1.0, 200.0], [1.0, 3.0, 3.0, 0.5, 1.0, 300.0],
                 [0.0, 1.0, 0.5, 1e-10, 0.5, 0.4]),
     "i0e": ([0.0, 29.999, 30.001, 1e4, -1e4, np.inf],),
+    "erfcx": ([-30.0, -26.0, -5.0, 0.0, 1.999, 2.0, 2.001, 5.0, 26.0, 30.0, 1e5, 1e300, np.inf, -np.inf],),
     "exp1": ([0.0, 1e-10, 1.0, 1.0 + 1e-12, 40.0, 700.0, np.inf, -1.0],),
     "expi": ([0.0, 1e-10, -1e-10, 39.999, 40.001, 700.0, -700.0, np.inf, -np.inf],),
     "expn": ([0.0, 1.0, 2.0, 5.0, 1.0, -1.0, 2.0], [0.0, 0.0, 0.0, 1.0, 50.0, 1.0, -1.0]),
@@ -265,6 +267,21 @@ def test_gammainc_derivative_in_a_matches_jax():
             tu.assert_allclose(ours[1], np.asarray(theirs[1]), rtol=1e-10)
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 30])
+def test_bernoulli_numbers(n):
+    jax, jsp = _jax_special()
+    exact = [1, -1 / 2, 1 / 6, 0, -1 / 30, 0, 1 / 42, 0][: n + 1]
+    with tu.enable_x64():
+        got = np.asarray(fsp.bernoulli(n))
+        np.testing.assert_allclose(got[: len(exact)], exact, rtol=1e-15)
+        tu.assert_allclose(got, sp.bernoulli(n), rtol=1e-11)  # SciPy's B_4 is 2e-12 off -1/30
+    ours, theirs = fsp.bernoulli(n), jsp.bernoulli(n)
+    assert (ours.dtype, ours.shape) == (theirs.dtype, theirs.shape)
+    tu.assert_allclose(ours, np.asarray(theirs), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="non-negative"):
+        fsp.bernoulli(-1)
+
+
 def test_errors():
     with pytest.raises(NotImplementedError):
         fsp.factorial(3, exact=True)
@@ -286,10 +303,8 @@ def test_errors():
 
 # Names of jax.scipy.special not mirrored, and why.
 MISSING_WITH_REASON = {
-    "bernoulli": "Bernoulli numbers: not needed by any other function here; not implemented yet",
     "bessel_jn": "Bessel J_n by backward recurrence: not implemented yet",
     "dawsn": "needs a Dawson-integral approximation (Cephes rational coefficients): not implemented yet",
-    "erfcx": "needs an accurate scaled complementary error function for large x: not implemented yet",
     "fresnel": "Fresnel integrals: not implemented yet",
     "hyp1f1": "confluent hypergeometric function: not implemented yet",
     "hyp2f1": "Gauss hypergeometric function: not implemented yet",

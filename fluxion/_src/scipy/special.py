@@ -25,7 +25,7 @@ from ..nn import functions as _nn
 from ..numpy.util import promote_args_inexact
 
 __all__ = [
-    "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfinv", "exp1",
+    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1",
     "expi", "expit", "expn",
     "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
     "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax",
@@ -944,3 +944,61 @@ def expi(x: Any) -> Any:
     x > 0 the power series (A&S 5.1.10) up to 40 and the asymptotic expansion (A&S 5.1.51) beyond."""
     (x,) = _real("expi", x)
     return _like_weak(_expi(x), x)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Bernoulli numbers and the scaled complementary error function
+# --------------------------------------------------------------------------------------------------------------
+
+def _bernoulli_exact(n: int) -> list:
+    """B_0..B_n as exact fractions from the recurrence sum_{k=0}^{m} C(m+1, k) B_k = 0 (B_1 = -1/2)."""
+    from fractions import Fraction
+    values = [Fraction(1)]
+    for m in range(1, n + 1):
+        values.append(-sum(math.comb(m + 1, k) * values[k] for k in range(m)) / (m + 1))
+    return values
+
+
+def bernoulli(n: int) -> Any:
+    """The Bernoulli numbers B_0, ..., B_n (with B_1 = -1/2, as SciPy) as an array of shape (n + 1,) in the
+    default float dtype, computed exactly with rational arithmetic and rounded once.
+
+    Raises:
+      ValueError: if `n` is not a non-negative (concrete) integer.
+    """
+    if isinstance(n, (core.Array, core.Tracer)):
+        n = _concrete_int(n, "bernoulli: n")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"bernoulli: n must be a non-negative integer, got {n!r}")
+    exact = _bernoulli_exact(int(n))
+    dt = dtypes.default_float_dtype()
+    return jnp.asarray(np.array([float(v) for v in exact], dtype=np.float64).astype(dt))
+
+
+_ERFCX_SWITCH = 2.0
+_ERFCX_CF_STEPS = 120
+
+
+def _erfcx_continued_fraction(x):
+    """erfcx(x) for x >= 2 from Laplace's continued fraction
+    erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))) (Abramowitz & Stegun 7.1.14),
+    evaluated from the tail inward for a fixed number of terms."""
+    def step(i, tail):
+        k = _ERFCX_CF_STEPS - i  # k = N, N-1, ..., 1
+        return x + (0.5 * k) / tail
+
+    tail = lax.fori_loop(0, _ERFCX_CF_STEPS, step, x)
+    return 1 / (math.sqrt(math.pi) * tail)
+
+
+def erfcx(x: Any) -> Any:
+    """The scaled complementary error function exp(x^2) erfc(x).
+
+    exp(x^2) * erfc(x) for x < 2 (inf once exp(x^2) overflows for very negative x, as SciPy) and Laplace's
+    continued fraction (Abramowitz & Stegun 7.1.14) for x >= 2, which keeps full accuracy where erfc underflows.
+    """
+    (x,) = _real("erfcx", x)
+    near = jnp.minimum(x, _ERFCX_SWITCH)
+    direct = jnp.exp(near * near) * lax.erfc(near)
+    far = _erfcx_continued_fraction(jnp.maximum(x, _ERFCX_SWITCH))
+    return _like_weak(jnp.where(x < _ERFCX_SWITCH, direct, far), x)
