@@ -381,5 +381,34 @@ def block_diag(*arrs: Any) -> Any:
     return jnp.concatenate(rows, axis=0)
 
 
+# --- polar --------------------------------------------------------------------------------------------------------
+
+def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
+          max_iterations: int | None = None) -> tuple:
+    """The polar decomposition a = U P ("right", P = (a^H a)^(1/2)) or a = P U ("left"), with U having
+    orthonormal columns (rows) and P positive semi-definite, both from the SVD a = W S Vh: U = W Vh.
+
+    `method` ("qdwh" or "svd"), `eps` and `max_iterations` are accepted for JAX compatibility; the SVD is always
+    used (JAX's QDWH iteration reaches the same factors to rounding).
+
+    Raises:
+      ValueError: for an unknown `side` or `method`, or a non-2-D input.
+    """
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}")
+    a = _inexact("polar", a)
+    if a.ndim != 2:
+        raise ValueError(f"polar: expected a 2-D matrix, got shape {a.shape}")
+    w, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    unitary = w @ vh
+    if side == "right":
+        p = (jnp.conj(vh.T) * s) @ vh
+    else:
+        p = (w * s) @ jnp.conj(w.T)
+    return unitary, p
+
+
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor",
-           "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+           "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd"]
