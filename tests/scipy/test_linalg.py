@@ -217,7 +217,7 @@ def test_structured_matrices(name, make, rng):
     args = make(rng)
     with tu.enable_x64():
         tu.assert_allclose(getattr(fla, name)(*args), getattr(sla, name)(*args), rtol=1e-13, atol=1e-14)
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.scipy.linalg as jla
     args32 = [a.astype(np.float32) if isinstance(a, np.ndarray) else a for a in args]
     ours, theirs = getattr(fla, name)(*args32), getattr(jla, name)(*args32)
@@ -243,7 +243,7 @@ def test_polar(side, rng):
         tu.assert_allclose(p, want_p, rtol=1e-10, atol=1e-12)
         # (Square input: fluxion's svd JVP fails on rectangular matrices, a lax-level bug reported separately.)
         tu.check_grads(lambda m: fla.polar(m, side), [rng.normal(size=(4, 4))], order=1, rng=rng)
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.scipy.linalg as jla
     ours, theirs = fla.polar(a.astype(np.float32), side), jla.polar(a.astype(np.float32), side)
     for x, y in zip(ours, theirs):
