@@ -5,5 +5,6 @@ from .._src.scipy.linalg import (
     eigh as eigh, expm as expm, inv as inv, lu as lu, lu_factor as lu_factor, lu_solve as lu_solve, polar as polar,
     qr as qr, solve as solve, solve_triangular as solve_triangular, svd as svd)
 from .._src.scipy.special_matrices import (
-    circulant as circulant, companion as companion, dft as dft, fiedler as fiedler, hankel as hankel,
-    hilbert as hilbert, leslie as leslie, toeplitz as toeplitz)
+    circulant as circulant, companion as companion, convolution_matrix as convolution_matrix, dft as dft,
+    fiedler as fiedler, hadamard as hadamard, hankel as hankel, helmert as helmert, hilbert as hilbert,
+    invhilbert as invhilbert, invpascal as invpascal, leslie as leslie, pascal as pascal, toeplitz as toeplitz)

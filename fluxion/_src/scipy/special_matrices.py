@@ -1,6 +1,7 @@
-"""Structured-matrix constructors of `fluxion.scipy.linalg`: toeplitz, hankel, circulant, hilbert, companion,
-dft, leslie, fiedler (mirrors `jax.scipy.linalg`; leading dimensions of the vector arguments are batch
-dimensions, as in JAX)."""
+"""Structured-matrix constructors of `fluxion.scipy.linalg` (mirrors `jax.scipy.linalg`): toeplitz, hankel,
+circulant, companion, leslie, fiedler and convolution_matrix from arrays (leading dimensions of the vector
+arguments are batch dimensions, as in JAX); hilbert, invhilbert, pascal, invpascal, helmert, hadamard and dft
+from a static size, computed exactly in NumPy (integers and binomials) and rounded once."""
 
 from __future__ import annotations
 
@@ -124,3 +125,115 @@ def fiedler(a: Any) -> Any:
     """The symmetric Fiedler matrix |a[i] - a[j]|; a (..., n) gives (..., n, n)."""
     a = jnp.asarray(a)
     return jnp.abs(a[..., :, None] - a[..., None, :])
+
+
+def _static_n(name: str, n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{name}: n must be a non-negative Python integer, got {n!r}")
+    return int(n)
+
+
+def hadamard(n: int, dtype: Any = int) -> Any:
+    """The n x n Hadamard matrix of Sylvester's construction (n a power of 2), in `dtype` (int: int32, or int64
+    with x64, as JAX).
+
+    Raises:
+      ValueError: if n is not a positive power of 2.
+    """
+    n = _static_n("hadamard", n)
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"hadamard: n must be a positive power of 2, got {n}")
+    h = np.ones((1, 1), np.int64)
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return jnp.asarray(h.astype(dtypes.canonicalize_dtype(dtype)))
+
+
+def helmert(n: int, full: bool = False) -> Any:
+    """The Helmert matrix: row 0 is 1/sqrt(n); row k > 0 has k entries 1/sqrt(k(k+1)), then -k/sqrt(k(k+1)).
+    Rows 1..n-1 (an (n-1, n) matrix) unless `full`. Default float dtype."""
+    n = _static_n("helmert", n)
+    h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n))
+    d = np.arange(n) * np.arange(1, n + 1)
+    h[0] = 1
+    d[0] = n
+    h = h / np.sqrt(d)[:, None]
+    return jnp.asarray((h if full else h[1:]).astype(dtypes.default_float_dtype()))
+
+
+def pascal(n: int, kind: str | None = None) -> Any:
+    """The n x n Pascal matrix: "symmetric" (the default) C(i + j, i), "lower" C(i, j), "upper" its transpose;
+    exact binomials rounded once to the default float dtype (JAX computes them through gammaln).
+
+    Raises:
+      ValueError: for another `kind`.
+    """
+    n = _static_n("pascal", n)
+    kind = kind or "symmetric"
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"pascal: kind must be 'symmetric', 'lower' or 'upper', got {kind!r}")
+    if kind == "symmetric":
+        m = [[math.comb(a + b, a) for b in range(n)] for a in range(n)]
+    else:
+        m = [[math.comb(a, b) if a >= b else 0 for b in range(n)] for a in range(n)]
+    out = np.array(m, dtype=np.float64).reshape(n, n)
+    return jnp.asarray((out.T if kind == "upper" else out).astype(dtypes.default_float_dtype()))
+
+
+def invpascal(n: int, kind: str | None = None) -> Any:
+    """The inverse of `pascal(n, kind)`, from exact integers: the lower one is (-1)^(i+j) C(i, j), and the
+    symmetric one is upper^-1 lower^-1."""
+    n = _static_n("invpascal", n)
+    kind = kind or "symmetric"
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"invpascal: kind must be 'symmetric', 'lower' or 'upper', got {kind!r}")
+    lower = [[(-1) ** (a + b) * math.comb(a, b) if a >= b else 0 for b in range(n)] for a in range(n)]
+    low = np.array(lower, dtype=object).reshape(n, n)
+    if kind == "lower":
+        out = low
+    elif kind == "upper":
+        out = low.T
+    else:
+        out = low.T.dot(low)  # (L L^T)^-1 = L^-T L^-1
+    return jnp.asarray(np.array(out, dtype=np.float64).astype(dtypes.default_float_dtype()))
+
+
+def invhilbert(n: int) -> Any:
+    """The inverse of the n x n Hilbert matrix from its closed form in binomials (exact integers, rounded once
+    to the default float dtype):
+    (-1)^(i+j) (i+j+1) C(n+i, n-j-1) C(n+j, n-i-1) C(i+j, i)^2."""
+    n = _static_n("invhilbert", n)
+    out = [[(-1) ** (i + j) * (i + j + 1) * math.comb(n + i, n - j - 1) * math.comb(n + j, n - i - 1)
+            * math.comb(i + j, i) ** 2 for j in range(n)] for i in range(n)]
+    return jnp.asarray(np.array(out, dtype=np.float64).reshape(n, n).astype(dtypes.default_float_dtype()))
+
+
+def convolution_matrix(a: Any, n: int, mode: str = "full") -> Any:
+    """The matrix A with A @ v == convolve(a, v, mode) for any v of length n: a Toeplitz matrix with a in its
+    first column, rows trimmed for "same" and "valid" as `scipy.signal.convolve` trims its output.
+
+    Raises:
+      ValueError: for a non-1-D a, n < 1 or an unknown mode.
+    """
+    a = jnp.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"convolution_matrix: a must be 1-D, got shape {a.shape}")
+    n = _static_n("convolution_matrix", n)
+    if n < 1:
+        raise ValueError("convolution_matrix: n must be at least 1")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"convolution_matrix: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    m = a.shape[0]
+    col = jnp.concatenate([a, jnp.zeros(n - 1, a.dtype)])
+    row = jnp.concatenate([a[:1], jnp.zeros(n - 1, a.dtype)])
+    full = toeplitz(col, row)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        trim = min(n, m) - 1
+        start, stop = trim, full.shape[0] - trim
+    else:  # "same": the output has max(m, n) rows, centred like convolve's
+        trim = min(n, m) - 1
+        start = trim // 2
+        stop = full.shape[0] - (trim - start)
+    return full[start:stop]
