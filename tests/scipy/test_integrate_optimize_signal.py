@@ -171,6 +171,20 @@ def test_complex_and_fft_axes(mode, rng):
                            scipy_signal.fftconvolve(x, k, mode=mode, axes=1), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(type="constant"), dict(axis=0), dict(bp=[3, 7]), dict(bp=5, axis=0)])
+def test_detrend(kw, rng):
+    data = rng.normal(size=(10, 12)) + np.arange(12) * 0.5
+    with tu.enable_x64():
+        tu.assert_allclose(fsig.detrend(data, **kw), scipy_signal.detrend(data, **kw), rtol=1e-10, atol=1e-12)
+        tu.check_grads(lambda d: fsig.detrend(d, **kw), [data], order=1, rng=rng)
+    tu.check_jit(lambda d: fsig.detrend(d, **kw), [data.astype(np.float32)], rtol=1e-5, atol=1e-5)
+    pytest.importorskip("jax")
+    import jax.scipy.signal as jsig
+    ours, theirs = fsig.detrend(data.astype(np.float32), **kw), jsig.detrend(data.astype(np.float32), **kw)
+    assert (ours.dtype, ours.shape) == (theirs.dtype, theirs.shape)
+    tu.assert_allclose(ours, np.asarray(theirs), rtol=1e-4, atol=1e-4)
+
+
 def test_signal_errors():
     with pytest.raises(ValueError, match="mode"):
         fsig.convolve(np.ones(3), np.ones(2), mode="bogus")
@@ -180,6 +194,10 @@ def test_signal_errors():
         fsig.convolve2d(np.ones(3), np.ones(2))
     with pytest.raises(NotImplementedError):
         fsig.convolve2d(np.ones((3, 3)), np.ones((2, 2)), boundary="wrap")
+    with pytest.raises(ValueError, match="trend type"):
+        fsig.detrend(np.ones(4), type="quadratic")
+    with pytest.raises(ValueError, match="breakpoints"):
+        fsig.detrend(np.ones(4), bp=9)
     with pytest.raises(ValueError, match="at least as large"):
         fsig.convolve(np.ones((3, 1)), np.ones((1, 3)), mode="valid")
 
@@ -191,7 +209,6 @@ def test_coverage_of_jax_scipy_signal_integrate_optimize():
     import jax.scipy.signal as jsig
     missing = {
         "csd": "spectral estimation (csd, welch, stft, istft): not implemented yet",
-        "detrend": "not implemented yet",
         "istft": "spectral estimation: not implemented yet",
         "stft": "spectral estimation: not implemented yet",
         "welch": "spectral estimation: not implemented yet",

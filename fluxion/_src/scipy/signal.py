@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ... import lax
 from ... import numpy as jnp
 from .. import dtypes
@@ -176,3 +178,38 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any
     else:
         target = [in1.shape[i] - in2.shape[i] + 1 if i in axes else full.shape[i] for i in range(nd)]
     return _centred(full, target)
+
+
+def detrend(data: Any, axis: int = -1, type: str = "linear", bp: Any = 0,  # noqa: A002
+            overwrite_data: Any = None) -> Any:
+    """Removes the mean ("constant") or the least-squares line ("linear") along `axis`; for "linear", each piece
+    between the breakpoints `bp` (static indices along `axis`) gets its own line.
+
+    Integer data gives the default float dtype.
+
+    Raises:
+      ValueError: for an unknown `type`, or a breakpoint outside [0, n].
+    """
+    if type not in ("linear", "l", "constant", "c"):
+        raise ValueError(f"detrend: trend type must be 'linear' or 'constant', got {type!r}")
+    data = jnp.asarray(data)
+    if not dtypes.is_inexact(data.dtype):
+        data = data.astype(dtypes.default_float_dtype())
+    if type in ("constant", "c"):
+        return data - jnp.mean(data, axis=axis, keepdims=True)
+    moved = jnp.moveaxis(data, axis, -1)
+    n = moved.shape[-1]
+    points = sorted({0, n, *[int(b) for b in np.atleast_1d(np.asarray(bp)).tolist()]})
+    if points[0] < 0 or points[-1] > n:
+        raise ValueError(f"detrend: breakpoints must lie in [0, {n}], got {bp!r}")
+    pieces = []
+    for lo, hi in zip(points[:-1], points[1:]):
+        seg = moved[..., lo:hi]
+        t = jnp.arange(hi - lo, dtype=seg.dtype)
+        t_centred = t - jnp.mean(t)
+        y_mean = jnp.mean(seg, axis=-1, keepdims=True)
+        denom = jnp.sum(t_centred * t_centred)
+        # A one-point piece has no slope: only its mean is removed.
+        slope = jnp.sum(t_centred * (seg - y_mean), axis=-1, keepdims=True) / jnp.where(denom > 0, denom, 1)
+        pieces.append(seg - y_mean - slope * t_centred)
+    return jnp.moveaxis(jnp.concatenate(pieces, axis=-1), -1, axis)
