@@ -862,7 +862,8 @@ def _expn_value(n, x):
     small = x <= 1
     x_small = jnp.where(small & (x > 0), x, jnp.full_like(x, 0.5))
     x_large = jnp.where(small, jnp.full_like(x, 2.0), x)
-    value = jnp.where(small, _expn_series(n, x_small), _expn_continued_fraction(n, x_large))
+    n_safe = jnp.where((n >= 1) & (n == jnp.floor(n)), n, jnp.ones_like(n))  # n = 0 and bad n are set below
+    value = jnp.where(small, _expn_series(n_safe, x_small), _expn_continued_fraction(n_safe, x_large))
     value = jnp.where(n == 0, jnp.exp(-x) / x, value)
     at_zero = jnp.where(n > 1, 1 / jnp.maximum(n - 1, 1), jnp.full_like(x, np.inf))
     value = jnp.where(x == 0, at_zero, value)
