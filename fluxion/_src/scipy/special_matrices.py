@@ -14,7 +14,8 @@ from ... import numpy as jnp
 from .. import dtypes
 
 
-def _vector(name: str, a: Any, arg: str) -> Any:
+def _vector(a: Any) -> Any:
+    """`a` as an array with at least one dimension (a scalar is a length-1 vector)."""
     a = jnp.asarray(a)
     if a.ndim == 0:
         a = a[None]
@@ -24,8 +25,8 @@ def _vector(name: str, a: Any, arg: str) -> Any:
 def toeplitz(c: Any, r: Any = None) -> Any:
     """The Toeplitz matrix T[i, j] = c[i - j] for i >= j and r[j - i] above the diagonal (r[0] is ignored;
     without r, r = conj(c)). c (..., m) and r (..., n) give (..., m, n)."""
-    c = _vector("toeplitz", c, "c")
-    r = jnp.conj(c) if r is None else _vector("toeplitz", r, "r")
+    c = _vector(c)
+    r = jnp.conj(c) if r is None else _vector(r)
     dt = jnp.result_type(c, r)
     c, r = c.astype(dt), r.astype(dt)
     batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
@@ -40,8 +41,8 @@ def toeplitz(c: Any, r: Any = None) -> Any:
 def hankel(c: Any, r: Any = None) -> Any:
     """The Hankel matrix H[i, j] = c[i + j] while i + j < m, then r[i + j - m + 1] (r[0] is ignored; without r,
     zeros). c (..., m) and r (..., n) give (..., m, n)."""
-    c = _vector("hankel", c, "c")
-    r = jnp.zeros_like(c) if r is None else _vector("hankel", r, "r")
+    c = _vector(c)
+    r = jnp.zeros_like(c) if r is None else _vector(r)
     dt = jnp.result_type(c, r)
     c, r = c.astype(dt), r.astype(dt)
     batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
@@ -54,7 +55,7 @@ def hankel(c: Any, r: Any = None) -> Any:
 
 def circulant(c: Any) -> Any:
     """The circulant matrix C[i, j] = c[(i - j) mod n] (first column c); c (..., n) gives (..., n, n)."""
-    c = _vector("circulant", c, "c")
+    c = _vector(c)
     n = c.shape[-1]
     idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % n
     return c[..., idx]
