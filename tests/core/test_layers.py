@@ -39,7 +39,7 @@ LAYERS = [
     ("fluxion._src.stages", 5), ("fluxion._src.pmap", 5), ("fluxion._src.custom_derivatives", 5),
     ("fluxion._src.placement", 5), ("fluxion._src.shard_map", 5),
     ("fluxion._src.numpy", 6), ("fluxion._src.nn", 6), ("fluxion._src.random", 6), ("fluxion._src.lax_reference", 6),
-    ("fluxion._src.test_util", 6), ("fluxion._src", 6),
+    ("fluxion._src.test_util", 6), ("fluxion._src.scipy", 6), ("fluxion._src", 6),
     ("fluxion", 6),  # the public modules (`fluxion.numpy`, ...); the package root itself is layer 7
     ("fluxion.flax", 8), ("fluxion.optax", 8), ("fluxion.haiku", 8), ("fluxion.rlax", 8), ("fluxion.clu", 8),
     ("fluxion.datasets", 8), ("fluxion.examples", 8),

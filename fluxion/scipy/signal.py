@@ -1,0 +1,5 @@
+"""`fluxion.scipy.signal`: convolution, correlation and detrending (mirrors `jax.scipy.signal`)."""
+
+from .._src.scipy.signal import (
+    convolve as convolve, convolve2d as convolve2d, correlate as correlate, correlate2d as correlate2d,
+    detrend as detrend, fftconvolve as fftconvolve)

@@ -1,0 +1,10 @@
+"""`fluxion.scipy.special`: special functions (mirrors `jax.scipy.special`)."""
+
+from .._src.scipy.special import (
+    bernoulli as bernoulli, bessel_jn as bessel_jn, beta as beta, betainc as betainc, betaln as betaln, boxcox as boxcox, boxcox1p as boxcox1p, comb as comb,
+    digamma as digamma, entr as entr, erf as erf, erfc as erfc, erfcx as erfcx, erfinv as erfinv, exp1 as exp1, expi as expi, expit as expit, expn as expn,
+    factorial as factorial, gamma as gamma, gammainc as gammainc, gammaincc as gammaincc, gammaln as gammaln,
+    gammasgn as gammasgn, i0 as i0, i0e as i0e, i1 as i1, i1e as i1e, kl_div as kl_div, log_ndtr as log_ndtr,
+    log_softmax as log_softmax, loggamma as loggamma, logit as logit, logsumexp as logsumexp,
+    multigammaln as multigammaln, ndtr as ndtr, ndtri as ndtri, poch as poch, polygamma as polygamma,
+    rel_entr as rel_entr, softmax as softmax, xlog1py as xlog1py, xlogy as xlogy, zeta as zeta)
