@@ -333,11 +333,6 @@ assert len(OPS_BY_NAME) == len(OPS), "duplicate op names in the table"
 # Known core bugs and gaps (strict xfails): (check, op name) -> (reason, predicate(dtype, batch) or None for all)
 # --------------------------------------------------------------------------------------------------------------
 
-_SVD_JVP_NON_SQUARE = (
-    "core bug: the SVD JVP fails on non-square inputs (it divides an (m, k) matrix by the (k, k) broadcast of s); "
-    "repro: fluxion.jvp(lambda a: jnp.linalg.svd(a, full_matrices=False), (a,), (a,)) with a of shape (4, 3) "
-    "raises TypeError 'div got incompatible shapes for broadcasting: (4, 3), (3, 3)'; JAX returns the JVP. The "
-    "second derivative of svd(a, compute_uv=False) fails the same way (its JVP calls the full decomposition)")
 _QR_JVP_GAP = (
     "core gap: no QR JVP for wide inputs or for complete factorizations of tall ones (the rule raises "
     "NotImplementedError and says JAX does too, but JAX 0.10 differentiates both); repro: "
@@ -355,20 +350,12 @@ def _batched(dtype, batch) -> bool:
     return bool(batch)
 
 
-def _second_order(dtype, batch) -> bool:  # test_grads goes to second order in float64
-    return dtype == f64
-
-
 _DERIVATIVE_CHECKS = ("grads", "jit_grads", "jax_grads")
-_SVD_NON_SQUARE = [f"{ns}.svd-{shape}-reduced" for ns in ("lax", "numpy") for shape in ("tall", "wide")]
 _QR_GAPS = ["lax.qr-tall-complete", "lax.qr-wide-reduced", "lax.qr-wide-complete", "numpy.qr-tall-complete",
             "numpy.qr-wide-reduced", "numpy.qr-wide-complete"]
 
 # (check, op name) -> (reason, predicate(dtype, batch) selecting the affected cases, or None for all)
 KNOWN_FAILURES: dict[tuple, tuple] = {
-    **{(check, name): (_SVD_JVP_NON_SQUARE, None) for check in _DERIVATIVE_CHECKS for name in _SVD_NON_SQUARE},
-    **{("grads", name): (_SVD_JVP_NON_SQUARE, _second_order)  # (the first order does not need the vectors)
-       for name in ("lax.svd-tall-values_only", "numpy.svd-wide-values_only", "numpy.svdvals")},
     **{(check, name): (_QR_JVP_GAP, None) for check in _DERIVATIVE_CHECKS for name in _QR_GAPS},
     **{(check, "numpy.solve-vector"): (_SOLVE_BATCHED_VECTOR, _batched)
        for check in ("values", "batching") + _DERIVATIVE_CHECKS},

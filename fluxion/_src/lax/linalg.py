@@ -472,12 +472,18 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     du = _mm(u, ew.mul(f, ew.add(dss, _T(dss))))
     dv = _mm(v, ew.mul(f, ew.add(sds, _T(sds))))
     m, n = core.get_aval(a).shape[-2:]
+
+    def over_s(x):
+        # Divides column j of the (..., rows, k) matrix x by s_j.
+        shape = core.get_aval(x).shape
+        return ew.div(x, st.broadcast_in_dim(s, shape, tuple(range(nd - 1)) + (nd,)))
+
     if m > n:
         dav = _mm(da, v)
-        du = ew.add(du, ew.div(ew.sub(dav, _mm(u, _mm(ut, dav))), s_row))
+        du = ew.add(du, over_s(ew.sub(dav, _mm(u, _mm(ut, dav)))))
     if n > m:
         dahu = _mm(_T(da), u)
-        dv = ew.add(dv, ew.div(ew.sub(dahu, _mm(v, _mm(vh, dahu))), s_row))
+        dv = ew.add(dv, over_s(ew.sub(dahu, _mm(v, _mm(vh, dahu)))))
     return [s, u, vh], [ds, du, _T(dv)]
 
 
