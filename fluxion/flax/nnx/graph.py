@@ -50,16 +50,20 @@ def _holds_state(x: Any) -> bool:
         return True
     if isinstance(x, (list, tuple)):
         return any(_holds_state(v) for v in x)
-    if isinstance(x, dict):
+    if isinstance(x, (dict, State)):
         return any(_holds_state(v) for v in x.values())
     return False
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), '_fields')
 
 
 def is_graph_node(x: Any) -> bool:
     """True for Objects and for lists/tuples/dicts that (transitively) hold nodes, variables or arrays."""
     if isinstance(x, Object):
         return True
-    return isinstance(x, (list, tuple, dict)) and _holds_state(x)
+    return isinstance(x, (list, tuple, dict, State)) and _holds_state(x)
 
 
 def is_node(x: Any) -> bool:
@@ -70,8 +74,10 @@ def _children(node: Any) -> list[tuple[Any, Any]]:
     """The (key, value) pairs of a node, keys in sorted order (Flax's order, which fixes state paths)."""
     if isinstance(node, Object):
         items = vars(node).items()
-    elif isinstance(node, dict):
+    elif isinstance(node, (dict, State)):
         items = node.items()
+    elif _is_namedtuple(node):
+        items = zip(node._fields, node)
     else:
         items = enumerate(node)
     return sorted(items, key=lambda kv: _sort_key(kv[0]))
@@ -253,7 +259,7 @@ def _build(d: Any, path: tuple, flat: dict, built: dict) -> Any:
         for key, sub in d.attributes:
             obj.append(_build(sub, path + (key,), flat, built))
         return obj
-    if issubclass(cls, dict):
+    if issubclass(cls, (dict, State)):
         obj = cls()
         built[d.index] = obj
         for key, sub in d.attributes:
@@ -261,7 +267,10 @@ def _build(d: Any, path: tuple, flat: dict, built: dict) -> Any:
         return obj
     # Tuples are immutable: a tuple that refers to itself is impossible, so build children first.
     values = [_build(sub, path + (key,), flat, built) for key, sub in d.attributes]
-    obj = cls(values) if cls is tuple else cls(*values)
+    if hasattr(cls, '_fields'):
+        obj = cls(**{key: v for (key, _), v in zip(d.attributes, values)})
+    else:
+        obj = cls(values) if cls is tuple else cls(*values)
     built[d.index] = obj
     return obj
 
@@ -285,13 +294,15 @@ def merge(graphdef: GraphDef, state: Any = None, /, *states: Any) -> Any:
 
 
 def _get_child(node: Any, key: Any) -> Any:
-    return vars(node)[key] if isinstance(node, Object) else node[key]
+    if isinstance(node, Object):
+        return vars(node)[key]
+    return getattr(node, key) if _is_namedtuple(node) and isinstance(key, str) else node[key]
 
 
 def _set_child(node: Any, key: Any, value: Any) -> None:
     if isinstance(node, Object):
         vars(node)[key] = value
-    elif isinstance(node, dict):
+    elif isinstance(node, (dict, State)):
         node[key] = value
     elif isinstance(node, list):
         node[key] = value
@@ -302,8 +313,10 @@ def _set_child(node: Any, key: Any, value: Any) -> None:
 def _has_child(node: Any, key: Any) -> bool:
     if isinstance(node, Object):
         return key in vars(node)
-    if isinstance(node, dict):
+    if isinstance(node, (dict, State)):
         return key in node
+    if _is_namedtuple(node) and isinstance(key, str):
+        return key in node._fields
     return isinstance(key, int) and 0 <= key < len(node)
 
 
@@ -343,6 +356,8 @@ def _update_path(node: Any, path: tuple, leaf: Any) -> None:
             target.copy_from(leaf)
         else:
             target.set_value(leaf)
+    elif isinstance(leaf, Variable) and not is_array(target):
+        _set_child(parent, key, leaf.copy())
     else:
         _set_child(parent, key, leaf.get_value() if isinstance(leaf, Variable) and is_array(target) else leaf)
 
