@@ -133,3 +133,11 @@ from .training.optimizer import OptArray as OptArray
 from .training.optimizer import Optimizer as Optimizer
 from .training.optimizer import OptState as OptState
 from .training.optimizer import OptVariable as OptVariable
+from .transforms.control import cond as cond
+from .transforms.control import switch as switch
+from .transforms.iteration import Carry as Carry
+from .transforms.iteration import StateAxes as StateAxes
+from .transforms.iteration import fori_loop as fori_loop
+from .transforms.iteration import scan as scan
+from .transforms.iteration import vmap as vmap
+from .transforms.iteration import while_loop as while_loop
