@@ -33,6 +33,7 @@ from .graph import merge as merge
 from .graph import pop as pop
 from .graph import split as split
 from .graph import state as state
+from .graph import unflatten as unflatten
 from .graph import update as update
 from .graph import variables as variables
 from .helpers import Dict as Dict

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import filters as filterlib
-from .state import State, _sort_key, from_flat_state, split_state, to_flat_state
+from .state import FlatState, State, _sort_key, from_flat_state, split_state, to_flat_state
 from .variables import Variable
 
 
@@ -184,12 +184,17 @@ def _make_def(node: Any, path: tuple, seen: dict, leaves: list) -> Any:
     return Static(node)
 
 
-def flatten(node: Any, /) -> tuple[GraphDef, list]:
-    """The GraphDef and the sorted ``(path, leaf)`` pairs of a graph node (leaves are the live Variables)."""
+def flatten(node: Any, /) -> tuple[GraphDef, Any]:
+    """The GraphDef and the :class:`FlatState` (``(path, leaf)`` pairs, leaves the live Variables) of a node."""
     seen: dict = {}
     leaves: list = []
     root = _make_def(node, (), seen, leaves)
-    return GraphDef(root), leaves
+    return GraphDef(root), FlatState(leaves)
+
+
+def unflatten(graphdef: GraphDef, state: Any, /) -> Any:
+    """The inverse of :func:`flatten`: a node from its GraphDef and a State, FlatState or ``(path, leaf)`` list."""
+    return merge(graphdef, state if isinstance(state, State) else from_flat_state(state))
 
 
 def graphdef(node: Any, /) -> GraphDef:
