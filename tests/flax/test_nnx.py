@@ -97,6 +97,18 @@ LAYERS = [
         2, 4, dropout_rate=0.2, deterministic=False, decode=False, rngs=n.Rngs(0)), (2, 5, 4),
         call=lambda m, x: m(x, is_causal=True)),
     LayerCase('PReLU', lambda n: n.PReLU(0.2), (3, 4)),
+    LayerCase('RNN_LSTMCell', lambda n: n.RNN(n.LSTMCell(3, 4, rngs=n.Rngs(0))), (2, 5, 3)),
+    LayerCase('RNN_OptimizedLSTMCell_carry', lambda n: n.RNN(n.OptimizedLSTMCell(3, 4, rngs=n.Rngs(0)),
+                                                              return_carry=True), (2, 5, 3),
+              call=lambda m, x: m(x)[0][1]),
+    LayerCase('RNN_GRUCell_reverse', lambda n: n.RNN(n.GRUCell(3, 4, rngs=n.Rngs(0)), reverse=True, keep_order=True),
+              (2, 5, 3)),
+    LayerCase('RNN_SimpleCell_time_major', lambda n: n.RNN(n.SimpleCell(3, 4, residual=True, rngs=n.Rngs(1)),
+                                                           time_major=True), (5, 2, 3)),
+    LayerCase('RNN_seq_lengths', lambda n: n.RNN(n.GRUCell(3, 4, rngs=n.Rngs(0))), (2, 5, 3),
+              call=lambda m, x: m(x, seq_lengths=(x[:, 0, 0] * 0 + 3).astype('int32'), return_carry=True)[0]),
+    LayerCase('Bidirectional', lambda n: n.Bidirectional(n.RNN(n.GRUCell(3, 4, rngs=n.Rngs(0))),
+                                                         n.RNN(n.LSTMCell(3, 4, rngs=n.Rngs(1)))), (2, 5, 3)),
     LayerCase('Sequential', lambda n: n.Sequential(n.Linear(3, 4, rngs=n.Rngs(0)), n.relu,
                                                    n.Linear(4, 2, rngs=n.Rngs(1))), (2, 3)),
 ]
@@ -436,8 +448,6 @@ MISSING_WITH_REASON = {
     'TrainState': 'nnx.TrainState', 'EMA': 'EMA', 'LoRA': 'LoRA', 'LoRALinear': 'LoRA', 'LoRAParam': 'LoRA',
     'SpectralNorm': 'SpectralNorm', 'WeightNorm': 'WeightNorm', 'display': 'treescope display',
     'tabulate': 'summary table', 'var_defaults': 'variable defaults',
-    'RNN': 'recurrent', 'RNNCellBase': 'recurrent', 'LSTMCell': 'recurrent', 'GRUCell': 'recurrent',
-    'OptimizedLSTMCell': 'recurrent', 'SimpleCell': 'recurrent', 'Bidirectional': 'recurrent',
 }
 
 

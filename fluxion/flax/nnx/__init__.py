@@ -142,3 +142,10 @@ from .transforms.iteration import fori_loop as fori_loop
 from .transforms.iteration import scan as scan
 from .transforms.iteration import vmap as vmap
 from .transforms.iteration import while_loop as while_loop
+from .nn.recurrent import RNN as RNN
+from .nn.recurrent import Bidirectional as Bidirectional
+from .nn.recurrent import GRUCell as GRUCell
+from .nn.recurrent import LSTMCell as LSTMCell
+from .nn.recurrent import OptimizedLSTMCell as OptimizedLSTMCell
+from .nn.recurrent import RNNCellBase as RNNCellBase
+from .nn.recurrent import SimpleCell as SimpleCell
