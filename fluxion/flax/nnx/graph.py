@@ -142,7 +142,7 @@ class NodeDef:
     attributes: tuple
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class GraphDef:
     """The static structure of a graph: node types, static attributes, variable types and sharing.
 
@@ -151,6 +151,17 @@ class GraphDef:
     merges, calls, and returns ``(output, (graphdef, new_state))``.
     """
     root: Any
+
+    def __hash__(self) -> int:
+        # GraphDefs key the nnx.jit cache on every call: hash the (immutable) tree once.
+        cached = self.__dict__.get('_hash')
+        if cached is None:
+            cached = hash(self.root)
+            object.__setattr__(self, '_hash', cached)
+        return cached
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other or (isinstance(other, GraphDef) and hash(self) == hash(other) and self.root == other.root)
 
     def merge(self, state: Any, /, *states: Any) -> Any:
         return merge(self, state, *states)
