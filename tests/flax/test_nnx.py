@@ -462,3 +462,103 @@ def test_public_name_coverage():
     stale = [n for n in MISSING_WITH_REASON if hasattr(nnx, n)]
     assert not stale, f'listed as missing but present: {stale}'
     assert len(present) / len(public) >= 0.6, (len(present), len(public))
+
+
+# -- transforms against Flax -------------------------------------------------------------------------------------
+
+
+def _counter_model(lib):
+    return lib.Sequential(lib.Linear(2, 3, rngs=lib.Rngs(0)), lib.BatchNorm(3, rngs=lib.Rngs(1)),
+                          lib.Dropout(0.5, rngs=lib.Rngs(2)))
+
+
+def _tf_cond(lib, lj):
+    m = _counter_model(lib)
+
+    def yes(m, x):
+        return m(x)
+
+    def no(m, x):
+        return x[:, :1] * lj.ones((1, 3))
+    outs = [lib.cond(p, yes, no, m, lj.ones((4, 2)) * lj.arange(2.)) for p in (lj.array(True), lj.array(False))]
+    return outs, m
+
+
+def _tf_switch(lib, lj):
+    m = _counter_model(lib)
+    branches = [lambda m, x: m(x), lambda m, x: 2 * m.layers[0](x), lambda m, x: x.sum() * lj.ones((4, 3))]
+    outs = [lib.switch(i, branches, m, lj.ones((4, 2)) * lj.arange(2.)) for i in (0, 1, 5)]
+    return outs, m
+
+
+def _tf_fori_loop(lib, lj):
+    m = _counter_model(lib)
+
+    def body(i, carry):
+        m, x = carry
+        return m, x + m(lj.ones((4, 2)))[:, :2] * i
+    m_out, x = lib.fori_loop(0, 3, body, (m, lj.zeros((4, 2))))
+    assert m_out is m
+    return [x], m
+
+
+def _tf_while_loop(lib, lj):
+    m = _counter_model(lib)
+
+    def body(carry):
+        m, x, i = carry
+        return m, x + m(lj.ones((4, 2))).sum(), i + 1
+    _, x, i = lib.while_loop(lambda c: c[2] < 4, body, (m, lj.zeros(()), 0))
+    return [x, i], m
+
+
+def _tf_vmap_stateaxes(lib, lj):
+    # Statistics shared across the mapped axis (axis_name), so the broadcast BatchStats stay unbatched.
+    m = lib.Sequential(lib.Linear(2, 3, rngs=lib.Rngs(0)), lib.BatchNorm(3, axis_name='b', rngs=lib.Rngs(1)))
+    axes = lib.StateAxes({lib.BatchStat: None, lib.Param: None})
+    x = lj.asarray(np.random.RandomState(5).randn(5, 4, 2).astype(np.float32))
+    y = lib.vmap(lambda m, x: m(x), in_axes=(axes, 0), axis_name='b')(m, x)
+    return [y], m
+
+
+def _tf_vmap_out_axes(lib, lj):
+    m = lib.Linear(2, 3, rngs=lib.Rngs(0))
+    y, z = lib.vmap(lambda m, x: (m(x), x.sum()), in_axes=(None, 1), out_axes=(1, 0))(m, lj.ones((4, 6, 2)))
+    return [y, z], m
+
+
+def _tf_jit_static(lib, lj):
+    m = _counter_model(lib)
+    f = lib.jit(lambda m, x, scale: m(x) * scale, static_argnums=2)
+    return [f(m, lj.ones((4, 2)), 2.0), f(m, lj.ones((4, 2)), 3.0)], m
+
+
+def _tf_eval_shape(lib, lj):
+    abstract = lib.eval_shape(lambda: _counter_model(lib))
+    return [np.asarray(v.shape) for _, v in lib.to_flat_state(lib.state(abstract, lib.Param))], _counter_model(lib)
+
+
+def _tf_remat_grad(lib, lj):
+    m = _counter_model(lib)
+    g = lib.grad(lambda m: lib.remat(lambda m, x: m(x))(m, lj.ones((4, 2)) * lj.arange(2.)).sum())(m)
+    return [v[...] for _, v in lib.to_flat_state(g)], m
+
+
+TRANSFORM_CASES = {
+    'cond': _tf_cond, 'switch': _tf_switch, 'fori_loop': _tf_fori_loop, 'while_loop': _tf_while_loop,
+    'vmap_StateAxes': _tf_vmap_stateaxes, 'vmap_out_axes': _tf_vmap_out_axes, 'jit_static_argnums': _tf_jit_static,
+    'eval_shape': _tf_eval_shape, 'remat_grad': _tf_remat_grad,
+}
+
+
+@pytest.mark.parametrize('name', sorted(TRANSFORM_CASES))
+def test_transform_matches_flax(name):
+    fnnx, jax = _flax(), _jax()
+    outs_ours, m_ours = TRANSFORM_CASES[name](nnx, jnp)
+    outs_theirs, m_theirs = TRANSFORM_CASES[name](fnnx, jax.numpy)
+    assert len(outs_ours) == len(outs_theirs)
+    for a, b in zip(outs_ours, outs_theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape, (a.shape, b.shape)
+        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), atol=2e-5, rtol=1e-5)
+    assert_states_equal(nnx.state(m_ours), fnnx.state(m_theirs), atol=2e-6)
