@@ -109,6 +109,11 @@ LAYERS = [
               call=lambda m, x: m(x, seq_lengths=(x[:, 0, 0] * 0 + 3).astype('int32'), return_carry=True)[0]),
     LayerCase('Bidirectional', lambda n: n.Bidirectional(n.RNN(n.GRUCell(3, 4, rngs=n.Rngs(0))),
                                                          n.RNN(n.LSTMCell(3, 4, rngs=n.Rngs(1)))), (2, 5, 3)),
+    LayerCase('LoRA', lambda n: n.LoRA(3, 2, 4, b_initializer=n.initializers.normal(), rngs=n.Rngs(0)), (5, 3)),
+    LayerCase('LoRA_base', lambda n: n.LoRA(3, 2, 4, base_module=n.Linear(3, 4, rngs=n.Rngs(1)), rngs=n.Rngs(0)),
+              (5, 3)),
+    LayerCase('LoRALinear', lambda n: n.LoRALinear(3, 4, lora_rank=2, b_initializer=n.initializers.ones,
+                                                   rngs=n.Rngs(0)), (5, 3)),
     LayerCase('Sequential', lambda n: n.Sequential(n.Linear(3, 4, rngs=n.Rngs(0)), n.relu,
                                                    n.Linear(4, 2, rngs=n.Rngs(1))), (2, 3)),
 ]
@@ -445,7 +450,7 @@ MISSING_WITH_REASON = {
     'with_attributes': 'view helpers', 'iter_module_children': 'alias', 'with_rngs': 'rng helpers',
     'jit_partial': 'partial jit', 'custom_vjp': 'NNX custom_vjp', 'vjp': 'NNX vjp', 'jvp': 'NNX jvp',
     'checkify': 'checkify', 'make_jaxpr': 'NNX make_jaxpr', 'transform_metadata': 'sharding metadata',
-    'TrainState': 'nnx.TrainState', 'EMA': 'EMA', 'LoRA': 'LoRA', 'LoRALinear': 'LoRA', 'LoRAParam': 'LoRA',
+    'TrainState': 'nnx.TrainState', 'EMA': 'EMA',
     'SpectralNorm': 'SpectralNorm', 'WeightNorm': 'WeightNorm', 'display': 'treescope display',
     'tabulate': 'summary table', 'var_defaults': 'variable defaults',
 }

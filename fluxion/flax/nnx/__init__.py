@@ -149,3 +149,6 @@ from .nn.recurrent import LSTMCell as LSTMCell
 from .nn.recurrent import OptimizedLSTMCell as OptimizedLSTMCell
 from .nn.recurrent import RNNCellBase as RNNCellBase
 from .nn.recurrent import SimpleCell as SimpleCell
+from .nn.lora import LoRA as LoRA
+from .nn.lora import LoRALinear as LoRALinear
+from .nn.lora import LoRAParam as LoRAParam
