@@ -307,6 +307,23 @@ def test_metrics_match_flax():
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5)
 
 
+def test_ema_matches_flax():
+    fnnx, jax = _flax(), _jax()
+    results = []
+    for lib, lj in [(nnx, jnp), (fnnx, jax.numpy)]:
+        model = _MLP.make(lib)
+        ema = lib.EMA(model, decay=0.9, only=lib.Param)
+        for k in range(3):
+            for _, v in lib.to_flat_state(lib.state(model, lib.Param)):
+                v[...] = v[...] + 0.1 * (k + 1)
+            ema.update(model)
+        averaged = ema.apply_to(model)
+        averaged.eval()
+        results.append((lib.state(ema), np.asarray(averaged(lj.ones((2, 4))))))
+    assert_states_equal(results[0][0], results[1][0], atol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], atol=1e-5)
+
+
 # -- graph round trips (no oracle needed) ----------------------------------------------------------------------
 
 
@@ -450,7 +467,7 @@ MISSING_WITH_REASON = {
     'with_attributes': 'view helpers', 'iter_module_children': 'alias', 'with_rngs': 'rng helpers',
     'jit_partial': 'partial jit', 'custom_vjp': 'NNX custom_vjp', 'vjp': 'NNX vjp', 'jvp': 'NNX jvp',
     'checkify': 'checkify', 'make_jaxpr': 'NNX make_jaxpr', 'transform_metadata': 'sharding metadata',
-    'TrainState': 'nnx.TrainState', 'EMA': 'EMA',
+    'TrainState': 'nnx.TrainState',
     'SpectralNorm': 'SpectralNorm', 'WeightNorm': 'WeightNorm', 'display': 'treescope display',
     'tabulate': 'summary table', 'var_defaults': 'variable defaults',
 }

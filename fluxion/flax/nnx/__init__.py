@@ -152,3 +152,4 @@ from .nn.recurrent import SimpleCell as SimpleCell
 from .nn.lora import LoRA as LoRA
 from .nn.lora import LoRALinear as LoRALinear
 from .nn.lora import LoRAParam as LoRAParam
+from .training.ema import EMA as EMA
