@@ -307,6 +307,28 @@ def test_metrics_match_flax():
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5)
 
 
+def test_grad_of_module_lists_variables_and_arrays_matches_flax():
+    fnnx, jax = _flax(), _jax()
+    out = []
+    for lib, lj in [(nnx, jnp), (fnnx, jax.numpy)]:
+        ms = [lib.Linear(2, 3, rngs=lib.Rngs(0)), lib.Linear(3, 1, rngs=lib.Rngs(1))]
+        scale = lib.Param(lj.asarray(1.5))
+        x = lj.asarray(np.arange(6.0, dtype=np.float32).reshape(3, 2))
+
+        def loss(ms, scale, x):
+            return (ms[1](ms[0](x)) * scale[...] * x[:, :1]).sum()
+        (value, (g_ms, g_scale, g_x)) = lib.value_and_grad(loss, argnums=(0, 1, 2))(ms, scale, x)
+        out.append((float(value), g_ms, g_scale, np.asarray(g_x)))
+    (v0, gm0, gs0, gx0), (v1, gm1, gs1, gx1) = out
+    assert v0 == pytest.approx(v1, rel=1e-6)
+    assert isinstance(gm0, list) and len(gm0) == len(gm1) == 2
+    for a, b in zip(gm0, gm1):
+        assert_states_equal(a, b, atol=1e-5)
+    assert type(gs0).__name__ == type(gs1).__name__ == 'Param'
+    np.testing.assert_allclose(float(gs0[...]), float(gs1[...]), rtol=1e-6)
+    np.testing.assert_allclose(gx0, gx1, rtol=1e-6)
+
+
 def test_ema_matches_flax():
     fnnx, jax = _flax(), _jax()
     results = []

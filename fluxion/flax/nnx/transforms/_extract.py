@@ -63,12 +63,21 @@ def _hashable(v: Any) -> Any:
         return _ById(v)
 
 
-def flatten_tree(tree: Any) -> tuple[TreeSpec, list, list]:
-    """``(spec, graph_objects, dynamic_leaves)`` of an argument tree."""
-    leaves, treedef = tree_util.tree_flatten(tree, is_leaf=is_obj)
+def flatten_tree(tree: Any, whole: tuple = ()) -> tuple[TreeSpec, list, list]:
+    """``(spec, graph_objects, dynamic_leaves)`` of an argument tree.
+
+    Objects in ``whole`` (e.g. a list of modules passed to ``grad``) are kept
+    as one graph node instead of being flattened as a pytree.
+    """
+    whole_ids = {id(w) for w in whole}
+
+    def leaf_node(x: Any) -> bool:
+        return is_obj(x) or id(x) in whole_ids
+
+    leaves, treedef = tree_util.tree_flatten(tree, is_leaf=leaf_node)
     kinds, nodes, dyn = [], [], []
     for leaf in leaves:
-        if is_obj(leaf):
+        if leaf_node(leaf):
             kinds.append(('node', len(nodes)))
             nodes.append(leaf)
         elif is_dynamic(leaf):

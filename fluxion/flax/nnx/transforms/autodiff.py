@@ -7,11 +7,13 @@ import functools
 from typing import Any
 
 import fluxion
+from fluxion import tree_util
 
 from ..graph import merge
-from ..state import State, from_flat_state, split_state, to_flat_state
-from ..variables import Param
-from ._extract import flatten_tree, is_obj, merge_nodes, split_nodes, sub_state, sync_all, unflatten_tree
+from ..state import State, filter_state, from_flat_state, to_flat_state
+from ..variables import Param, Variable
+from ._extract import (copy_state, flatten_tree, is_obj, merge_nodes, split_nodes, sub_state, sync_all,
+                       unflatten_tree)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +39,10 @@ def _normalize_argnums(argnums: Any) -> tuple[tuple[DiffState, ...], bool]:
     return tuple(out), single
 
 
+def _is_state_leaf(x: Any) -> bool:
+    return isinstance(x, (State, Variable))
+
+
 def _grad_impl(f: Any, argnums: Any, has_aux: bool, holomorphic: bool, allow_int: bool, return_value: bool) -> Any:
     diff_specs, single = _normalize_argnums(argnums)
 
@@ -47,37 +53,57 @@ def _grad_impl(f: Any, argnums: Any, has_aux: bool, holomorphic: bool, allow_int
             if not -n <= d.argnum < n:
                 raise ValueError(f'argnums {d.argnum} out of range for {n} positional arguments')
         diff_pos = [d.argnum % n for d in diff_specs]
-        # Differentiated graph-object arguments become States; other differentiated arguments stay pytrees.
         spec, nodes, dyn = flatten_tree((args, kwargs))
         graphdef, state = split_nodes(nodes)
-        node_of_arg = {}
-        for pos in diff_pos:
-            if is_obj(args[pos]):
-                node_of_arg[pos] = next(i for i, node in enumerate(nodes) if node is args[pos])
-        diff_inputs, rest_flat = [], dict(to_flat_state(state))
+        node_index: dict = {}
+        for i, node in enumerate(nodes):
+            node_index.setdefault(id(node), i)
+        rest_flat = dict(to_flat_state(state))
+        # Each differentiated argument keeps its pytree structure with every graph object replaced by
+        # the State of its Variables selected by the filter (a Variable argument stays a Variable).
+        diff_inputs, layouts = [], []
         for d, pos in zip(diff_specs, diff_pos):
-            if pos in node_of_arg:
-                k = node_of_arg[pos]
-                wrt, _ = split_state(sub_state(state, k), d.filter, ...)
-                for p, _v in to_flat_state(wrt):
-                    rest_flat.pop((k, *p), None)
-                diff_inputs.append(wrt)
-            else:
-                diff_inputs.append(args[pos])
+            leaves, treedef = tree_util.tree_flatten(args[pos], is_leaf=is_obj)
+            new_leaves, owners = [], []
+            for leaf in leaves:
+                if is_obj(leaf):
+                    k = node_index[id(leaf)]
+                    if isinstance(leaf, Variable):
+                        rest_flat.pop((k,), None)
+                        new_leaves.append(leaf.copy())
+                    else:
+                        wrt = filter_state(sub_state(state, k), d.filter)
+                        for p, _v in to_flat_state(wrt):
+                            rest_flat.pop((k, *p), None)
+                        new_leaves.append(copy_state(wrt))
+                    owners.append(k)
+                else:
+                    new_leaves.append(leaf)
+                    owners.append(None)
+            diff_inputs.append(tree_util.tree_unflatten(treedef, new_leaves))
+            layouts.append((treedef, owners))
         rest = from_flat_state(rest_flat)
         cell: dict = {}
 
         def pure(*diffs: Any) -> Any:
             flat = dict(to_flat_state(rest))
-            for pos, value in zip(diff_pos, diffs):
-                if pos in node_of_arg:
-                    flat.update(((node_of_arg[pos], *p), v) for p, v in to_flat_state(value))
+            per_arg = []
+            for value, (_, owners) in zip(diffs, layouts):
+                leaves = tree_util.tree_leaves(value, is_leaf=_is_state_leaf)
+                per_arg.append(leaves)
+                for leaf, k in zip(leaves, owners):
+                    if k is None:
+                        continue
+                    if isinstance(leaf, Variable):
+                        flat[(k,)] = leaf
+                    else:
+                        flat.update(((k, *p), v) for p, v in to_flat_state(leaf))
             fresh = merge_nodes(graphdef, from_flat_state(flat))
             call_args, call_kwargs = unflatten_tree(spec, fresh, dyn)
             call_args = list(call_args)
-            for pos, value in zip(diff_pos, diffs):
-                if pos not in node_of_arg:
-                    call_args[pos] = value
+            for pos, leaves, (treedef, owners) in zip(diff_pos, per_arg, layouts):
+                call_args[pos] = tree_util.tree_unflatten(
+                    treedef, [leaf if k is None else fresh[k] for leaf, k in zip(leaves, owners)])
             out = f(*call_args, **call_kwargs)
             loss, aux = out if has_aux else (out, None)
             out_graphdef, out_state = split_nodes(list(fresh))
@@ -104,7 +130,8 @@ def grad(f: Any = None, *, argnums: Any = 0, has_aux: bool = False, holomorphic:
     differentiated with respect to its ``Param`` Variables, or the Variables
     selected by ``DiffState(argnum, filter)``; its gradient is a
     :class:`~fluxion.flax.nnx.State` with the same paths and Variable types.
-    Other differentiated arguments give ordinary pytree gradients.  Mutations
+    A pytree holding graph objects (e.g. a list of modules) gives the same
+    pytree with a State per object; arrays in it get ordinary gradients.  Mutations
     made by ``f`` (e.g. BatchNorm statistics, RNG counters) are written back
     to the caller's objects.  ``has_aux`` returns ``(grads, aux)``.
 
@@ -143,4 +170,3 @@ def remat(f: Any = None, *, prevent_cse: bool = True, static_argnums: Any = (), 
     return wrap if f is None else wrap(f)
 
 
-__all__ = ['DiffState', 'grad', 'value_and_grad', 'remat', 'State']
