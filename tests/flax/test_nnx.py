@@ -329,6 +329,26 @@ def test_grad_of_module_lists_variables_and_arrays_matches_flax():
     np.testing.assert_allclose(gx0, gx1, rtol=1e-6)
 
 
+def test_with_attributes_call_and_children_match_flax():
+    fnnx, jax = _flax(), _jax()
+    out = []
+    for lib, lj in [(nnx, jnp), (fnnx, jax.numpy)]:
+        model = _MLP.make(lib)
+        evaluated = lib.with_attributes(model, only=lib.BatchNorm, use_running_average=True)
+        flags = (model.bn.use_running_average, evaluated.bn.use_running_average, evaluated.drop.deterministic)
+        x = lj.asarray(np.random.RandomState(6).randn(3, 4).astype(np.float32))
+        y, (graphdef, state) = lib.call(lib.split(model))(x)
+        h, _ = lib.call(lib.split(model)).l1(x)
+        children = [k for k, _ in lib.iter_module_children(model)]
+        out.append((flags, np.asarray(y), lib.state(lib.merge(graphdef, state), lib.BatchStat), np.asarray(h),
+                    children))
+    (f0, y0, s0, h0, c0), (f1, y1, s1, h1, c1) = out
+    assert f0 == f1 and c0 == c1
+    np.testing.assert_allclose(y0, y1, atol=1e-5)
+    np.testing.assert_allclose(h0, h1, atol=1e-6)
+    assert_states_equal(s0, s1, atol=1e-6)
+
+
 def test_ema_matches_flax():
     fnnx, jax = _flax(), _jax()
     results = []
@@ -480,13 +500,12 @@ MISSING_WITH_REASON = {
     'current_update_context': 'contexts', 'SplitContext': 'contexts', 'split_context': 'contexts',
     'MergeContext': 'contexts', 'merge_context': 'contexts', 'GraphState': 'alias', 'PureState': 'alias',
     'unpack': 'graph internals', 'recursive_map': 'graph internals', 'map': 'graph internals',
-    'call': 'graph internals', 'set_metadata': 'graph internals', 'to_tree': 'graph internals',
+'set_metadata': 'graph internals', 'to_tree': 'graph internals',
     'from_tree': 'graph internals', 'NodeStates': 'graph internals', 'prefix': 'graph internals',
     'graphlib': 'internal module', 'traversals': 'internal module',
     'M': 'typing alias', 'A': 'typing alias', 'Initializer': 'typing alias',
     # Features not implemented yet.
-    'capture': 'intermediate capture contexts', 'view_info': 'view introspection',
-    'with_attributes': 'view helpers', 'iter_module_children': 'alias', 'with_rngs': 'rng helpers',
+    'capture': 'intermediate capture contexts', 'view_info': 'view introspection', 'with_rngs': 'rng helpers',
     'jit_partial': 'partial jit', 'custom_vjp': 'NNX custom_vjp', 'vjp': 'NNX vjp', 'jvp': 'NNX jvp',
     'checkify': 'checkify', 'make_jaxpr': 'NNX make_jaxpr', 'transform_metadata': 'sharding metadata',
     'TrainState': 'nnx.TrainState',

@@ -23,6 +23,7 @@ from .filters import WithTag as WithTag
 from .graph import GraphDef as GraphDef
 from .graph import Object as Object
 from .graph import Pytree as Pytree
+from .graph import call as call
 from .graph import clone as clone
 from .graph import find_duplicates as find_duplicates
 from .graph import flatten as flatten
@@ -41,8 +42,10 @@ from .helpers import List as List
 from .helpers import Sequential as Sequential
 from .module import Module as Module
 from .module import iter_children as iter_children
+from .module import iter_module_children as iter_module_children
 from .module import iter_modules as iter_modules
 from .module import view as view
+from .module import with_attributes as with_attributes
 from .rngs import RngCount as RngCount
 from .rngs import RngKey as RngKey
 from .rngs import Rngs as Rngs

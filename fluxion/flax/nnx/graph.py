@@ -429,6 +429,38 @@ def iter_graph(node: Any, /) -> Iterator[tuple[tuple, Any]]:
     yield from visit(node, ())
 
 
+class ApplyCaller:
+    """The proxy :func:`call` returns: attribute access and indexing select a (nested) method; calling it
+    merges the graph, calls the method and returns ``(output, (graphdef, new_state))``."""
+
+    def __init__(self, graphdef_state: tuple, accessors: tuple = ()):
+        self._graphdef_state = graphdef_state
+        self._accessors = accessors
+
+    def __getattr__(self, name: str) -> ApplyCaller:
+        if name.startswith('__'):
+            raise AttributeError(name)
+        return ApplyCaller(self._graphdef_state, self._accessors + (('attr', name),))
+
+    def __getitem__(self, key: Any) -> ApplyCaller:
+        return ApplyCaller(self._graphdef_state, self._accessors + (('item', key),))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple:
+        graphdef, st = self._graphdef_state
+        node = merge(graphdef, st)
+        target = node
+        for kind, key in self._accessors:
+            target = getattr(target, key) if kind == 'attr' else target[key]
+        out = target(*args, **kwargs)
+        return out, split(node)
+
+
+def call(graphdef_state: tuple, /) -> ApplyCaller:
+    """Calls a method of the node described by ``(graphdef, state)``: ``nnx.call((g, s)).method(*args)``
+    returns ``(output, (graphdef, new_state))`` (merge, call, split in one step, for pure functions)."""
+    return ApplyCaller(graphdef_state)
+
+
 def variables(node: Any, *filters: Any) -> Any:
     """Like :func:`state` (the State holds the live Variables)."""
     return state(node, *filters)

@@ -14,8 +14,8 @@ from typing import Any
 import fluxion.numpy as jnp
 
 from . import filters as filterlib
-from .graph import Object, _children, is_graph_node, iter_graph, merge, split
-from .variables import Intermediate, Perturbation, Variable, variable_type_from_name
+from .graph import Object, _children, iter_graph, merge, split
+from .variables import Perturbation, Variable, variable_type_from_name
 
 
 def _tuple_reduce(xs: tuple, x: Any) -> tuple:
@@ -145,8 +145,27 @@ def view(node: Any, /, *, raise_if_not_found: bool = True, **attributes: Any) ->
     return new
 
 
-def is_module(x: Any) -> bool:
-    return isinstance(x, Module)
+def with_attributes(node: Any, /, *, only: Any = ..., raise_if_not_found: bool = True, **attributes: Any) -> Any:
+    """A new graph sharing ``node``'s Variables, with ``attributes`` set on the modules matching ``only``.
+
+    The original graph is not modified.
+
+    Raises:
+      ValueError: with ``raise_if_not_found``, an attribute exists on no selected module.
+    """
+    new = merge(*split(node))
+    remaining = set(attributes)
+    predicate = filterlib.to_predicate(only)
+    for path, module in iter_modules(new):
+        if predicate(path, module):
+            for name, value in attributes.items():
+                if hasattr(module, name):
+                    setattr(module, name, value)
+                    remaining.discard(name)
+    if remaining and raise_if_not_found:
+        raise ValueError(f'Could not find at least one instance of the following attributes: {sorted(remaining)}')
+    return new
 
 
-__all__ = ['Module', 'iter_modules', 'iter_children', 'view', 'Intermediate', 'is_graph_node']
+#: Flax's name for :func:`iter_children` on any graph node.
+iter_module_children = iter_children
