@@ -349,6 +349,32 @@ def test_with_attributes_call_and_children_match_flax():
     assert_states_equal(s0, s1, atol=1e-6)
 
 
+def test_functional_train_state_matches_flax():
+    fnnx, jax = _flax(), _jax()
+    optax = pytest.importorskip('optax')
+    import fluxion
+    x = np.random.RandomState(7).randn(8, 3).astype(np.float32)
+    results = []
+    for lib, lj, tx_lib, jit, grad in [(nnx, jnp, foptax, fluxion.jit, fluxion.grad),
+                                       (fnnx, jax.numpy, optax, jax.jit, jax.grad)]:
+        graphdef, params, stats = lib.split(lib.Sequential(lib.Linear(3, 4, rngs=lib.Rngs(0)),
+                                                           lib.BatchNorm(4, use_running_average=True,
+                                                                         rngs=lib.Rngs(1))), lib.Param, ...)
+        state = lib.TrainState.create(graphdef, params=params, tx=tx_lib.sgd(0.1))
+
+        def loss(params, state, stats, lj=lj):
+            y, (_, new) = state.apply(params, stats)(lj.asarray(x))
+            return (y ** 2).mean()
+
+        step = jit(lambda state, stats, loss=loss, grad=grad: state.apply_gradients(
+            grad(loss)(state.params, state, stats)))
+        for _ in range(2):
+            state = step(state, stats)
+        results.append((state.params, int(state.step)))
+    assert results[0][1] == results[1][1] == 2
+    assert_states_equal(results[0][0], results[1][0], atol=1e-6)
+
+
 def test_ema_matches_flax():
     fnnx, jax = _flax(), _jax()
     results = []
@@ -508,7 +534,7 @@ MISSING_WITH_REASON = {
     'capture': 'intermediate capture contexts', 'view_info': 'view introspection', 'with_rngs': 'rng helpers',
     'jit_partial': 'partial jit', 'custom_vjp': 'NNX custom_vjp', 'vjp': 'NNX vjp', 'jvp': 'NNX jvp',
     'checkify': 'checkify', 'make_jaxpr': 'NNX make_jaxpr', 'transform_metadata': 'sharding metadata',
-    'TrainState': 'nnx.TrainState',
+
     'SpectralNorm': 'SpectralNorm', 'WeightNorm': 'WeightNorm', 'display': 'treescope display',
     'tabulate': 'summary table', 'var_defaults': 'variable defaults',
 }

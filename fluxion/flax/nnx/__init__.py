@@ -40,6 +40,7 @@ from .graph import variables as variables
 from .helpers import Dict as Dict
 from .helpers import List as List
 from .helpers import Sequential as Sequential
+from .helpers import TrainState as TrainState
 from .module import Module as Module
 from .module import iter_children as iter_children
 from .module import iter_module_children as iter_module_children

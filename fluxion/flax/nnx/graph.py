@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from fluxion import tree_util
+
 from . import filters as filterlib
 from .state import FlatState, State, _sort_key, from_flat_state, split_state, to_flat_state
 from .variables import Variable
@@ -146,9 +148,11 @@ class NodeDef:
 class GraphDef:
     """The static structure of a graph: node types, static attributes, variable types and sharing.
 
-    Hashable and comparable, so it can key caches (the ``nnx.jit`` cache does).
-    Calling :meth:`apply` gives a functional interface: ``graphdef.apply(state)(*args)``
-    merges, calls, and returns ``(output, (graphdef, new_state))``.
+    Hashable and comparable, so it can key caches (the ``nnx.jit`` cache does),
+    and a pytree without leaves (so it can sit in a pytree such as
+    :class:`~fluxion.flax.nnx.TrainState`).  :meth:`apply` gives a functional
+    interface: ``graphdef.apply(state)(*args)`` merges, calls, and returns
+    ``(output, (graphdef, new_state))``.
     """
     root: Any
 
@@ -166,12 +170,13 @@ class GraphDef:
     def merge(self, state: Any, /, *states: Any) -> Any:
         return merge(self, state, *states)
 
-    def apply(self, state: Any, *states: Any) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            node = merge(self, state, *states)
-            out = node(*args, **kwargs)
-            return out, split(node)
-        return call
+    def apply(self, state: Any, *states: Any) -> ApplyCaller:
+        """``call((self, merged_states))``: call (a method of) the node, get ``(out, (graphdef, state))``."""
+        from .state import merge_state
+        return ApplyCaller((self, merge_state(state, *states) if states else state))
+
+
+tree_util.register_pytree_node(GraphDef, lambda g: ((), g), lambda g, _: g)
 
 
 def _make_def(node: Any, path: tuple, seen: dict, leaves: list) -> Any:

@@ -1,9 +1,14 @@
-"""Container modules: Sequential, List, Dict (mirrors ``flax.nnx.helpers``)."""
+"""Container modules Sequential, List, Dict and the functional TrainState (mirrors ``flax.nnx.helpers``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import fluxion.numpy as jnp
+from fluxion.flax import struct
+from fluxion.optax import apply_updates
+
+from .graph import GraphDef
 from .module import Module
 
 
@@ -96,3 +101,47 @@ class Dict(Module):
 
     def items(self):
         return vars(self).items()
+
+
+class TrainState(struct.PyTreeNode):
+    """A functional train state for a split module: ``graphdef``, ``params`` (a State), ``opt_state``, ``step``.
+
+    ``TrainState.create(graphdef, params=params, tx=tx)`` initialises the
+    optimizer; ``state.apply('params', 'batch_stats')(x)`` merges the named
+    States with the GraphDef and calls the module (``(out, (graphdef, new_state))``);
+    ``apply_gradients(grads)`` returns the updated state.  It is a pytree, so it
+    passes through ``fluxion.jit`` (``tx`` is static).
+    """
+    graphdef: GraphDef
+    params: Any
+    opt_state: Any
+    step: Any
+    tx: Any = struct.field(pytree_node=False)
+
+    @classmethod
+    def create(cls, graphdef: GraphDef, *, params: Any, tx: Any, step: int = 0, **kwargs: Any) -> TrainState:
+        return cls(graphdef=graphdef, params=params, opt_state=tx.init(params), step=jnp.asarray(step), tx=tx,
+                   **kwargs)
+
+    def apply(self, state: Any, *states: Any) -> Any:
+        """Calls the module built from ``graphdef`` and the given States (or names of State fields).
+
+        Raises:
+          TypeError: a named field is not a State.
+        """
+        from .state import State
+        resolved = []
+        for s in (state, *states):
+            if isinstance(s, str):
+                value = getattr(self, s)
+                if not isinstance(value, State):
+                    raise TypeError(f'Expected {type(self).__name__}.{s} to be a State, got {type(value)}')
+                s = value
+            resolved.append(s)
+        return self.graphdef.apply(*resolved)
+
+    def apply_gradients(self, grads: Any, **kwargs: Any) -> TrainState:
+        """One optimizer step: new params and opt_state, ``step + 1`` (other fields from ``kwargs``)."""
+        updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
+        return self.replace(params=apply_updates(self.params, updates), opt_state=opt_state, step=self.step + 1,
+                            **kwargs)
