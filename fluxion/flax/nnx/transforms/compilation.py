@@ -9,6 +9,8 @@ from typing import Any
 import fluxion
 
 from ..graph import merge
+from ..state import to_flat_state
+from ..variables import Variable
 from ._extract import (flatten_tree, merge_nodes, resolve_outputs, split_nodes, sync_all, unflatten_tree)
 
 
@@ -60,6 +62,11 @@ class JitWrapped:
         jitted, cell = entry
         out_state, out_dyn = jitted(state, dyn)
         out_spec, out_graphdef = cell['out']
+        if out_graphdef is None:
+            # Fast path: same graph structure in and out and no graph objects in the output, so the
+            # new leaves pair up with the caller's Variables in flat order.
+            _write_back(nodes, to_flat_state(state), to_flat_state(out_state))
+            return unflatten_tree(out_spec, [], out_dyn)
         fresh_in, fresh_out = merge(out_graphdef, out_state)
         memo = sync_all(nodes, fresh_in)
         return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
@@ -76,12 +83,29 @@ class JitWrapped:
                 args[i] = v
             out = fun(*args, **dyn_kwargs, **dict(static_kwargs))
             out_spec, out_nodes, out_dyn = flatten_tree(out)
+            if not out_nodes:
+                same_graphdef, same_state = split_nodes(list(nodes))
+                if same_graphdef == graphdef:
+                    cell['out'] = (out_spec, None)
+                    return same_state, out_dyn
             out_graphdef, out_state = split_nodes([tuple(nodes), tuple(out_nodes)])
             # Static output leaves cannot leave a traced function: record them with the structure instead.
             cell['out'] = (out_spec, out_graphdef)
             return out_state, out_dyn
 
         return fluxion.jit(pure, **self.jit_kwargs), cell
+
+
+def _write_back(nodes: list, old: Any, new: Any) -> None:
+    """Stores the traced function's new leaves into the caller's Variables (raw array attributes by path)."""
+    from ..graph import _update_path
+    for (path, leaf), (new_path, value) in zip(old, new):
+        if path != new_path:
+            raise AssertionError(f'nnx.jit: state paths out of step ({path} vs {new_path})')
+        if isinstance(leaf, Variable):
+            leaf.set_value(value.get_value() if isinstance(value, Variable) else value)
+        else:
+            _update_path(tuple(nodes), path, value)
 
 
 class _Slot:
