@@ -168,6 +168,7 @@ class GraphDef:
         return self is other or (isinstance(other, GraphDef) and hash(self) == hash(other) and self.root == other.root)
 
     def merge(self, state: Any, /, *states: Any) -> Any:
+        """``nnx.merge(self, state, *states)``."""
         return merge(self, state, *states)
 
     def apply(self, state: Any, *states: Any) -> ApplyCaller:

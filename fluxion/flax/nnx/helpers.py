@@ -73,9 +73,11 @@ class List(Module):
         return (vars(self)[j] for j in range(len(self)))
 
     def append(self, v: Any) -> None:
+        """Adds ``v`` at index ``len(self)``."""
         vars(self)[len(self)] = v
 
     def extend(self, values: Any) -> None:
+        """Appends each of ``values``."""
         for v in values:
             self.append(v)
 
@@ -100,6 +102,7 @@ class Dict(Module):
         return len(vars(self))
 
     def items(self):
+        """The ``(key, value)`` pairs of the entries."""
         return vars(self).items()
 
 

@@ -153,6 +153,7 @@ class Rngs(Object):
         return name in vars(self)
 
     def items(self):
+        """The ``(name, RngStream)`` pairs."""
         return ((name, s) for name, s in vars(self).items() if isinstance(s, RngStream))
 
     def _map_streams(self, spec: Any, method: str) -> Rngs:

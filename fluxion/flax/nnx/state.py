@@ -67,6 +67,7 @@ class State(MutableMapping):
         return f'State({self.to_dict_repr()!r})'
 
     def to_dict_repr(self) -> dict:
+        """Nested plain dicts (for display)."""
         return {k: (v.to_dict_repr() if isinstance(v, State) else v) for k, v in self._mapping.items()}
 
     def __eq__(self, other: Any) -> bool:
@@ -104,6 +105,7 @@ class State(MutableMapping):
         return merge_state(state, *states)
 
     def map(self, f: Any) -> State:
+        """A new State with ``f(path, leaf)`` at every leaf."""
         return map_state(f, self)
 
 
@@ -138,6 +140,7 @@ class FlatState(list):
         return [v for _, v in self]
 
     def to_nested_state(self) -> State:
+        """The nested :class:`State` of these pairs."""
         return from_flat_state(self)
 
     def __repr__(self) -> str:

@@ -94,9 +94,11 @@ class Variable:
         return self.raw_value
 
     def get_value(self) -> Any:
+        """The wrapped value."""
         return self.raw_value
 
     def set_value(self, value: Any) -> None:
+        """Replaces the wrapped value."""
         object.__setattr__(self, 'raw_value', value)
 
     def __getitem__(self, index: Any) -> Any:

@@ -44,6 +44,7 @@ class RNNCellBase(Module):
     """Base class of recurrent cells: ``__call__(carry, inputs)``, ``initialize_carry(input_shape, rngs)``."""
 
     def initialize_carry(self, input_shape: tuple, rngs: Any = None, carry_init: Any = None) -> Any:
+        """The initial carry for inputs of ``input_shape`` (subclasses implement it)."""
         raise NotImplementedError
 
     def __call__(self, carry: Any, inputs: Any) -> tuple:

@@ -37,6 +37,7 @@ class EMA(Object):
         self.params = _copy_variables(state(params, only))
 
     def update(self, updates: Any) -> None:
+        """``ema = decay * ema + (1 - decay) * value`` for each tracked Variable of ``updates`` (same paths)."""
         new = dict(to_flat_state(state(updates, self.filter)))
         for path, ema in to_flat_state(self.params):
             value = new[path]
@@ -44,5 +45,6 @@ class EMA(Object):
             ema[...] = self.decay * ema[...] + (1.0 - self.decay) * value
 
     def apply_to(self, model: Any) -> Any:
+        """A model with ``model``'s structure whose tracked Variables are the EMA's (shared, not copied)."""
         graphdef, st = split(model)
         return merge(graphdef, merge_state(st, self.params))

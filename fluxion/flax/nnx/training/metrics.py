@@ -30,15 +30,19 @@ class Metric(Object):
         raise NotImplementedError('Must override `__init__()` method.')
 
     def reset(self) -> None:
+        """Clears the accumulated state, in place."""
         raise NotImplementedError('Must override `reset()` method.')
 
     def update(self, **kwargs: Any) -> None:
+        """Accumulates one batch, in place."""
         raise NotImplementedError('Must override `update()` method.')
 
     def compute(self) -> Any:
+        """The metric's value from what was accumulated."""
         raise NotImplementedError('Must override `compute()` method.')
 
     def split(self, *filters: Any) -> Any:
+        """``nnx.split(self, *filters)``."""
         return split(self, *filters)
 
 
@@ -177,14 +181,17 @@ class MultiMetric(Metric):
             setattr(self, name, metric)
 
     def reset(self) -> None:
+        """Resets every metric."""
         for name in self._metric_names:
             getattr(self, name).reset()
 
     def update(self, **updates: Any) -> None:
+        """Passes the keywords to every metric's ``update``."""
         mask = updates.pop('mask', None)
         for name in self._metric_names:
             m = mask.get(name) if isinstance(mask, dict) else mask
             getattr(self, name).update(**updates, **({} if m is None else {'mask': m}))
 
     def compute(self) -> dict[str, Any]:
+        """``{name: metric.compute()}``."""
         return {name: getattr(self, name).compute() for name in self._metric_names}

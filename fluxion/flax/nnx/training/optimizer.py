@@ -72,6 +72,7 @@ class Optimizer(Object):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def update(self, model: Any, grads: Any = None, /, **kwargs: Any) -> Any:
+        """Applies one step of ``tx`` to ``model``'s ``wrt`` Variables in place; returns the updates."""
         if grads is None:
             raise TypeError('Missing required argument `grads`: call optimizer.update(model, grads).')
         params = _pure(state(model, self.wrt))
@@ -98,4 +99,5 @@ class ModelAndOptimizer(Optimizer):
         self.model = model
 
     def update(self, grads: Any, /, **kwargs: Any) -> Any:  # type: ignore[override]
+        """Applies one step to the stored model."""
         return super().update(self.model, grads, **kwargs)

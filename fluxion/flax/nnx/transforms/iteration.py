@@ -51,6 +51,7 @@ class StateAxes:
         return tuple(a for _, a in self._pairs)
 
     def axis_for(self, path: tuple, leaf: Any) -> Any:
+        """The axis of the first filter matching ``(path, leaf)``."""
         for pred, (_, axis) in zip(self.predicates, self._pairs):
             if pred(path, leaf):
                 return axis
