@@ -375,6 +375,21 @@ def test_functional_train_state_matches_flax():
     assert_states_equal(results[0][0], results[1][0], atol=1e-6)
 
 
+def test_map_and_set_metadata_match_flax():
+    fnnx = _flax()
+    out = []
+    for lib in (nnx, fnnx):
+        model = _MLP.make(lib)
+        doubled = lib.map(lambda path, v: v.replace(v[...] * 2) if isinstance(v, lib.Param) else v, model)
+        lib.set_metadata(model, only=lib.BatchStat, note='stats')
+        notes = sorted(str(p) for p, v in lib.to_flat_state(lib.state(model))
+                       if getattr(v, 'get_metadata', dict)().get('note') == 'stats')
+        out.append((lib.state(doubled), lib.state(model), notes, doubled.l1.kernel is model.l1.kernel))
+    assert_states_equal(out[0][0], out[1][0])
+    assert_states_equal(out[0][1], out[1][1])
+    assert out[0][2] == out[1][2] and out[0][3] == out[1][3]
+
+
 def test_ema_matches_flax():
     fnnx, jax = _flax(), _jax()
     results = []
@@ -525,11 +540,10 @@ MISSING_WITH_REASON = {
     'cached_partial': 'graph caching', 'UpdateContext': 'graph update contexts', 'update_context': 'contexts',
     'current_update_context': 'contexts', 'SplitContext': 'contexts', 'split_context': 'contexts',
     'MergeContext': 'contexts', 'merge_context': 'contexts', 'GraphState': 'alias', 'PureState': 'alias',
-    'unpack': 'graph internals', 'recursive_map': 'graph internals', 'map': 'graph internals',
-'set_metadata': 'graph internals', 'to_tree': 'graph internals',
+    'unpack': 'graph internals', 'recursive_map': 'graph internals', 'to_tree': 'graph internals',
     'from_tree': 'graph internals', 'NodeStates': 'graph internals', 'prefix': 'graph internals',
     'graphlib': 'internal module', 'traversals': 'internal module',
-    'M': 'typing alias', 'A': 'typing alias', 'Initializer': 'typing alias',
+    'M': 'typing alias', 'A': 'typing alias',
     # Features not implemented yet.
     'capture': 'intermediate capture contexts', 'view_info': 'view introspection', 'with_rngs': 'rng helpers',
     'jit_partial': 'partial jit', 'custom_vjp': 'NNX custom_vjp',

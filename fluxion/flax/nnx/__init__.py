@@ -30,8 +30,10 @@ from .graph import flatten as flatten
 from .graph import graphdef as graphdef
 from .graph import is_graph_node as is_graph_node
 from .graph import iter_graph as iter_graph
+from .graph import map as map  # noqa: A004
 from .graph import merge as merge
 from .graph import pop as pop
+from .graph import set_metadata as set_metadata
 from .graph import split as split
 from .graph import state as state
 from .graph import unflatten as unflatten
@@ -80,6 +82,7 @@ from .variables import variable_name_from_type as variable_name_from_type
 from .variables import variable_type_from_name as variable_type_from_name
 from .variables import with_metadata as with_metadata
 from .nn import initializers as initializers
+from .nn.initializers import Initializer as Initializer
 from .nn.activations import PReLU as PReLU
 from .nn.activations import celu as celu
 from .nn.activations import elu as elu

@@ -467,6 +467,30 @@ def call(graphdef_state: tuple, /) -> ApplyCaller:
     return ApplyCaller(graphdef_state)
 
 
+def map(f: Any, node: Any, /, *, graph: Any = None, recreate_variables: bool = True) -> Any:  # noqa: A001
+    """A new graph with ``f(path, leaf)`` at every state leaf (leaves are usually Variables).
+
+    ``f`` may return a Variable or a raw value (wrapped in the leaf's Variable
+    type).  With ``recreate_variables`` (default) the new graph gets new
+    Variable objects; otherwise Variables returned by ``f`` are used as they are.
+    """
+    gdef, leaves = flatten(node)
+    new = []
+    for path, leaf in leaves:
+        value = f(path, leaf)
+        if recreate_variables and isinstance(value, Variable):
+            value = value.copy()
+        new.append((path, value))
+    return merge(gdef, from_flat_state(new))
+
+
+def set_metadata(node: Any, /, *, only: Any = Variable, **metadata: Any) -> None:
+    """Updates, in place, the metadata of the node's Variables selected by ``only``."""
+    for _, leaf in to_flat_state(state(node, only)):
+        if isinstance(leaf, Variable):
+            leaf.set_metadata(**metadata)
+
+
 def variables(node: Any, *filters: Any) -> Any:
     """Like :func:`state` (the State holds the live Variables)."""
     return state(node, *filters)
