@@ -319,3 +319,76 @@ class InstanceNorm(Module):
         mean, var = _compute_stats(x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
                                    use_fast_variance=self.use_fast_variance, mask=mask)
         return _normalize(x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon)
+
+
+def _l2_normalize(x: Any, axis: Any = None, eps: float = 1e-12) -> Any:
+    """``x / sqrt(sum(x**2, axis) + eps)``."""
+    return x * lax.rsqrt((x * x).sum(axis=axis, keepdims=True) + eps)
+
+
+class WeightNorm(Module):
+    """Weight normalization of the Variables of ``layer_instance`` selected by ``variable_filter`` (its kernel).
+
+    Each call rewrites every selected parameter, in place, as
+    ``scale * w / ||w||`` with the norm taken over all axes but
+    ``feature_axes``, then calls the layer.  ``scales`` holds one array per
+    selected parameter (shape: the parameter's feature axes), keyed by path.
+    Salimans & Kingma 2016, "Weight Normalization".
+
+    Difference from Flax: none in behaviour; like Flax, ``scale_init`` receives
+    the ``params`` RngStream itself as its key argument.
+
+    Raises:
+      RuntimeError: the layer gained a selected parameter after construction.
+    """
+
+    def __init__(self, layer_instance: Module, *, feature_axes: Any = -1, use_scale: bool = True,
+                 scale_init: Any = initializers.ones, epsilon: float = 1e-12, dtype: Any = None,
+                 param_dtype: Any = jnp.float32, variable_filter: Any = None,
+                 promote_dtype: Any = default_promote_dtype, rngs: Rngs):
+        from ..filters import PathContains, to_predicate
+        from ..graph import state as graph_state
+        from ..state import to_flat_state
+        self.layer_instance = layer_instance
+        self.feature_axes = () if feature_axes is None else feature_axes
+        self.use_scale = use_scale
+        self.scale_init = scale_init
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.variable_filter = to_predicate(PathContains('kernel') if variable_filter is None else variable_filter)
+        self.promote_dtype = promote_dtype
+        self.scales = None
+        if use_scale:
+            scales = {}
+            for path, param in to_flat_state(graph_state(layer_instance, Param)):
+                if self.variable_filter(path, param):
+                    axes = _canonicalize_axes(param.ndim, self.feature_axes)
+                    scales[path] = scale_init(rngs['params'], tuple(param.shape[ax] for ax in axes))
+            self.scales = scales
+
+    def _normalize_in_place(self, path: tuple, param: Any) -> None:
+        if not self.variable_filter(path, param):
+            return
+        feature_axes = _canonicalize_axes(param.ndim, self.feature_axes)
+        reduction_axes = tuple(i for i in range(param.ndim) if i not in feature_axes)
+        value = _l2_normalize(param[...], axis=reduction_axes, eps=self.epsilon)
+        cast_args = [param[...]]
+        if self.use_scale:
+            if path not in self.scales:
+                raise RuntimeError(f'Could not find the scale corresponding to the param {path} in scales dict. '
+                                   'Parameters of the layer_instance should not change!')
+            scale = self.scales[path]
+            if len(feature_axes) < param.ndim:
+                shape = [param.shape[ax] if ax in feature_axes else 1 for ax in range(param.ndim)]
+                scale = jnp.reshape(scale, shape)
+            value = value * scale
+            cast_args.append(scale)
+        param.set_value(jnp.asarray(value, canonicalize_dtype(*cast_args, dtype=self.dtype)))
+
+    def __call__(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        from ..graph import state as graph_state
+        from ..state import to_flat_state
+        for path, param in to_flat_state(graph_state(self.layer_instance)):
+            self._normalize_in_place(path, param)
+        return self.layer_instance(x, *args, **kwargs)
