@@ -119,6 +119,10 @@ LAYERS = [
     LayerCase('WeightNorm_conv_scale', lambda n: n.WeightNorm(
         n.Conv(2, 3, (3,), rngs=n.Rngs(0)), feature_axes=(-2, -1), scale_init=n.initializers.ones, rngs=n.Rngs(1)),
         (2, 5, 2)),
+    LayerCase('SpectralNorm', lambda n: n.SpectralNorm(n.Linear(3, 4, rngs=n.Rngs(0)), n_steps=3, rngs=n.Rngs(1)),
+              (5, 3)),
+    LayerCase('SpectralNorm_conv_frozen', lambda n: n.SpectralNorm(n.Conv(2, 3, (3,), rngs=n.Rngs(0)),
+                                                                   update_stats=False, rngs=n.Rngs(1)), (2, 5, 2)),
     LayerCase('Sequential', lambda n: n.Sequential(n.Linear(3, 4, rngs=n.Rngs(0)), n.relu,
                                                    n.Linear(4, 2, rngs=n.Rngs(1))), (2, 3)),
 ]
@@ -557,7 +561,7 @@ MISSING_WITH_REASON = {
     'make_jaxpr': 'Flax 0.12 offers it only without graph updates (the default raises ValueError)',
     'checkify': 'checkify', 'transform_metadata': 'sharding metadata',
 
-    'SpectralNorm': 'SpectralNorm', 'display': 'treescope display',
+ 'display': 'treescope display',
     'tabulate': 'summary table', 'var_defaults': 'variable defaults',
 }
 

@@ -125,6 +125,7 @@ from .nn.normalization import GroupNorm as GroupNorm
 from .nn.normalization import InstanceNorm as InstanceNorm
 from .nn.normalization import LayerNorm as LayerNorm
 from .nn.normalization import RMSNorm as RMSNorm
+from .nn.normalization import SpectralNorm as SpectralNorm
 from .nn.normalization import WeightNorm as WeightNorm
 from .nn.stochastic import Dropout as Dropout
 from .transforms.compilation import eval_shape as eval_shape

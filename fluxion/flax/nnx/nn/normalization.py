@@ -392,3 +392,83 @@ class WeightNorm(Module):
         for path, param in to_flat_state(graph_state(self.layer_instance)):
             self._normalize_in_place(path, param)
         return self.layer_instance(x, *args, **kwargs)
+
+
+class SpectralNorm(Module):
+    """Spectral normalization of ``layer_instance``'s Params: each (at least 2-D) parameter is divided, in place,
+    by its largest singular value estimated by ``n_steps`` of power iteration before the layer is called.
+
+    Parameters of more than two dimensions are viewed as ``(-1, last_dim)``
+    matrices (or rejected with ``error_on_non_matrix``).  ``batch_stats`` holds,
+    per parameter path, BatchStats ``path + ('u',)`` (the ``(1, last_dim)``
+    iterate, normal-initialised with one params key) and ``path + ('sigma',)``;
+    they are updated when ``update_stats`` (default: ``not use_running_average``).
+    Miyato et al. 2018, "Spectral Normalization for Generative Adversarial Networks".
+
+    Raises:
+      ValueError: a parameter of more than two dimensions with ``error_on_non_matrix``;
+        a parameter without batch stats (the layer changed after construction).
+    """
+
+    def __init__(self, layer_instance: Module, *, n_steps: int = 1, epsilon: float = 1e-12, dtype: Any = None,
+                 param_dtype: Any = jnp.float32, error_on_non_matrix: bool = False, update_stats: bool = True,
+                 rngs: Rngs):
+        from ..graph import state as graph_state
+        from ..state import to_flat_state
+        self.layer_instance = layer_instance
+        self.n_steps = n_steps
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.error_on_non_matrix = error_on_non_matrix
+        self.use_running_average = not update_stats
+        batch_stats: dict = {}
+        for path, param in to_flat_state(graph_state(layer_instance, Param)):
+            matrix = self._as_matrix(param[...])
+            if matrix is None:
+                continue
+            key = rngs.params()
+            batch_stats[path + ('u',)] = BatchStat(initializers.normal()(key, (1, matrix.shape[-1]), param_dtype))
+            batch_stats[path + ('sigma',)] = BatchStat(initializers.ones(key, (), param_dtype))
+        self.batch_stats = batch_stats
+
+    def _as_matrix(self, value: Any) -> Any:
+        if value.ndim <= 1 or self.n_steps < 1:
+            return None
+        if value.ndim > 2:
+            if self.error_on_non_matrix:
+                raise ValueError(f'Layer instance parameter is {value.ndim}D but error_on_non_matrix is True')
+            return jnp.reshape(value, (-1, value.shape[-1]))
+        return value
+
+    def __call__(self, x: Any, update_stats: Any = None) -> Any:
+        from ..graph import state as graph_state
+        from ..state import to_flat_state
+        update_stats = (not self.use_running_average) if update_stats is None else update_stats
+        for path, param in to_flat_state(graph_state(self.layer_instance, Param)):
+            self._normalize_in_place(path, param, update_stats)
+        return self.layer_instance(x)
+
+    def _normalize_in_place(self, path: tuple, variable: Any, update_stats: bool) -> None:
+        shape = variable.shape
+        w = self._as_matrix(variable[...])
+        if w is None:
+            return
+        for suffix in ('u', 'sigma'):
+            if path + (suffix,) not in self.batch_stats:
+                raise ValueError(f'Could not find the path for {suffix} batch stat corresponding to the param '
+                                 f'{path} in the batch stats dict. Parameters of the layer_instance should not '
+                                 'change!')
+        u = self.batch_stats[path + ('u',)][...]
+        v = None
+        for _ in range(self.n_steps):
+            v = _l2_normalize(jnp.matmul(u, w.T), eps=self.epsilon)
+            u = _l2_normalize(jnp.matmul(v, w), eps=self.epsilon)
+        u = lax.stop_gradient(u)
+        v = lax.stop_gradient(v)
+        sigma = jnp.matmul(jnp.matmul(v, w), u.T)[0, 0]
+        w = jnp.reshape(w / jnp.where(sigma != 0, sigma, 1), shape)
+        if update_stats:
+            self.batch_stats[path + ('u',)][...] = u
+            self.batch_stats[path + ('sigma',)][...] = sigma
+        variable[...] = jnp.asarray(w, canonicalize_dtype(w, u, v, sigma, dtype=self.dtype))
