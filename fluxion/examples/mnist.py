@@ -3,6 +3,7 @@
     python -m fluxion.examples.mnist                       # the tutorial's MLP, 3 epochs
     python -m fluxion.examples.mnist --model cnn --epochs 3 --batch-size 128
     python -m fluxion.examples.mnist --logdir runs/mlp --checkpoint-dir checkpoints/mlp   # resumable
+    python -m fluxion.examples.mnist --api nnx             # the same training written with fluxion.flax.nnx
 
 The MLP is the one of the reference tutorial (Flatten -> Dense 128 -> relu -> Dense 128 -> relu -> Dense 10, inputs
 scaled by 1/255, Adam 1e-3, batch 32, softmax cross-entropy on one-hot labels). With `--checkpoint-dir`, a checkpoint
@@ -119,6 +120,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", choices=sorted(MODELS), default="mlp")
+    p.add_argument("--api", choices=["linen", "nnx"], default="linen",
+                   help="write the model with fluxion.flax.linen or fluxion.flax.nnx (see _mnist_nnx.py)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=1e-3)
@@ -142,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         from .mnist_dp import main as data_parallel_main
         return data_parallel_main(argv)
     args = parse_args(argv)
+    if args.api == "nnx":
+        from ._mnist_nnx import main as nnx_main
+        return nnx_main(args)
     t_start = time.perf_counter()
     (x_train, y_train), (x_test, y_test) = load_data(args)
     n = len(x_train)

@@ -1,0 +1,1 @@
+"""NNX layers (mirrors ``flax.nnx.nn``)."""

@@ -1,0 +1,1 @@
+"""NNX training utilities: Optimizer and metrics (mirrors ``flax.nnx.training``)."""

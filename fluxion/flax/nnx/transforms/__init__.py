@@ -1,0 +1,1 @@
+"""NNX transforms: fluxion's transforms lifted to object graphs (mirrors ``flax.nnx.transforms``)."""
