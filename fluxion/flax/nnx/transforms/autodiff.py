@@ -10,6 +10,7 @@ import fluxion
 from fluxion import tree_util
 
 from ..graph import merge
+from .compilation import JitWrapped
 from ..state import State, filter_state, from_flat_state, to_flat_state
 from ..variables import Param, Variable
 from ._extract import (copy_state, flatten_tree, is_obj, merge_nodes, split_nodes, sub_state, sync_all,
@@ -153,20 +154,25 @@ def value_and_grad(f: Any = None, *, argnums: Any = 0, has_aux: bool = False, ho
     return wrap if f is None else wrap(f)
 
 
+class _RematWrapped(JitWrapped):
+    """``nnx.jit``'s graph handling around ``fluxion.checkpoint`` instead of ``fluxion.jit``."""
+
+    def __init__(self, fun: Any, prevent_cse: bool, static_argnums: Any, policy: Any):
+        super().__init__(fun, static_argnums, None, None, None, False, False)
+        self.remat_kwargs = {'prevent_cse': prevent_cse, 'policy': policy}
+
+    def _make(self, spec: Any, graphdef: Any, static_args: tuple, static_kwargs: tuple) -> tuple:
+        pure, cell = self._pure(spec, graphdef, static_args, static_kwargs)
+        return fluxion.checkpoint(pure, **self.remat_kwargs), cell
+
+
 def remat(f: Any = None, *, prevent_cse: bool = True, static_argnums: Any = (), policy: Any = None,
           graph: Any = None, graph_updates: Any = None) -> Any:
-    """Gradient checkpointing (``jax.checkpoint``) for functions of graph objects.
+    """Rematerialization (``fluxion.checkpoint``) for functions of graph objects; usable as a decorator.
 
-    fluxion has no rematerialization primitive: the wrapped function computes
-    the same values and gradients as ``f`` (what ``remat`` guarantees) but the
-    backward pass stores intermediates instead of recomputing them, so memory
-    use is that of the unwrapped function.
+    Values, gradients and module mutations are those of ``f``; reverse mode keeps only ``f``'s inputs (and what
+    ``policy`` saves) and recomputes its intermediates. Graph objects are handled as by ``nnx.jit``.
     """
     def wrap(fn: Any) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return fn(*args, **kwargs)
-        return wrapper
+        return functools.wraps(fn)(_RematWrapped(fn, prevent_cse, static_argnums, policy))
     return wrap if f is None else wrap(f)
-
-

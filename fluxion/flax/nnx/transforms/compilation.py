@@ -72,6 +72,12 @@ class JitWrapped:
         return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
 
     def _make(self, spec: Any, graphdef: Any, static_args: tuple, static_kwargs: tuple) -> tuple:
+        pure, cell = self._pure(spec, graphdef, static_args, static_kwargs)
+        return fluxion.jit(pure, **self.jit_kwargs), cell
+
+    def _pure(self, spec: Any, graphdef: Any, static_args: tuple, static_kwargs: tuple) -> tuple:
+        """The function of (state, dynamic leaves) that merges fresh objects, calls ``fun`` and splits the result,
+        with the cell where it records the output structure."""
         cell: dict = {}
         fun = self.fun
 
@@ -93,7 +99,7 @@ class JitWrapped:
             cell['out'] = (out_spec, out_graphdef)
             return out_state, out_dyn
 
-        return fluxion.jit(pure, **self.jit_kwargs), cell
+        return pure, cell
 
 
 def _write_back(nodes: list, old: Any, new: Any) -> None:
