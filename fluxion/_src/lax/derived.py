@@ -27,9 +27,17 @@ def _aval(x):
 
 
 def _index_in_bounds(index, size: int, allow_negative_indices: bool):
-    """`index` as an integer scalar array; a negative index counts from the end when allowed (as JAX's)."""
+    """`index` as an integer scalar array; a negative index counts from the end when allowed (as JAX's).
+
+    Raises:
+      ValueError: a concrete negative index when negative indices are not allowed.
+    """
     i = st._index_scalar(index)
     if not allow_negative_indices:
+        concrete = core.concrete_value(i)
+        if concrete is not None and int(concrete) < 0:
+            raise ValueError(f"Index {int(concrete)} is out of bounds for dimension {size} if "
+                             "allow_negative_indices=False")
         return i
     zero = core.Array(np.zeros((), _aval(i).dtype))
     return ew.select(ew.lt(i, zero), ew.add(i, core.Array(np.asarray(size, _aval(i).dtype))), i)

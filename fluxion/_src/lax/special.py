@@ -15,6 +15,7 @@ Derivatives, as in JAX:
 * bessel_i0e(x) = e^-|x| I0(x): d/dx = i1e(x) - sign(x) i0e(x); bessel_i1e: d/dx = i0e(x) - i1e(x) (sign(x) + 1/x),
   1/2 at 0.
 * zeta(x, q), the Hurwitz zeta function sum_n (n + q)^-x: d/dq = -x zeta(x + 1, q); the derivative in x raises.
+  (`jax.lax.zeta` has no derivative at all; this is the one `jax.scipy.special.zeta` defines.)
 """
 
 from __future__ import annotations
