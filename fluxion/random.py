@@ -14,6 +14,10 @@ from ._src.random.distributions import (bernoulli as bernoulli, bits as bits, ca
                                         rademacher as rademacher, randint as randint, rayleigh as rayleigh,
                                         triangular as triangular, truncated_normal as truncated_normal,
                                         uniform as uniform, weibull_min as weibull_min)
+from ._src.random.discrete import binomial as binomial, multinomial as multinomial, poisson as poisson
+from ._src.random.gamma import (ball as ball, beta as beta, chisquare as chisquare, dirichlet as dirichlet,
+                                double_sided_maxwell as double_sided_maxwell, f as f, gamma as gamma,
+                                generalized_normal as generalized_normal, loggamma as loggamma, t as t, wald as wald)
 from ._src.random.prng import (KeyDType as KeyDType, PRNGKey as PRNGKey, PRNGKeyArray as PRNGKeyArray,
                                clone as clone, fold_in as fold_in, key as key, key_data as key_data,
                                key_impl as key_impl, split as split, wrap_key_data as wrap_key_data)

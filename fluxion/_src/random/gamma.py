@@ -249,9 +249,9 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None, dtyp
     dfden = ew.convert_element_type(ds._asarray(dfden), dt)
     shape = ds._shape_or_params("f", shape, dfnum, dfden)
     key_den, key_num = ds._split2(data)
-    num = ew.div(chisquare(key_num, dfnum, shape, dt), dfnum)
-    den = ew.div(chisquare(key_den, dfden, shape, dt), dfden)
-    return ew.div(num, den)
+    num = chisquare(key_num, dfnum, shape, dt) / dfnum
+    den = chisquare(key_den, dfden, shape, dt) / dfden
+    return num / den
 
 
 def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
@@ -268,7 +268,7 @@ def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) 
     n = ds._normal_real(key_n, shape, dt)
     half = ew.div(df, _c(2, dt))
     g = _gamma_common("t", key_g, half, shape, dt, False)
-    return ew.mul(n, ew.sqrt(ew.div(half, g)))
+    return n * jnp.sqrt(half / g)
 
 
 def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
@@ -328,7 +328,8 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
     k_m, k_r = ds._split2(data)
     m = ds.maxwell(k_m, shape, dt)
     sign = ds.rademacher(k_r, shape, dt)
-    return ew.add(ew.mul(ew.mul(sign, m), jnp.broadcast_to(scale, shape)), jnp.broadcast_to(loc, shape))
+    # XLA contracts (sign m) scale + loc into one fused multiply-add.
+    return mul_add(ew.mul(sign, m), jnp.broadcast_to(scale, shape), jnp.broadcast_to(loc, shape))
 
 
 def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
@@ -350,6 +351,7 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = N
     y = ew.integer_pow(v, 2)
     y_sq = ew.integer_pow(y, 2)
     mean_sq = ew.integer_pow(mean, 2)
-    root = ew.sqrt(ew.add(ew.mul(ew.mul(_c(4, dt), mean), y), ew.mul(mean_sq, y_sq)))
-    x = ew.sub(ew.add(mean, ew.div(ew.mul(mean_sq, y), _c(2, dt))), ew.mul(ew.div(mean, _c(2, dt)), root))
+    # XLA contracts both a*b + c patterns below into fused multiply-adds; so does this, for JAX's exact values.
+    root = ew.sqrt(mul_add(ew.mul(_c(4, dt), mean), y, ew.mul(mean_sq, y_sq)))
+    x = mul_add(ew.neg(ew.div(mean, _c(2, dt))), root, ew.add(mean, ew.div(ew.mul(mean_sq, y), _c(2, dt))))
     return ew.select(ew.le(z, ew.div(mean, ew.add(mean, x))), x, ew.div(mean_sq, x))
