@@ -70,7 +70,6 @@ MISSING_WITH_REASON = {
     "custom_linear_solve": "not implemented yet (needs a primitive carrying solve jaxprs; time)",
     "custom_root": "not implemented yet (implicit differentiation of a root finder; time)",
     "conv_general_dilated_local": "not implemented yet",
-    "conv_general_dilated_patches": "not implemented yet",
     "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
     "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
@@ -84,6 +83,26 @@ def test_every_public_name_exists_or_is_listed():
     assert not missing, missing
     stale = [n for n in MISSING_WITH_REASON if hasattr(lax, n)]
     assert not stale, f"listed as missing but present: {stale}"
+
+
+LINALG_MISSING_WITH_REASON = {
+    name: "not implemented yet" for name in (
+        "EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky_update", "cholesky_update_p", "eig",
+        "eig_p", "hessenberg", "hessenberg_p", "householder_product", "householder_product_p", "lu", "lu_p",
+        "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "ormqr", "ormqr_p", "qdwh", "schur", "schur_p",
+        "symmetric_product", "symmetric_product_p", "tridiagonal", "tridiagonal_p")
+}
+LINALG_MISSING_WITH_REASON["tridiagonal_solve_p"] = "tridiagonal_solve is a composition of two scans here"
+
+
+def test_every_linalg_name_exists_or_is_listed():
+    names = [n for n in dir(jlax.linalg) if not n.startswith("_")]
+    missing = [n for n in names if not hasattr(lax.linalg, n) and n not in LINALG_MISSING_WITH_REASON]
+    assert not missing, missing
+    assert not [n for n in LINALG_MISSING_WITH_REASON if hasattr(lax.linalg, n)]
+    for n in dir(lax.linalg):
+        if n.endswith("_p"):
+            assert getattr(lax.linalg, n).name == getattr(jlax.linalg, n).name, n
 
 
 def test_exported_primitives_have_jax_names():
@@ -491,3 +510,84 @@ def test_option_enums():
     half = np.float32([0.5, 1.5, 2.5, -0.5])
     np.testing.assert_array_equal(np.asarray(lax.round(half, lax.RoundingMethod.TO_NEAREST_EVEN)),
                                   np.asarray(jlax.round(half, jlax.RoundingMethod.TO_NEAREST_EVEN)))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# conv_general_dilated_patches, linalg.tridiagonal_solve
+# --------------------------------------------------------------------------------------------------------------
+
+PATCH_X = np.random.default_rng(8).standard_normal((2, 3, 7, 6)).astype(np.float32)
+
+PATCHES = [
+    ("nchw_same", PATCH_X, dict(filter_shape=(2, 3), window_strides=(1, 2), padding="SAME")),
+    ("nhwc_valid_dilated", np.moveaxis(PATCH_X, 1, -1),
+     dict(filter_shape=(3, 2), window_strides=(1, 1), padding="VALID", rhs_dilation=(2, 1),
+          dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ("explicit_padding_lhs_dilation", PATCH_X,
+     dict(filter_shape=(2, 2), window_strides=(2, 1), padding=((1, 0), (0, 1)), lhs_dilation=(1, 2))),
+]
+
+
+@pytest.mark.parametrize("name, x, kw", PATCHES, ids=[p[0] for p in PATCHES])
+def test_conv_general_dilated_patches_matches_jax(name, x, kw):
+    ours = np.asarray(lax.conv_general_dilated_patches(x, **kw))
+    theirs = np.asarray(jlax.conv_general_dilated_patches(x, **kw))
+    assert ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+    f = lambda v: lax.conv_general_dilated_patches(v, **kw)  # noqa: E731
+    tu.check_jit(f, [x])
+    tu.check_batching(f, [np.stack([x, -x])])
+    g = fluxion.grad(lambda v: jnp.sum(jnp.sin(f(v))))(x)
+    jg = jax.grad(lambda v: jax.numpy.sum(jax.numpy.sin(jlax.conv_general_dilated_patches(v, **kw))))(x)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=1e-5, atol=1e-5)
+
+
+def _tridiagonal(rng, batch, m, n, dtype=np.float32):
+    dl = rng.standard_normal(batch + (m,)).astype(dtype)
+    du = rng.standard_normal(batch + (m,)).astype(dtype)
+    d = (4 + rng.random(batch + (m,))).astype(dtype)  # diagonally dominant: no pivoting needed
+    b = rng.standard_normal(batch + (m, n)).astype(dtype)
+    return [dl, d, du, b]
+
+
+def _dense(dl, d, du):
+    return np.diag(d) + np.diag(dl[1:], -1) + np.diag(du[:-1], 1)
+
+
+@pytest.mark.parametrize("batch, m, n", [((), 1, 1), ((), 5, 3), ((2,), 6, 1), ((2, 3), 4, 2)])
+def test_tridiagonal_solve(batch, m, n):
+    args = _tridiagonal(np.random.default_rng(9), batch, m, n)
+    x = np.asarray(lax.linalg.tridiagonal_solve(*args))
+    np.testing.assert_allclose(x, np.asarray(jlax.linalg.tridiagonal_solve(*args)), rtol=1e-5, atol=1e-6)
+    flat = [a.reshape((-1,) + a.shape[len(batch):]) for a in args]
+    for i in range(flat[0].shape[0]):
+        dense = _dense(flat[0][i], flat[1][i], flat[2][i]).astype(np.float64)
+        np.testing.assert_allclose(x.reshape(flat[3].shape)[i], np.linalg.solve(dense, flat[3][i]), rtol=1e-4,
+                                   atol=1e-5)
+    tu.check_jit(lax.linalg.tridiagonal_solve, args)
+
+
+def test_tridiagonal_solve_ignores_corner_entries_and_transforms():
+    dl, d, du, b = _tridiagonal(np.random.default_rng(10), (), 5, 2)
+    dl2, du2 = dl.copy(), du.copy()
+    dl2[0], du2[-1] = 123.0, -77.0
+    np.testing.assert_array_equal(np.asarray(lax.linalg.tridiagonal_solve(dl2, d, du2, b)),
+                                  np.asarray(lax.linalg.tridiagonal_solve(dl, d, du, b)))
+    tu.check_grads(lax.linalg.tridiagonal_solve, [dl, d, du, b], order=2, atol=5e-2, rtol=5e-2)
+    batched = _tridiagonal(np.random.default_rng(11), (3,), 5, 2)
+    tu.check_batching(lax.linalg.tridiagonal_solve, batched)
+    tu.check_batching(lax.linalg.tridiagonal_solve, [dl, d, du, batched[3]], in_axes=(None, None, None, 0))
+    g = fluxion.grad(lambda d: jnp.sum(lax.linalg.tridiagonal_solve(dl, d, du, b) ** 2))(d)
+    jg = jax.grad(lambda d: jax.numpy.sum(jlax.linalg.tridiagonal_solve(dl, d, du, b) ** 2))(d)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("args, err", [
+    (lambda: [np.ones(3, np.float32), np.ones(4, np.float32), np.ones(3, np.float32), np.ones((3, 1), np.float32)],
+     ValueError),
+    (lambda: [np.ones(3, np.float32)] * 3 + [np.ones((4, 1), np.float32)], ValueError),
+    (lambda: [np.ones(3, np.int32)] * 3 + [np.ones((3, 1), np.int32)], TypeError),
+], ids=["diagonals", "rhs", "dtype"])
+def test_tridiagonal_solve_errors(args, err):
+    with pytest.raises(err):
+        lax.linalg.tridiagonal_solve(*args())

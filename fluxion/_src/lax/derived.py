@@ -424,3 +424,31 @@ def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
     composite_fn.__doc__ = decomposition.__doc__
     composite_fn.composite_name, composite_fn.composite_version = name, int(version)
     return composite_fn
+
+
+def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_strides: Sequence[int], padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The patches a convolution with a kernel of spatial shape `filter_shape` would see, as output channels.
+
+    Each output position holds its receptive field flattened channel-major (all of channel 0's filter positions,
+    then channel 1's, ...): the output has C * prod(filter_shape) features, laid out per `dimension_numbers`'
+    output spec. Computed as JAX does, as a grouped convolution with a one-hot kernel, so it is differentiable
+    and batchable; the other arguments are those of `conv_general_dilated`.
+
+    Raises:
+      TypeError/ValueError: as `conv_general_dilated` for inconsistent arguments.
+    """
+    from .convolution import conv_dimension_numbers, conv_general_dilated
+    lhs = st._as_array(lhs)
+    aval = _aval(lhs)
+    filter_shape = tuple(int(f) for f in filter_shape)
+    dn = conv_dimension_numbers(aval.shape, (1, 1) + filter_shape, dimension_numbers)
+    spatial = int(np.prod(filter_shape, dtype=np.int64))
+    channels = aval.shape[dn.lhs_spec[1]]
+    eye = np.broadcast_to(np.eye(spatial, dtype=aval.dtype), (channels, spatial, spatial))
+    kernel = np.moveaxis(eye.reshape((channels * spatial, 1) + filter_shape), (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
+    return conv_general_dilated(lhs, core.Array(np.ascontiguousarray(kernel)), window_strides, padding,
+                                lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
+                                feature_group_count=channels, precision=precision,
+                                preferred_element_type=preferred_element_type)
