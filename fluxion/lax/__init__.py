@@ -57,6 +57,7 @@ from .._src.lax.derived import (approx_max_k as approx_max_k, approx_min_k as ap
                                 batch_matmul as batch_matmul, broadcast_like as broadcast_like,
                                 broadcast_shapes as broadcast_shapes, broadcast_to_rank as broadcast_to_rank,
                                 collapse as collapse, composite as composite,
+                                conv_general_dilated_local as conv_general_dilated_local,
                                 conv_general_dilated_patches as conv_general_dilated_patches,
                                 conv_general_shape_tuple as conv_general_shape_tuple,
                                 conv_shape_tuple as conv_shape_tuple,

@@ -69,7 +69,6 @@ MISSING_WITH_REASON = {
     "linear_solve_p": "custom_linear_solve is not implemented yet",
     "custom_linear_solve": "not implemented yet (needs a primitive carrying solve jaxprs; time)",
     "custom_root": "not implemented yet (implicit differentiation of a root finder; time)",
-    "conv_general_dilated_local": "not implemented yet",
     "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
     "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
@@ -591,3 +590,29 @@ def test_tridiagonal_solve_ignores_corner_entries_and_transforms():
 def test_tridiagonal_solve_errors(args, err):
     with pytest.raises(err):
         lax.linalg.tridiagonal_solve(*args())
+
+
+LOCAL = [
+    ("nchw", (2, 3, 6, 5), (2, 2), (1, 1), "VALID", None),
+    ("nhwc_same_strided", (2, 6, 5, 3), (3, 2), (2, 1), "SAME", ("NHWC", "HWIO", "NHWC")),
+]
+
+
+@pytest.mark.parametrize("name, lhs_shape, filt, strides, padding, dn", LOCAL, ids=[c[0] for c in LOCAL])
+def test_conv_general_dilated_local_matches_jax(name, lhs_shape, filt, strides, padding, dn):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(lhs_shape).astype(np.float32)
+    patches = np.asarray(jlax.conv_general_dilated_patches(x, filt, strides, padding, dimension_numbers=dn))
+    spec = dn or ("NCHW", "OIHW", "NCHW")
+    out_sp = [patches.shape[spec[2].index(c)] for c in spec[2] if c not in "NC"]
+    sizes = {"O": 4, "I": patches.shape[spec[2].index("C")]}
+    sp = iter(out_sp)
+    rhs_shape = tuple(sizes[c] if c in sizes else next(sp) for c in spec[1])
+    w = rng.standard_normal(rhs_shape).astype(np.float32)
+    f = lambda x, w: lax.conv_general_dilated_local(x, w, strides, padding, filt, dimension_numbers=dn)  # noqa: E731
+    ours = np.asarray(f(x, w))
+    theirs = np.asarray(jlax.conv_general_dilated_local(x, w, strides, padding, filt, dimension_numbers=dn))
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    tu.check_jit(f, [x, w])
+    tu.check_grads(f, [x, w], order=1, atol=5e-2, rtol=5e-2)

@@ -452,3 +452,35 @@ def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_stride
                                 lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
                                 feature_group_count=channels, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides: Sequence[int], padding, filter_shape: Sequence[int],
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None, precision=None):
+    """A locally connected ("unshared") convolution: like `conv_general_dilated`, but every output position has
+    its own kernel.
+
+    `rhs` has the layout of `dimension_numbers`' kernel spec, with the spatial dimensions being the *output*
+    spatial shape and the input-feature dimension holding C_in * prod(filter_shape) weights per output feature,
+    ordered as `conv_general_dilated_patches` orders a patch (channel-major). Computed as JAX does: the patches,
+    then a `dot_general` batched over the output positions.
+
+    Raises:
+      TypeError/ValueError: inconsistent shapes (from the patches or the contraction).
+    """
+    from .convolution import conv_dimension_numbers
+    lhs, rhs = st._as_array(lhs), st._as_array(rhs)
+    filter_shape = tuple(int(f) for f in filter_shape)
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=lhs_dilation,
+                                           rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers)
+    lhs_spec, rhs_spec, out_spec = conv_dimension_numbers(_aval(lhs).shape, (1, 1) + filter_shape,
+                                                          dimension_numbers)
+    out_spatial, rhs_spatial = list(out_spec[2:]), list(rhs_spec[2:])
+    # Pair each output spatial dimension with the kernel's matching one, in the output's dimension order.
+    rhs_batch = [rhs_spatial[i] for i in sorted(range(len(out_spatial)), key=lambda k: out_spatial[k])]
+    dn = (((out_spec[1],), (rhs_spec[1],)), (tuple(sorted(out_spatial)), tuple(rhs_batch)))
+    out = dot_general(patches, rhs, dn, precision=precision)
+    nd = _aval(out).ndim
+    perm = [i for i in range(nd) if i not in (nd - 2, nd - 1)]
+    for dst, src in sorted(zip((out_spec[0], out_spec[1]), (nd - 2, nd - 1))):
+        perm.insert(dst, src)
+    return st.transpose(out, tuple(perm))
