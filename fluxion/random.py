@@ -1,5 +1,9 @@
 """`fluxion.random`: counter-based pseudo-random numbers (mirrors `jax.random`), bit-exact with JAX.
 
+(Except where JAX's own values depend on XLA's approximate CPU math: the gamma family (gamma, loggamma, beta,
+dirichlet, chisquare, f, t, generalized_normal, ball) follows JAX's recipe and key use exactly, but a fraction of
+its draws differ from JAX's in the last bit or two; see `fluxion/_src/random/gamma.py`.)
+
 Keys are explicit values: create one with `PRNGKey(seed)` (uint32[2] data) or `key(seed)` (a typed key array),
 derive fresh keys with `split`/`fold_in`, and pass a key to each sampler. The stream layout follows
 `fluxion.config.jax_threefry_partitionable` as JAX's does.

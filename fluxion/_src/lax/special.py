@@ -66,13 +66,20 @@ Not differentiable further (as in JAX)."""
 ad.defnondifferentiable(igamma_grad_a_p)
 
 random_gamma_grad_p = _nary("random_gamma_grad", "realfloat")
-random_gamma_grad = _make_binary(random_gamma_grad_p)
-random_gamma_grad.__doc__ = """d sample / d a for a Gamma(a, 1) sample x held at a fixed quantile (implicit
-reparameterization: -(dP/da)(a, x) / p(x; a), Figurnov et al. 2018). This is the derivative `random.gamma` uses.
 
-Elementwise over a and x of one real floating dtype. NaN where a <= 0 or x < 0; 0 at x = 0. Unlike JAX (where
-`random_gamma_grad` is a function of lax operations and takes a `dtype` argument), it is a primitive here and the
-result dtype is the operands'. Not differentiable further."""
+
+def random_gamma_grad(a, x):
+    """d sample / d a for a Gamma(a, 1) sample x held at a fixed quantile (implicit reparameterization:
+    -(dP/da)(a, x) / p(x; a), Figurnov et al. 2018). This is the derivative `random.gamma` uses.
+
+    Elementwise over a and x of one real floating dtype (scalars broadcast). NaN where a <= 0 or x < 0; 0 at x = 0.
+    In JAX it is a function of lax operations; here it is a primitive. Not differentiable further.
+    """
+    a, x = _lift_scalars(a, x)
+    ew._check(random_gamma_grad_p, a, x)
+    return random_gamma_grad_p.bind(a, x)
+
+
 ad.defnondifferentiable(random_gamma_grad_p)
 
 # -- igamma / igammac -------------------------------------------------------------------------------------------
