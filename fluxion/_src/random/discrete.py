@@ -199,6 +199,13 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None, dtype
     Raises:
       ValueError: a non-float dtype, or parameter shapes that do not broadcast to `shape`.
     """
+    # An infinite count makes the unused BTRS branch compute inf - inf (NaN, discarded by the selects below); XLA
+    # does so silently, and so does this (NumPy would warn on every eager step).
+    with np.errstate(invalid="ignore"):
+        return _binomial(key, n, p, shape, dtype)
+
+
+def _binomial(key, n, p, shape, dtype):
     data, _ = check_key("binomial", key)
     dt = ds._float_dtype("binomial", dtype)
     n, p = ds._asarray(n), ds._asarray(p)
