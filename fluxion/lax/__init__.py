@@ -139,3 +139,4 @@ from .._src.lax.windowed import (reduce_window_max_p as reduce_window_max_p,  # 
 from .._src.lax.parallel import (all_gather_p as all_gather_p, all_to_all_p as all_to_all_p,  # noqa: E402
                                  axis_index_p as axis_index_p, pmax_p as pmax_p, pmin_p as pmin_p,
                                  ppermute_p as ppermute_p, psum_p as psum_p)
+from .._src.solves import custom_root as custom_root  # noqa: E402

@@ -68,7 +68,6 @@ MISSING_WITH_REASON = {
     "approx_top_k_p": "approx_max_k/approx_min_k compute the exact top-k through top_k_p",
     "linear_solve_p": "custom_linear_solve is not implemented yet",
     "custom_linear_solve": "not implemented yet (needs a primitive carrying solve jaxprs; time)",
-    "custom_root": "not implemented yet (implicit differentiation of a root finder; time)",
     "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
     "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
@@ -616,3 +615,77 @@ def test_conv_general_dilated_local_matches_jax(name, lhs_shape, filt, strides, 
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
     tu.check_jit(f, [x, w])
     tu.check_grads(f, [x, w], order=1, atol=5e-2, rtol=5e-2)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# custom_root
+# --------------------------------------------------------------------------------------------------------------
+
+def _newton(grad):
+    def solve(f, x0):
+        x = x0
+        for _ in range(25):
+            x = x - f(x) / grad(f)(x)
+        return x
+    return solve
+
+
+def _sqrt_root(lib_lax, grad, a):
+    return lib_lax.custom_root(lambda x: x ** 2 - a, 1.0, _newton(grad), lambda g, y: y / g(1.0))
+
+
+def test_custom_root_scalar_matches_jax():
+    a = np.float32(2.0)
+    ours = lambda a: _sqrt_root(lax, fluxion.grad, a)  # noqa: E731
+    theirs = lambda a: _sqrt_root(jlax, jax.grad, a)  # noqa: E731
+    np.testing.assert_allclose(np.asarray(ours(a)), np.sqrt(2), rtol=1e-6)
+    for d in (0, 1, 2):
+        f, jf = ours, theirs
+        for _ in range(d):
+            f, jf = fluxion.grad(f), jax.grad(jf)
+        np.testing.assert_allclose(np.asarray(f(a)), np.asarray(jf(a)), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fluxion.jit(fluxion.grad(ours))(a)), 0.5 / np.sqrt(2), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fluxion.vmap(ours)(np.float32([1, 4, 9]))), [1, 2, 3], rtol=1e-6)
+    tu.check_grads(ours, [a], order=2, atol=1e-2, rtol=1e-2)
+
+
+def _vector_root(L, N, solve_fn, jac, params):
+    """x with A x + 0.1 x^3 = b (A, b from params), by a fixed number of Newton steps."""
+    A, b = params
+
+    def f(x):
+        return A @ x + 0.1 * x ** 3 - b
+
+    def solve(f, x0):
+        x = x0
+        for _ in range(20):
+            x = x - solve_fn(jac(f)(x), f(x))
+        return x
+
+    def tangent_solve(g, y):
+        return solve_fn(jac(g)(y), y)
+
+    return L.custom_root(f, N.zeros_like(b), solve, tangent_solve)
+
+
+def test_custom_root_vector_gradients_match_jax():
+    rng = np.random.default_rng(13)
+    A = (np.eye(3) * 3 + 0.3 * rng.standard_normal((3, 3))).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    ours = lambda A, b: jnp.sum(jnp.sin(_vector_root(lax, jnp, jnp.linalg.solve, fluxion.jacfwd, (A, b))))  # noqa: E731
+    theirs = lambda A, b: jax.numpy.sum(jax.numpy.sin(  # noqa: E731
+        _vector_root(jlax, jax.numpy, jax.numpy.linalg.solve, jax.jacfwd, (A, b))))
+    np.testing.assert_allclose(np.asarray(ours(A, b)), np.asarray(theirs(A, b)), rtol=1e-5)
+    g = fluxion.grad(ours, argnums=(0, 1))(A, b)
+    jg = jax.grad(theirs, argnums=(0, 1))(A, b)
+    for x, y in zip(g, jg):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-5)
+
+
+def test_custom_root_has_aux_and_structure_error():
+    def solve(f, x0):
+        return x0 - f(x0) / 2.0, "aux-data"
+    x, aux = lax.custom_root(lambda x: 2.0 * x - 4.0, np.float32(0), solve, lambda g, y: y / g(1.0), has_aux=True)
+    assert aux == "aux-data" and float(x) == 2.0
+    with pytest.raises(TypeError, match="structure"):
+        lax.custom_root(lambda x: (x, x), np.float32(0), solve, lambda g, y: y)
