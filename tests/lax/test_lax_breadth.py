@@ -67,7 +67,9 @@ MISSING_WITH_REASON = {
     "tile_p": "lax.tile is a composition of broadcast_in_dim and reshape here",
     "approx_top_k_p": "approx_max_k/approx_min_k compute the exact top-k through top_k_p",
     "linear_solve_p": "custom_linear_solve is not implemented yet",
-    "custom_linear_solve": "not implemented yet (needs a primitive carrying solve jaxprs; time)",
+    "custom_linear_solve": "not implemented yet: it needs a primitive carrying the matvec/solve/transpose_solve "
+                           "jaxprs, so that reverse mode calls transpose_solve instead of transposing an "
+                           "iterative solve",
     "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
     "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
