@@ -1,5 +1,9 @@
 """`fluxion.random`: counter-based pseudo-random numbers (mirrors `jax.random`), bit-exact with JAX.
 
+(Except where JAX's own values depend on XLA's approximate CPU math: the gamma family (gamma, loggamma, beta,
+dirichlet, chisquare, f, t, generalized_normal, ball) follows JAX's recipe and key use exactly, but a fraction of
+its draws differ from JAX's in the last bit or two; see `fluxion/_src/random/gamma.py`.)
+
 Keys are explicit values: create one with `PRNGKey(seed)` (uint32[2] data) or `key(seed)` (a typed key array),
 derive fresh keys with `split`/`fold_in`, and pass a key to each sampler. The stream layout follows
 `fluxion.config.jax_threefry_partitionable` as JAX's does.
@@ -14,6 +18,10 @@ from ._src.random.distributions import (bernoulli as bernoulli, bits as bits, ca
                                         rademacher as rademacher, randint as randint, rayleigh as rayleigh,
                                         triangular as triangular, truncated_normal as truncated_normal,
                                         uniform as uniform, weibull_min as weibull_min)
+from ._src.random.discrete import binomial as binomial, multinomial as multinomial, poisson as poisson
+from ._src.random.gamma import (ball as ball, beta as beta, chisquare as chisquare, dirichlet as dirichlet,
+                                double_sided_maxwell as double_sided_maxwell, f as f, gamma as gamma,
+                                generalized_normal as generalized_normal, loggamma as loggamma, t as t, wald as wald)
 from ._src.random.prng import (KeyDType as KeyDType, PRNGKey as PRNGKey, PRNGKeyArray as PRNGKeyArray,
                                clone as clone, fold_in as fold_in, key as key, key_data as key_data,
                                key_impl as key_impl, split as split, wrap_key_data as wrap_key_data)

@@ -4,3 +4,5 @@ from ._src.tree_util import (tree_all as all, tree_flatten as flatten, tree_flat
                              tree_leaves as leaves, tree_leaves_with_path as leaves_with_path, tree_map as map,
                              tree_map_with_path as map_with_path, tree_reduce as reduce, tree_structure as structure,
                              tree_transpose as transpose, tree_unflatten as unflatten)
+from ._src.tree_util import (static as static, tree_broadcast as broadcast,
+                             tree_reduce_associative as reduce_associative)

@@ -12,3 +12,10 @@ from ._src.tree_util import (DictKey as DictKey, FlattenedIndexKey as FlattenedI
                              tree_reduce as tree_reduce, tree_structure as tree_structure,
                              tree_transpose as tree_transpose, tree_unflatten as tree_unflatten,
                              treedef_children as treedef_children, treedef_is_leaf as treedef_is_leaf)
+from ._src.tree_util import (KeyEntry as KeyEntry, KeyPath as KeyPath, default_registry as default_registry,
+                             flatten_one_level as flatten_one_level,
+                             flatten_one_level_with_keys as flatten_one_level_with_keys,
+                             is_tree_node as is_tree_node,
+                             register_pytree_with_keys_class as register_pytree_with_keys_class,
+                             register_static as register_static, tree_broadcast as tree_broadcast,
+                             tree_reduce_associative as tree_reduce_associative, treedef_tuple as treedef_tuple)

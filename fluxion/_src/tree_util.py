@@ -486,3 +486,174 @@ class Partial(functools.partial):
 register_pytree_node(Partial,
                      lambda p: ((p.args, p.keywords), p.func),
                      lambda func, xs: Partial(func, *xs[0], **xs[1]))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One-level flattening, registry queries and the remaining `jax.tree_util` / `jax.tree` helpers
+# --------------------------------------------------------------------------------------------------------------
+
+# Type aliases for annotations, as `jax.tree_util` names them: a key entry is any of the key classes above (or a
+# user's own), a key path the tuple of entries from the root to a leaf.
+KeyEntry = Any
+KeyPath = tuple
+
+
+class _Registry:
+    """The pytree registry as one object (`default_registry`): which types are nodes and how they flatten.
+
+    JAX exposes its C++ registry here; fluxion's registry is the module-level table every flattening function
+    uses, so this object is a view of it with the query methods JAX's registry has (`flatten`, `flatten_one_level`,
+    `flatten_one_level_with_keys`, `is_node`)."""
+
+    def is_node(self, typ: type) -> bool:
+        return typ in _registry or (isinstance(typ, type) and _is_namedtuple(typ))
+
+    def flatten(self, tree: Any, is_leaf: Callable | None = None) -> tuple[list, PyTreeDef]:
+        return tree_flatten(tree, is_leaf)
+
+    def flatten_one_level(self, tree: Any):
+        kind = _kind_of(tree)
+        if kind is None:
+            return None
+        children, aux = kind.to_iter(tree)
+        return children, self._aux(tree, aux)
+
+    def flatten_one_level_with_keys(self, tree: Any):
+        kind = _kind_of(tree)
+        if kind is None:
+            return None
+        if kind.to_iter_with_keys is not None:
+            pairs, aux = kind.to_iter_with_keys(tree)
+        else:
+            children, aux = kind.to_iter(tree)
+            pairs = [(FlattenedIndexKey(i), c) for i, c in enumerate(children)]
+        return pairs, self._aux(tree, aux)
+
+    @staticmethod
+    def _aux(tree, aux):
+        # An unregistered namedtuple's treedef keeps its class as the node type; JAX reports the class as its
+        # one-level aux data.
+        t = type(tree)
+        return t if t not in _registry and _is_namedtuple(t) else aux
+
+    def __repr__(self) -> str:
+        return "fluxion.tree_util.default_registry"
+
+
+default_registry = _Registry()
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether instances of `typ` are pytree nodes (built in, registered, or a namedtuple class), not leaves."""
+    return default_registry.is_node(typ)
+
+
+def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Hashable]:
+    """Splits one pytree node into (its children, its aux data) without descending further.
+
+    Raises:
+      ValueError: `tree` is a leaf (not a built-in or registered node).
+    """
+    out = default_registry.flatten_one_level(tree)
+    if out is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return out
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Iterable[tuple[Any, Any]], Hashable]:
+    """Like `flatten_one_level`, with each child paired with its key entry: ([(key, child)], aux data).
+
+    Nodes registered without key functions name their children `FlattenedIndexKey(i)`. (JAX 0.10.2 repeats the
+    first field's `GetAttrKey` for every field of a namedtuple here; fluxion names each field.)
+
+    Raises:
+      ValueError: `tree` is a leaf.
+    """
+    out = default_registry.flatten_one_level_with_keys(tree)
+    if out is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return out
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator: registers a class with `tree_flatten_with_keys(self)` -> ([(key, child)], aux) and a
+    classmethod `tree_unflatten(aux, children)`; a `tree_flatten` method, if present, is used for plain flattening.
+
+    Raises:
+      ValueError: `cls` is already registered.
+    """
+    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten, flatten)
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Registers `cls` as a pytree node with no children: an instance lives entirely in the treedef, so `jit`
+    treats it as static. Instances must be hashable.
+
+    Raises:
+      ValueError: `cls` is already registered.
+    """
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda aux, _: aux, lambda x: ((), x))
+    return cls
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: Callable | None = None) -> Any:
+    """A tree of `full_tree`'s structure whose leaves are the `prefix_tree` leaf covering each position.
+
+    Unlike `tree_broadcast_prefix` (vmap's `in_axes`), a None in `prefix_tree` is an empty node, as in JAX, so it
+    matches only a None in `full_tree`.
+
+    Raises:
+      ValueError: `prefix_tree` is not a prefix of `full_tree`.
+    """
+    leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    try:
+        subtrees = prefix_def.flatten_up_to(full_tree)
+    except ValueError as e:
+        raise ValueError(f"tree_broadcast: prefix_tree is not a prefix of full_tree. {e}") from None
+    out: list = []
+    for leaf, sub in zip(leaves, subtrees):
+        out.extend([leaf] * tree_structure(sub).num_leaves)
+    return tree_structure(full_tree).unflatten(out)
+
+
+_NO_IDENTITY = object()
+
+
+def tree_reduce_associative(operation: Callable, tree: Any, *, identity: Any = _NO_IDENTITY,
+                            is_leaf: Callable | None = None) -> Any:
+    """Reduces the leaves with an associative `operation` as a balanced binary tree (halving the leaf list, as
+    JAX does, so a non-associative operation gives JAX's result too).
+
+    Raises:
+      TypeError: the tree has no leaves and no `identity` was given.
+    """
+    def reduce(seq):
+        if len(seq) == 1:
+            return seq[0]
+        half = len(seq) // 2
+        return operation(reduce(seq[:half]), reduce(seq[half:]))
+
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_IDENTITY:
+            raise TypeError("tree_reduce_associative: the tree has no leaves; pass `identity`.")
+        return identity
+    return reduce(leaves)
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The treedef of a tuple whose children have the given treedefs."""
+    treedefs = tuple(treedefs)
+    for td in treedefs:
+        if not isinstance(td, PyTreeDef):
+            raise TypeError(f"treedef_tuple: expected PyTreeDefs, got {type(td).__name__}")
+    return PyTreeDef(tuple, None, treedefs)
+
+
+def static(**kwargs) -> Any:
+    """A `dataclasses.field` marked static (`metadata={"static": True}`), so `register_dataclass` puts it in the
+    treedef rather than the leaves. Keyword arguments go to `dataclasses.field`."""
+    metadata = {"static": True, **(kwargs.pop("metadata", None) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
