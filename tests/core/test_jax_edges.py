@@ -176,3 +176,27 @@ def test_numpy_issubdtype_knows_prng_key_dtypes():
     assert jnp.issubdtype(key.dtype, fluxion.dtypes.prng_key)
     assert not jnp.issubdtype(jnp.float32, fluxion.dtypes.prng_key)
     assert jnp.issubdtype(jnp.bfloat16, jnp.floating)
+
+
+def test_dynamic_slices_count_negative_starts_from_the_end():
+    # JAX 0.10 wraps a negative start index (allow_negative_indices=True), then clamps; fluxion clamped only, so
+    # dynamic_slice(arange(5), [-2], [2]) gave [0, 1] where JAX gives [3, 4].
+    x = jnp.arange(5)
+    xj = jax.numpy.arange(5)
+    for i in (-2, -1, -7, 1):
+        np.testing.assert_array_equal(np.asarray(fluxion.lax.dynamic_slice(x, [i], [2])),
+                                      np.asarray(jax.lax.dynamic_slice(xj, [i], [2])))
+        np.testing.assert_array_equal(np.asarray(fluxion.lax.dynamic_update_slice(x, jnp.array([9, 9]), [i])),
+                                      np.asarray(jax.lax.dynamic_update_slice(xj, jax.numpy.array([9, 9]), [i])))
+    np.testing.assert_array_equal(np.asarray(fluxion.lax.dynamic_slice(x, [-2], [2])), [3, 4])
+    np.testing.assert_array_equal(np.asarray(fluxion.lax.dynamic_slice(x, [-7], [2])), [0, 1])
+    np.testing.assert_array_equal(np.asarray(fluxion.lax.dynamic_update_slice(x, jnp.array([9, 9]), [-1])),
+                                  [0, 1, 2, 9, 9])
+    np.testing.assert_array_equal(np.asarray(fluxion.jit(lambda i: fluxion.lax.dynamic_slice(x, [i], [2]))(-2)),
+                                  [3, 4])
+    np.testing.assert_array_equal(
+        np.asarray(fluxion.vmap(lambda i: fluxion.lax.dynamic_slice(x, [i], [2]))(jnp.array([-1, -3, 1]))),
+        np.asarray(jax.vmap(lambda i: jax.lax.dynamic_slice(jax.numpy.arange(5), [i], [2]))(
+            jax.numpy.array([-1, -3, 1]))))
+    with pytest.raises(ValueError, match="allow_negative_indices=False"):
+        fluxion.lax.dynamic_slice(x, [-2], [2], allow_negative_indices=False)

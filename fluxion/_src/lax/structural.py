@@ -683,11 +683,34 @@ def _check_index_count(name: str, start_indices: Sequence, shape: tuple) -> None
                          f"dimensions (shape {shape}); give one start index per dimension")
 
 
-def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
-    """x[start:start+size] per dimension, with traced start indices clamped so the slice stays in bounds.
+def _wrap_negative(name: str, starts: list, shape: tuple, allow_negative_indices: bool) -> list:
+    """JAX's default for dynamic slices: a negative start index counts from the end of its dimension (then the
+    start is clamped into bounds as usual). With `allow_negative_indices=False` a known negative index raises."""
+    out = []
+    for i, d in zip(starts, shape):
+        v = core.concrete_value(i)
+        if v is not None:
+            iv = int(np.asarray(v))
+            if iv < 0 and not allow_negative_indices:
+                raise ValueError(f"{name}: index {iv} is out of bounds for dimension {d} if "
+                                 "allow_negative_indices=False")
+            out.append(i if iv >= 0 else core.Array(np.asarray(iv + d, np.asarray(v).dtype)))
+        elif allow_negative_indices:
+            from .elementwise import add, lt, select_n  # (elementwise imports this module)
+            dt = core.get_aval(i).dtype
+            out.append(select_n(lt(i, core.Array(np.zeros((), dt))), i, add(i, core.Array(np.asarray(d, dt)))))
+        else:
+            out.append(i)
+    return out
+
+
+def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *, allow_negative_indices: bool = True):
+    """x[start:start+size] per dimension. As in JAX, a negative start counts from the end of its dimension (unless
+    `allow_negative_indices=False`), and starts are then clamped so the slice stays in bounds.
 
     Raises:
-      ValueError: `start_indices` or `slice_sizes` does not have one entry per dimension of `x`.
+      ValueError: `start_indices` or `slice_sizes` does not have one entry per dimension of `x`; a known negative
+        index with `allow_negative_indices=False`.
       TypeError: a slice size is negative or larger than its dimension, or a start index is not an integer scalar.
     """
     x = _as_array(x)
@@ -699,6 +722,7 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
                          f"(shape {aval.shape})")
     _check_slice_sizes(aval, sizes)
     starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
+    starts = _wrap_negative("dynamic_slice", starts, aval.shape, allow_negative_indices)
     return dynamic_slice_p.bind(x, *starts, slice_sizes=sizes)
 
 
@@ -763,11 +787,13 @@ batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch_rule
 dynamic_update_slice_p = standard_primitive("dynamic_update_slice", weak_type="first")
 
 
-def dynamic_update_slice(x, update, start_indices: Sequence):
-    """A copy of `x` with `update` written at `start_indices` (clamped to stay in bounds).
+def dynamic_update_slice(x, update, start_indices: Sequence, *, allow_negative_indices: bool = True):
+    """A copy of `x` with `update` written at `start_indices` (negative starts count from the end, as in JAX; then
+    clamped to stay in bounds).
 
     Raises:
-      ValueError: `start_indices` does not have one entry per dimension of `x`.
+      ValueError: `start_indices` does not have one entry per dimension of `x`; a known negative index with
+        `allow_negative_indices=False`.
       TypeError: `update` differs from `x` in dtype or rank, or is larger than `x` in some dimension.
     """
     x, update = _as_array(x), _as_array(update)
@@ -775,6 +801,7 @@ def dynamic_update_slice(x, update, start_indices: Sequence):
     _check_index_count("dynamic_update_slice", start_indices, aval.shape)
     _check_update(aval, core.get_aval(update))
     starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
+    starts = _wrap_negative("dynamic_update_slice", starts, aval.shape, allow_negative_indices)
     return dynamic_update_slice_p.bind(x, update, *starts)
 
 
