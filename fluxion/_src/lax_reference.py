@@ -450,7 +450,8 @@ def index_in_dim(x, index: int, axis: int = 0, keepdims: bool = True):
 
 
 def _clamped_starts(shape, starts, sizes):
-    return [int(np.clip(int(s), 0, d - z)) for s, d, z in zip(starts, shape, sizes)]
+    # As XLA's dynamic slices under JAX's default: a negative start counts from the end, then it is clamped.
+    return [int(np.clip(int(s) + (d if int(s) < 0 else 0), 0, d - z)) for s, d, z in zip(starts, shape, sizes)]
 
 
 def dynamic_slice(x, start_indices, slice_sizes):

@@ -9,4 +9,5 @@ from .._src.nn.functions import (celu as celu, elu as elu, gelu as gelu, glu as 
                                  soft_sign as soft_sign, softmax as softmax, softplus as softplus,
                                  sparse_plus as sparse_plus, sparse_sigmoid as sparse_sigmoid,
                                  squareplus as squareplus, standardize as standardize, swish as swish, tanh as tanh)
+from .._src.nn.attention import dot_product_attention as dot_product_attention, log1mexp as log1mexp  # noqa: E402
 from . import initializers as initializers  # noqa: E402

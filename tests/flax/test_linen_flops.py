@@ -80,6 +80,7 @@ def _cases(jnp, lax, nn, jit):
         'no_fold_div_one': (lambda a: a / 1., (x,)), 'no_fold_reduce_constant': (lambda a: a + lax.broadcast(1., (5, 6)).sum(0), (x,)),
         'no_fold_iota': (lambda a: a * (lax.iota(jnp.int32, 6) < 3), (x,)),
         'fft': (lambda a: jnp.fft.fft(a), (x,)), 'rfft2': (lambda a: jnp.fft.rfft2(a), (x,)),
+        'bessel_i0e': (lambda a: lax.bessel_i0e(a), (x,)), 'bessel_i1e': (lambda a: lax.bessel_i1e(a), (x,)),
         'irfft': (lambda a: jnp.fft.irfft(a, n=9), (x,)), 'ifftn_3d': (lambda a: jnp.fft.ifftn(a), (jnp.ones((3, 4, 5)),)),
     })
     for pads in ['SAME', 'VALID', ((2, 1), (0, 3))]:

@@ -41,7 +41,6 @@ MISSING_WITH_REASON = {
     "dce_sink_p": "see dce_sink",
     "device_put_p": "device placement is not a primitive in fluxion (one CPU device)",
     "sharding_constraint_p": "no sharding propagation: one device",
-    "with_sharding_constraint": "no sharding propagation: one device",
     "pbroadcast": "varying-manual-axes typing of shard_map is not implemented",
     "pcast": "varying-manual-axes typing of shard_map is not implemented",
     "psend": "point-to-point sends inside shard_map are not implemented",

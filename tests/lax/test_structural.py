@@ -247,8 +247,9 @@ def test_concatenate_dtype_mismatch():
 
 def test_dynamic_slice_clamps_out_of_bounds_starts():
     x = np.arange(30, dtype=np.float32).reshape(5, 6)
-    out = lax.dynamic_slice(x, (4, -3), (2, 3))
-    tu.assert_allclose(out, x[3:5, 0:3])
+    out = lax.dynamic_slice(x, (4, -3), (2, 3))  # 4 is clamped to 3; -3 counts from the end (JAX's default): 3
+    tu.assert_allclose(out, x[3:5, 3:6])
+    tu.assert_allclose(lax.dynamic_slice(x, (0, -9), (2, 3)), x[0:2, 0:3])  # -9 + 6 = -3, clamped to 0
     upd = lax.dynamic_update_slice(x, np.ones((2, 3), np.float32), (10, 10))
     expected = x.copy()
     expected[3:5, 3:6] = 1

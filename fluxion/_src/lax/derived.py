@@ -26,23 +26,6 @@ def _aval(x):
     return core.get_aval(x)
 
 
-def _index_in_bounds(index, size: int, allow_negative_indices: bool):
-    """`index` as an integer scalar array; a negative index counts from the end when allowed (as JAX's).
-
-    Raises:
-      ValueError: a concrete negative index when negative indices are not allowed.
-    """
-    i = st._index_scalar(index)
-    if not allow_negative_indices:
-        concrete = core.concrete_value(i)
-        if concrete is not None and int(concrete) < 0:
-            raise ValueError(f"Index {int(concrete)} is out of bounds for dimension {size} if "
-                             "allow_negative_indices=False")
-        return i
-    zero = core.Array(np.zeros((), _aval(i).dtype))
-    return ew.select(ew.lt(i, zero), ew.add(i, core.Array(np.asarray(size, _aval(i).dtype))), i)
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Indexing along one dimension
 # --------------------------------------------------------------------------------------------------------------
@@ -59,11 +42,13 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
     operand = st._as_array(operand)
     shape = _aval(operand).shape
     axis = canonicalize_axis(int(axis), len(shape))
-    starts = [core.Array(np.zeros((), _aval(st._index_scalar(start_index)).dtype))] * len(shape)
-    starts[axis] = _index_in_bounds(start_index, shape[axis], allow_negative_indices)
+    start = st._index_scalar(start_index)
+    starts = [core.Array(np.zeros((), _aval(start).dtype))] * len(shape)
+    starts[axis] = start
     sizes = list(shape)
     sizes[axis] = int(slice_size)
-    return st.dynamic_slice(operand, starts, sizes)
+    # (dynamic_slice itself counts a negative start from the end, or refuses it, per allow_negative_indices)
+    return st.dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
@@ -84,10 +69,10 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *, allo
     operand = st._as_array(operand)
     shape = _aval(operand).shape
     axis = canonicalize_axis(int(axis), len(shape))
-    start = _index_in_bounds(start_index, shape[axis], allow_negative_indices)
+    start = st._index_scalar(start_index)
     starts = [core.Array(np.zeros((), _aval(start).dtype))] * len(shape)
     starts[axis] = start
-    return st.dynamic_update_slice(operand, update, starts)
+    return st.dynamic_update_slice(operand, update, starts, allow_negative_indices=allow_negative_indices)
 
 
 def dynamic_update_index_in_dim(operand, update, index, axis: int, *, allow_negative_indices: bool = True):

@@ -534,7 +534,7 @@ def _check_perm(perm, n: int) -> tuple:
 
 def _dynamic_row(xs, index):
     shape = core.get_aval(xs).shape
-    row = st.dynamic_slice(xs, [index] + [0] * (len(shape) - 1), (1,) + shape[1:])
+    row = st.dynamic_slice_clamped(xs, [index] + [0] * (len(shape) - 1), (1,) + shape[1:])
     return st.reshape(row, shape[1:])
 
 

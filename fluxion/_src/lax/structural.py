@@ -692,8 +692,8 @@ def _wrap_negative(name: str, starts: list, shape: tuple, allow_negative_indices
         if v is not None:
             iv = int(np.asarray(v))
             if iv < 0 and not allow_negative_indices:
-                raise ValueError(f"{name}: index {iv} is out of bounds for dimension {d} if "
-                                 "allow_negative_indices=False")
+                raise ValueError(f"Index {iv} is out of bounds for dimension {d} if allow_negative_indices=False "
+                                 f"(in {name})")
             out.append(i if iv >= 0 else core.Array(np.asarray(iv + d, np.asarray(v).dtype)))
         elif allow_negative_indices:
             from .elementwise import add, lt, select_n  # (elementwise imports this module)
@@ -724,6 +724,17 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *, all
     starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
     starts = _wrap_negative("dynamic_slice", starts, aval.shape, allow_negative_indices)
     return dynamic_slice_p.bind(x, *starts, slice_sizes=sizes)
+
+
+def dynamic_slice_clamped(x, start_indices: Sequence, slice_sizes: Sequence[int]):
+    """`dynamic_slice` whose starts are only clamped, never counted from the end: for callers that have already
+    normalized their indices (`jnp` indexing, as JAX's does before it slices)."""
+    x = _as_array(x)
+    aval = core.get_aval(x)
+    _check_index_count("dynamic_slice", start_indices, aval.shape)
+    sizes = _tuple_ints(slice_sizes)
+    _check_slice_sizes(aval, sizes)
+    return dynamic_slice_p.bind(x, *[_index_scalar(i) for i in start_indices], slice_sizes=sizes)
 
 
 def _check_slice_sizes(x, slice_sizes):
@@ -803,6 +814,15 @@ def dynamic_update_slice(x, update, start_indices: Sequence, *, allow_negative_i
     starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
     starts = _wrap_negative("dynamic_update_slice", starts, aval.shape, allow_negative_indices)
     return dynamic_update_slice_p.bind(x, update, *starts)
+
+
+def dynamic_update_slice_clamped(x, update, start_indices: Sequence):
+    """`dynamic_update_slice` whose starts are only clamped (see `dynamic_slice_clamped`)."""
+    x, update = _as_array(x), _as_array(update)
+    aval = core.get_aval(x)
+    _check_index_count("dynamic_update_slice", start_indices, aval.shape)
+    _check_update(aval, core.get_aval(update))
+    return dynamic_update_slice_p.bind(x, update, *[_index_scalar(i) for i in start_indices])
 
 
 def _check_update(x, update):

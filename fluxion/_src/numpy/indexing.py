@@ -303,7 +303,7 @@ def _rewriting_take(x, idx, *, mode=None, fill_value=None, indices_are_sorted=Fa
             for e in dyn:
                 starts[e.dim] = _normalized_index(e.value, shape[e.dim], dt)
                 sizes[e.dim] = 1
-            y = st.dynamic_slice(y, starts, sizes)
+            y = st.dynamic_slice_clamped(y, starts, sizes)
         sizes = dict(enumerate(core.get_aval(y).shape))
         return _finish_new_axes(y, _output_shape(entries, sizes, None, False))
 
@@ -423,9 +423,9 @@ def _scatter_update(x, idx, y, combine: str, *, indices_are_sorted=False, unique
         target, _ = _output_shape(entries, {d: sizes[d] for d in range(len(shape))}, None, False)
         upd = st.reshape(_broadcast_updates(y, target, f"at[].{combine}"), sizes)
         if combine != "set":
-            current = st.dynamic_slice(x, starts, sizes)
+            current = st.dynamic_slice_clamped(x, starts, sizes)
             upd = {"add": ew.add, "mul": ew.mul, "min": ew.min, "max": ew.max}[combine](current, upd)
-        return st.dynamic_update_slice(x, upd, starts)
+        return st.dynamic_update_slice_clamped(x, upd, starts)
 
     operand, indices, dnums, target, scatter_shape, unique, restore = _scatter_target(
         x, entries, idx, mode, unique_indices, indices_are_sorted)

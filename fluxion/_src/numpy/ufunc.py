@@ -198,7 +198,7 @@ class ufunc:  # noqa: N801  (JAX's class name)
             bb = st.full((m,), 0, dt)
 
         def body(i, arr):
-            j = st.dynamic_slice(idx_flat, (i,), (1,))
+            j = st.dynamic_slice_clamped(idx_flat, (i,), (1,))
             j = st.reshape(j, ())
             cur = arr[j]
             new = self._call(cur, bb[i]) if self.nin == 2 else self._call(cur)
