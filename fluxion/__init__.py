@@ -74,8 +74,18 @@ from . import distributed as distributed  # noqa: E402
 # Meshes, shardings and shard_map (sharding issue).
 from . import sharding as sharding  # noqa: E402
 from ._src.sharding import PartitionSpec as P, make_mesh as make_mesh, set_mesh as set_mesh  # noqa: E402
+from ._src.sharding import NamedSharding as NamedSharding, Shard as Shard  # noqa: E402
 from ._src.placement import (make_array_from_callback as make_array_from_callback,  # noqa: E402
                              make_array_from_process_local_data as make_array_from_process_local_data,
                              make_array_from_single_device_arrays as make_array_from_single_device_arrays,
                              reshard as reshard)
 from ._src.shard_map import shard_map as shard_map  # noqa: E402
+
+
+def __getattr__(name: str):
+    # `jax.scipy` is reachable as an attribute after `import jax`; fluxion.scipy is imported on first use (it is large
+    # and most programs never touch it).
+    if name == "scipy":
+        import importlib
+        return importlib.import_module(".scipy", __name__)
+    raise AttributeError(f"module 'fluxion' has no attribute {name!r}")
