@@ -420,17 +420,7 @@ assert len(CASES_BY_NAME) == len(CASES), "duplicate case names in the table"
 # Known core bugs (strict xfails): (check, case name) -> reason
 # --------------------------------------------------------------------------------------------------------------
 
-_WHILE_PRIMAL_LEAKS = ("core bug: linearize/vjp of a function containing a while_loop returns a JaxprTracer as the "
-                       "primal output (the whole loop is staged into the linear part, so the tracer leaks); repro: "
-                       "fluxion.vjp(lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), "
-                       "(0, x))[1], jnp.ones(3))[0] is a JaxprTracer; JAX returns the concrete [8., 8., 8.] (only "
-                       "transposing the loop raises)")
-
-_WHILE_CASES = ("while_counter", "while_trip_count", "nested_cond_in_while")
-
-KNOWN_FAILURES: dict[tuple, str] = {
-    **{("linearize_primal", name): _WHILE_PRIMAL_LEAKS for name in _WHILE_CASES},
-}
+KNOWN_FAILURES: dict[tuple, str] = {}
 
 
 def _marks(check: str, case_name: str) -> list:

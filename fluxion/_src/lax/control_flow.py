@@ -521,6 +521,13 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     outs = while_p.bind(*cconsts, *bconsts, *bct, *init, *cdot, cond_jaxpr=cond_new, body_jaxpr=body_new,
                         cond_nconsts=nc, body_nconsts=nb + n_bct)
     p_out, t_nz = outs[:nk], iter(outs[nk:])
+    if core._top_main(list(bct) + cdot).level > core._top_main(list(primals)).level:
+        # The tangents live in a trace the primals do not (linearize and vjp stage the tangents while the primals
+        # are known): the joint loop above is staged whole, so its primal outputs are tracers of that trace. Run
+        # the primal loop on its own for them, as JAX's partial evaluation of while does (the staged loop
+        # recomputes the primals it needs).
+        p_out = while_p.bind(*cconsts, *bconsts, *init, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                             cond_nconsts=nc, body_nconsts=nb)
     t_out = [next(t_nz) if nz else Zero(core.get_aval(p).strip_weak_type()) for p, nz in zip(p_out, carry_nz)]
     return p_out, t_out
 
