@@ -722,3 +722,40 @@ def test_degenerate_table_is_what_jax_gives(name):
     jax = _jax()
     call, a, want = _DEGENERATE[name]
     _assert_degenerate(jax.tree_util.tree_leaves(jax.jit(lambda x: call(jax, x))(a)), want, name)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Complex Cholesky derivatives: dL = L Phi(L^-1 dA L^-H) with conjugate transposes (values from JAX 0.10)
+# --------------------------------------------------------------------------------------------------------------
+
+_HPD = np.array([[4, 1 + 1j], [1 - 1j, 3]], np.complex64)
+_WEIGHTS = np.array([[1, 2], [3, 4]], np.complex64)
+_TANGENT = np.array([[1 + 2j, 0.5 - 1j], [-1 + 0.5j, 2 - 1j]], np.complex64)
+
+# name -> (m -> function of the Hermitian matrix, JAX's value)
+_COMPLEX_CHOLESKY_DERIVATIVES = {
+    "grad_holomorphic": (
+        lambda m: m.grad(lambda a: m.numpy.sum(m.numpy.linalg.cholesky(a) * _WEIGHTS), holomorphic=True),
+        [[0.22061385, 0.43377227 + 0.31622776j], [0.43377227 - 0.31622776j, 1.264911]]),
+    "jvp": (lambda m: lambda a: m.jvp(m.numpy.linalg.cholesky, (a,), (_TANGENT,))[1],
+            [[0.25, 0], [-0.1875 + 0.4375j, 0.83009785]]),
+    "grad_of_real_loss": (
+        lambda m: m.grad(lambda a: m.numpy.sum(m.numpy.abs(m.numpy.linalg.cholesky(a)) ** 2 * _WEIGHTS.real)),
+        [[1.125, -0.25 + 0.25j], [-0.25 - 0.25j, 4.0]]),
+}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("name", list(_COMPLEX_CHOLESKY_DERIVATIVES))
+def test_complex_cholesky_derivatives_match_jax(name, jit):
+    build, want = _COMPLEX_CHOLESKY_DERIVATIVES[name]
+    fn = build(fluxion)
+    got = (fluxion.jit(fn) if jit else fn)(_HPD)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want, np.complex64), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(_COMPLEX_CHOLESKY_DERIVATIVES))
+def test_complex_cholesky_derivative_table_is_what_jax_gives(name):
+    jax = _jax()
+    build, want = _COMPLEX_CHOLESKY_DERIVATIVES[name]
+    np.testing.assert_allclose(np.asarray(build(jax)(_HPD)), np.asarray(want, np.complex64), rtol=1e-5, atol=1e-6)
