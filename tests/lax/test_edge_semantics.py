@@ -8,7 +8,7 @@ importable, the same program runs through `jax` itself and must give the hard-co
 Covered: saturating float -> integer casts (NaN -> 0, +-inf and out-of-range values -> the integer bounds),
 integer division and remainder by zero (`//`, `%`, `fmod`, `divmod`, `lax.div`, `lax.rem`), CPython-style float
 floor division, `lax.round`'s treatment of signed zeros and near-halves, and derivatives at the kinks and ties
-(`abs` at 0, integer and float exponents at 0, `logaddexp` and `hypot` at ties).
+(`abs` at 0, integer and float exponents at 0, `logaddexp`, `cumlogsumexp` and `hypot` at ties).
 """
 
 from __future__ import annotations
@@ -131,6 +131,12 @@ GRAD_CASES = [
           np.array([0.5, 1.0, 0.0, 0.880797], F32),
           np.array([0.5, nan, nan, 0.70710677], F32), np.array([0.5, nan, nan, 0.70710677], F32))),
 ]
+
+GRAD_CASES.append(Case(
+    "grad_cumlogsumexp_ties", lambda jax, jnp, lax: (lambda x: (
+        jax.grad(lambda v: jnp.sum(lax.cumlogsumexp(v) * jnp.arange(1.0, 6.0)))(x),)),
+    (np.array([1.0, 1.0, 0.0, -inf, 2.0], F32),),
+    (np.array([5.939291, 4.939291, 1.4491843, 0.0, 2.6722331], F32),)))
 
 CASES = CAST_CASES + DIVISION_CASES + GRAD_CASES
 
