@@ -15,6 +15,7 @@ failure for some matrix the batch is redone one matrix at a time, with these res
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -36,21 +37,13 @@ def _real_dtype(dt):
     return np.real(np.zeros((), dt)).dtype
 
 
+@contextlib.contextmanager
 def _quiet():
     """Silences NumPy's floating-point warnings and SciPy's singular-matrix warnings (XLA warns about neither)."""
-    class _Ctx:
-        def __enter__(self):
-            self._w = warnings.catch_warnings()
-            self._w.__enter__()
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            self._e = np.errstate(all="ignore")
-            self._e.__enter__()
-
-        def __exit__(self, *exc):
-            self._e.__exit__(*exc)
-            return self._w.__exit__(*exc)
-    return _Ctx()
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def _batch_indices(batch_shape):
