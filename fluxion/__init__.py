@@ -17,7 +17,33 @@ from ._src.config import config as config
 from ._src.custom_derivatives import custom_jvp as custom_jvp, custom_vjp as custom_vjp
 from ._src.core import Array as Array
 from ._src.jit import jit as jit
+from ._src.caches import clear_caches as clear_caches
 from ._src.tree_util import tree_leaves as tree_leaves, tree_map as tree_map, tree_structure as tree_structure
+from ._src.aliases import install_aliases as install_aliases, uninstall_aliases as uninstall_aliases
+from ._src.callback import pure_callback as pure_callback
+from ._src.config import (check_tracer_leaks as check_tracer_leaks, checking_leaks as checking_leaks,
+                          debug_infs as debug_infs, debug_key_reuse as debug_key_reuse, debug_nans as debug_nans,
+                          default_device as default_device, default_matmul_precision as default_matmul_precision,
+                          default_prng_impl as default_prng_impl, disable_jit as disable_jit,
+                          enable_checks as enable_checks, enable_custom_prng as enable_custom_prng,
+                          enable_x64 as enable_x64, explain_cache_misses as explain_cache_misses,
+                          legacy_prng_key as legacy_prng_key, log_compiles as log_compiles,
+                          numpy_dtype_promotion as numpy_dtype_promotion,
+                          numpy_rank_promotion as numpy_rank_promotion,
+                          threefry_partitionable as threefry_partitionable, transfer_guard as transfer_guard,
+                          transfer_guard_device_to_device as transfer_guard_device_to_device,
+                          transfer_guard_device_to_host as transfer_guard_device_to_host,
+                          transfer_guard_host_to_device as transfer_guard_host_to_device)
+from ._src.custom_derivatives import custom_gradient as custom_gradient
+from ._src.dtypes import float0 as float0
+from ._src.environment import (host_count as host_count, host_id as host_id, host_ids as host_ids,
+                               print_environment_info as print_environment_info,
+                               process_indices as process_indices)
+from ._src.staging import (closure_convert as closure_convert, ensure_compile_time_eval as ensure_compile_time_eval,
+                           linear_transpose as linear_transpose, named_call as named_call,
+                           named_scope as named_scope, typeof as typeof)
+from ._src.checkpoint import (checkpoint as checkpoint, checkpoint_policies as checkpoint_policies,
+                              remat as remat)
 
 from . import errors as errors  # noqa: E402
 from . import lax as lax  # noqa: E402
@@ -27,11 +53,18 @@ from . import tree_util as tree_util  # noqa: E402
 from . import dtypes as dtypes  # noqa: E402
 from . import nn as nn  # noqa: E402
 from . import random as random  # noqa: E402
+from . import debug as debug  # noqa: E402
+from . import experimental as experimental  # noqa: E402
+from . import ad_checkpoint as ad_checkpoint  # noqa: E402
+from . import image as image  # noqa: E402
+from . import ops as ops  # noqa: E402
+from . import typing as typing  # noqa: E402
 
 jacobian = jacrev
 
 # Devices, pmap and multi-process data parallelism (issue 6).
-from ._src.devices import (device_count as device_count, devices as devices,  # noqa: E402
+from ._src.devices import (Device as Device, default_backend as default_backend,  # noqa: E402
+                           device_count as device_count, devices as devices,
                            local_device_count as local_device_count, local_devices as local_devices,
                            process_count as process_count, process_index as process_index)
 from ._src.pmap import (device_put_replicated as device_put_replicated,  # noqa: E402

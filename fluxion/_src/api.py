@@ -447,7 +447,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     Args:
       fun: function of pytrees of arrays.
       in_axes: an int, None, or a pytree prefix of the positional arguments (a tuple/list with one entry per
-        argument) giving the mapped axis of each input (None = not mapped).
+        argument) giving the mapped axis of each input (None = not mapped). Keyword arguments are always mapped
+        along axis 0, as in JAX.
       out_axes: int, None or pytree prefix of the output: where the mapped axis goes.
       axis_name: a name for the mapped axis, for collectives (`lax.psum(x, axis_name)`).
       axis_size: the size of the mapped axis when no input is mapped.
@@ -472,6 +473,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         axes_prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args) if not isinstance(
             in_axes, (list, dict)) else in_axes
         flat_axes = tree_broadcast_prefix(axes_prefix, args, is_leaf=lambda x: x is None)
+        # Keyword arguments are always mapped along their leading axis (as in JAX: in_axes covers positional ones).
+        n_positional = len(flat_args)
+        kw_leaves, kw_tree = tree_flatten(kwargs)
+        flat_args = flat_args + kw_leaves
+        flat_axes = list(flat_axes) + [0] * len(kw_leaves)
         # As in JAX, unmapped arguments are passed to the function untouched (a Python int stays an int).
         flat_args = [as_value(a) if ax is not None else a for a, ax in zip(flat_args, flat_axes)]
         sizes = set()
@@ -503,7 +509,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         out_tree_box = []
 
         def flat_fun(*xs):
-            out = fun(*tree_unflatten(in_tree, xs), **kwargs)
+            out = fun(*tree_unflatten(in_tree, xs[:n_positional]), **tree_unflatten(kw_tree, xs[n_positional:]))
             flat_out, out_tree = tree_flatten(out)
             out_tree_box.append((out_tree, out))
             return [as_output(o, fun, "vmap") for o in flat_out]

@@ -20,10 +20,14 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
   jax_compilation_cache_dir (None): where compiled kernels are cached on disk if `fluxion_cache_dir` is not set.
   jax_num_cpu_devices (1; `FLUXION_NUM_CPU_DEVICES`, read at use): number of CPU devices of the process (`pmap`
     replicas, `shard_map` blocks); `XLA_FLAGS=--xla_force_host_platform_device_count=N` also works (see `devices`).
-  Recorded without effect: jax_debug_nans, jax_debug_infs (False), jax_numpy_rank_promotion ("allow"),
+  jax_debug_nans, jax_debug_infs (False): every primitive's floating-point outputs are checked for NaN (inf) and
+    `FloatingPointError` names the first primitive that made one; `jit`ted functions then run op by op.
+  Recorded without effect: jax_numpy_rank_promotion ("allow"),
     jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
     jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
-    jax_traceback_filtering ("auto"), jax_persistent_cache_min_compile_time_secs (1.0).
+    jax_persistent_cache_min_compile_time_secs (1.0), jax_default_device,
+    jax_transfer_guard* (None), jax_enable_checks, jax_debug_key_reuse, jax_explain_cache_misses,
+    jax_enable_custom_prng (False), jax_legacy_prng_key ("allow").
 
 Options of fluxion (each with its `FLUXION_*` environment variable, read at use):
 
@@ -157,6 +161,13 @@ class Config:
         self._define("jax_traceback_filtering", os.environ.get("JAX_TRACEBACK_FILTERING", "auto"))
         self._define("jax_compilation_cache_dir", None)
         self._define("jax_persistent_cache_min_compile_time_secs", 1.0)
+        # More that JAX names and fluxion records without effect (one CPU backend: nothing for them to change).
+        for name, default in (("jax_default_device", None), ("jax_transfer_guard", None),
+                              ("jax_transfer_guard_host_to_device", None), ("jax_transfer_guard_device_to_host", None),
+                              ("jax_transfer_guard_device_to_device", None), ("jax_enable_checks", False),
+                              ("jax_debug_key_reuse", False), ("jax_explain_cache_misses", False),
+                              ("jax_enable_custom_prng", False), ("jax_legacy_prng_key", "allow")):
+            self._define(name, default)
         # `devices` validates updated values itself (with a message naming the option).
         self._define("jax_num_cpu_devices", 1, env=("FLUXION_NUM_CPU_DEVICES",), parse=_integer(1),
                      validate_updates=False)
@@ -283,3 +294,52 @@ def set_default_environment(name: str, value: str) -> None:
 
 
 config = Config()
+
+
+class State:
+    """A config option usable as JAX's `jax.<name>` state objects: `with jax.debug_nans(True): ...` sets it for the
+    block (process-wide in fluxion, where JAX's is per thread), `jax.debug_nans.value` reads it."""
+
+    def __init__(self, option: str, default_arg: Any = True):
+        self.option = option
+        self._default_arg = default_arg
+
+    @property
+    def value(self) -> Any:
+        return getattr(config, self.option)
+
+    def __call__(self, new_val: Any = None) -> contextlib.AbstractContextManager:
+        return config.override(self.option, self._default_arg if new_val is None else new_val)
+
+    def __repr__(self) -> str:
+        return f"State({self.option}={self.value!r})"
+
+
+enable_x64 = State("jax_enable_x64")
+debug_nans = State("jax_debug_nans")
+debug_infs = State("jax_debug_infs")
+disable_jit = State("jax_disable_jit")
+log_compiles = State("jax_log_compiles")
+numpy_rank_promotion = State("jax_numpy_rank_promotion", "allow")
+numpy_dtype_promotion = State("jax_numpy_dtype_promotion", "standard")
+default_matmul_precision = State("jax_default_matmul_precision", None)
+default_prng_impl = State("jax_default_prng_impl", "threefry2x32")
+threefry_partitionable = State("jax_threefry_partitionable")
+check_tracer_leaks = State("jax_check_tracer_leaks")
+checking_leaks = State("jax_check_tracer_leaks")
+enable_checks = State("jax_enable_checks")
+debug_key_reuse = State("jax_debug_key_reuse")
+explain_cache_misses = State("jax_explain_cache_misses")
+enable_custom_prng = State("jax_enable_custom_prng")
+legacy_prng_key = State("jax_legacy_prng_key", "allow")
+default_device = State("jax_default_device", None)
+transfer_guard = State("jax_transfer_guard", "allow")
+transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device", "allow")
+transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host", "allow")
+transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device", "allow")
+
+STATES = ("enable_x64", "debug_nans", "debug_infs", "disable_jit", "log_compiles", "numpy_rank_promotion",
+          "numpy_dtype_promotion", "default_matmul_precision", "default_prng_impl", "threefry_partitionable",
+          "check_tracer_leaks", "checking_leaks", "enable_checks", "debug_key_reuse", "explain_cache_misses",
+          "enable_custom_prng", "legacy_prng_key", "default_device", "transfer_guard",
+          "transfer_guard_host_to_device", "transfer_guard_device_to_host", "transfer_guard_device_to_device")

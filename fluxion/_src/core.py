@@ -26,6 +26,7 @@ import numpy as np
 
 from . import dtypes
 from .array_methods import ArrayOps
+from .config import config
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -332,8 +333,10 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
     everywhere = all_eager
     local = _thread_states
 
+    checks = float_checks
+
     def method(self, other):
-        if type(other) is Array and (everywhere.value or local.state.eager):
+        if type(other) is Array and (everywhere.value or local.state.eager) and not checks.on:
             a = self._value
             b = other._value
             dt = a.dtype
@@ -419,6 +422,40 @@ class Primitive:
         return bind_with_trace(self, args, params)
 
 
+class FloatChecks:
+    """`jax_debug_nans` / `jax_debug_infs`: whether every primitive's output is checked (kept in sync with config by
+    hooks; one attribute read on the eager paths when off)."""
+
+    __slots__ = ("nans", "infs", "on")
+
+    def __init__(self):
+        self.nans = self.infs = self.on = False
+
+    def set(self, nans: bool | None = None, infs: bool | None = None) -> None:
+        if nans is not None:
+            self.nans = bool(nans)
+        if infs is not None:
+            self.infs = bool(infs)
+        self.on = self.nans or self.infs
+
+    def check(self, prim: "Primitive", out: Any) -> None:
+        """Raises `FloatingPointError` (JAX's message) if an output of `prim` holds a NaN (or an inf) being checked."""
+        for o in (out if prim.multiple_results else (out,)):
+            o = np.asarray(o)
+            if not dtypes.is_inexact(o.dtype):
+                continue
+            if self.nans and np.isnan(o).any():
+                raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}")
+            if self.infs and np.isinf(o).any():
+                raise FloatingPointError(f"invalid value (inf) encountered in {prim.name}")
+
+
+float_checks = FloatChecks()
+config.add_hook("jax_debug_nans", lambda v: float_checks.set(nans=v))
+config.add_hook("jax_debug_infs", lambda v: float_checks.set(infs=v))
+float_checks.set(nans=config.jax_debug_nans, infs=config.jax_debug_infs)
+
+
 def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     """Runs `prim` on concrete values with the backend implementation (the eager hot path)."""
     vals = [a._value if type(a) is Array else _raw_operand(a, prim) for a in args]
@@ -426,6 +463,8 @@ def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     if impl is None:
         raise NotImplementedError(f"Primitive '{prim.name}' has no implementation on the NumPy backend")
     out = impl(*vals, **params)
+    if float_checks.on:
+        float_checks.check(prim, out)
     weak = prim.weak_type_rule(args, params)
     if prim.multiple_results:
         if type(weak) is bool:
@@ -721,35 +760,27 @@ class Tracer(ArrayOps):
         from . import errors
         return errors.concretization_error(self, kind, what)
 
-    def __bool__(self):
+    def _concrete_or_raise(self, kind: str):
+        """The tracer's known value, or the concretization error for converting it with `kind` (bool, int, ...)."""
         v = self._concrete_value()
         if v is None:
-            raise self._concretization_error("bool", "bool")
-        return bool(v)
+            raise self._concretization_error(kind, kind)
+        return v
+
+    def __bool__(self):
+        return bool(self._concrete_or_raise("bool"))
 
     def __int__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("int", "int")
-        return int(v)
+        return int(self._concrete_or_raise("int"))
 
     def __float__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("float", "float")
-        return float(v)
+        return float(self._concrete_or_raise("float"))
 
     def __complex__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("complex", "complex")
-        return complex(v)
+        return complex(self._concrete_or_raise("complex"))
 
     def __index__(self):
-        v = self._concrete_value()
-        if v is None:
-            raise self._concretization_error("index", "index")
-        return operator.index(np.asarray(v).item())
+        return operator.index(np.asarray(self._concrete_or_raise("index")).item())
 
     def item(self, *args):
         v = self._concrete_value()
@@ -887,6 +918,33 @@ class Jaxpr:
         return pp_jaxpr(self)
 
     __repr__ = __str__
+
+
+# Primitives with side effects (callbacks that print or do I/O). An equation binding one -- or holding a sub-jaxpr
+# that does -- is never removed as dead, merged with an equal one, constant-folded or reordered past another effect.
+effectful_primitives: set = set()
+
+
+def _sub_jaxprs(params: dict):
+    for v in params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)):
+            yield v.jaxpr if isinstance(v, ClosedJaxpr) else v
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                if isinstance(x, (Jaxpr, ClosedJaxpr)):
+                    yield x.jaxpr if isinstance(x, ClosedJaxpr) else x
+
+
+def jaxpr_has_effects(jaxpr: "Jaxpr") -> bool:
+    """Whether running `jaxpr` has side effects (an effectful primitive anywhere in it, sub-jaxprs included)."""
+    return any(eqn_has_effects(e) for e in jaxpr.eqns)
+
+
+def eqn_has_effects(eqn: "JaxprEqn") -> bool:
+    """Whether evaluating `eqn` has side effects (see `effectful_primitives`)."""
+    if eqn.primitive in effectful_primitives:
+        return True
+    return any(jaxpr_has_effects(j) for j in _sub_jaxprs(eqn.params))
 
 
 class ClosedJaxpr:
@@ -1084,7 +1142,7 @@ def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None, 
     rule = param_print_rules.get(eqn.primitive)
     if rule is not None:
         params = rule(params)
-    head = f"{outs} = {eqn.primitive.name}"
+    head = f"{outs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
     if not params:
         return f"{head} {ins}".rstrip()
     order = param_print_order.get(eqn.primitive)

@@ -212,6 +212,32 @@ class custom_vjp:
         return tree_unflatten(out_box[0], outs)
 
 
+def custom_gradient(fun: Callable) -> Callable:
+    """`fun(*args) -> (out, vjp)` becomes a function returning `out` whose reverse-mode derivative is `vjp(ct)` (a
+    tuple with one cotangent per argument), mirroring `jax.custom_gradient`.
+
+    Built on `custom_vjp`: the residuals are the arguments, and the backward pass calls `fun` again to obtain the
+    `vjp` closure (a Python closure cannot be carried as residual values), so `fun`'s forward computation runs twice
+    under `grad`. Forward mode is not supported (as for `custom_vjp`).
+    """
+    def primal(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        out, _ = fun(*args)
+        return out, args
+
+    def bwd(args, ct):
+        _, vjp = fun(*args)
+        cts = vjp(ct)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+
+    wrapped = custom_vjp(primal)
+    wrapped.defvjp(fwd, bwd)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped
+
+
 # --------------------------------------------------------------------------------------------------------------
 # stop_gradient
 # --------------------------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from .api_util import as_value, fun_name, fun_src
 from .config import config
 from .core import Array
 from .core import all_eager as _all_eager
+from .core import float_checks as _float_checks
 from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
@@ -79,6 +80,18 @@ class _FunctionCaches:
 
 _weak_caches: "weakref.WeakKeyDictionary[Callable, _FunctionCaches]" = weakref.WeakKeyDictionary()
 _strong_caches: dict = {}
+# Every live `jit` wrapper, so that `clear_all_caches` can empty their dispatch tables too.
+_wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+
+
+def clear_all_caches() -> None:
+    """Forgets every trace and compiled program of every jitted function (what `fluxion.clear_caches` does for
+    `jit`); the next call of each traces and compiles again."""
+    for caches in list(_weak_caches.values()) + list(_strong_caches.values()):
+        caches.traces.clear()
+        caches.compiled.clear()
+    for w in list(_wrappers):
+        w._clear_dispatch_tables()
 
 
 def _caches_for(fun: Callable) -> _FunctionCaches:
@@ -167,6 +180,7 @@ class JitWrapped:
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
+        _wrappers.add(self)
 
     def _split_args(self, args: tuple, kwargs: dict):
         return split_static_args(self._static_argnums, self._static_argnames, self._name, args, kwargs)
@@ -174,7 +188,9 @@ class JitWrapped:
     # -- dispatch -------------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            if _jit_disabled:
+            if _jit_disabled or _float_checks.on:
+                # With jax_debug_nans/infs the function runs op by op, so a NaN is reported at the primitive that
+                # made it (JAX reruns the de-optimized function for the same message).
                 return self._fun(*args, **kwargs)
             if not (_all_eager.value or _thread_state().eager):
                 return self._call_staged(args, kwargs)
@@ -335,8 +351,12 @@ class JitWrapped:
         return len(self._cache)
 
     def clear_cache(self) -> None:
+        """Forgets the traces and compiled programs of this function (shared by every `jit` wrapper of it)."""
         self._cache.clear()
         self._traces.clear()
+        self._clear_dispatch_tables()
+
+    def _clear_dispatch_tables(self) -> None:
         self._fast.clear()
         self._tree_fast.clear()
 

@@ -50,7 +50,26 @@ class _Compiled(NamedTuple):
 
 
 _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
-_strong_caches: dict = {}
+_strong_caches: dict = {}  # id(fun) -> (fun, cache)
+
+
+def _cache_for(fun: Callable) -> dict:
+    """The compiled programs of `fun`, keyed by a weak reference where possible. A callable that cannot be weakly
+    referenced is keyed by identity and kept alive by its entry, so its id is never reused while the entry exists
+    (keying by id alone would run another function's program once Python reuses the id)."""
+    try:
+        return _caches.setdefault(fun, {})
+    except TypeError:
+        entry = _strong_caches.get(id(fun))
+        if entry is None or entry[0] is not fun:
+            entry = _strong_caches[id(fun)] = (fun, {})
+        return entry[1]
+
+
+def clear_all_caches() -> None:
+    """Forgets every compiled program of every pmapped function (emptied in place: wrappers share these dicts)."""
+    for cache in list(_caches.values()) + [cache for _, cache in list(_strong_caches.values())]:
+        cache.clear()
 
 
 def _normalize_argnums(nums, what: str) -> tuple[int, ...]:
@@ -84,10 +103,7 @@ class PmapWrapped:
         self._pmap_axis_size = axis_size
         self._pmap_name = _fun_name(fun)
         functools.update_wrapper(self, fun)
-        try:
-            self._pmap_cache = _caches.setdefault(fun, {})
-        except TypeError:  # not weak-referenceable
-            self._pmap_cache = _strong_caches.setdefault(id(fun), {})
+        self._pmap_cache = _cache_for(fun)
         out_leaves, out_def = tree_flatten(out_axes, is_leaf=lambda x: x is None)
         self._pmap_options = (axis_name, tuple(out_leaves), out_def, self._pmap_statics)
 

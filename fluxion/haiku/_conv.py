@@ -15,13 +15,14 @@ import numpy as np
 import fluxion.numpy as jnp
 from fluxion import lax
 
-from . import initializers
+from . import initializers, pad
 from ._base import get_parameter
 from ._module import Module
 from ._utils import get_channel_index, int_tuple, replicate, spatial_letters
 
 __all__ = ["ConvND", "Conv1D", "Conv2D", "Conv3D", "ConvNDTranspose", "Conv1DTranspose", "Conv2DTranspose",
-           "Conv3DTranspose"]
+           "Conv3DTranspose", "DepthwiseConvND", "DepthwiseConv1D", "DepthwiseConv2D", "DepthwiseConv3D",
+           "SeparableDepthwiseConv2D"]
 
 
 def _dimension_numbers(n: int, channels_last: bool, transpose: bool) -> tuple[str, str, str]:
@@ -32,18 +33,12 @@ def _dimension_numbers(n: int, channels_last: bool, transpose: bool) -> tuple[st
     return image, kernel, image
 
 
-def _normalize_padding(padding: Any, n: int) -> Any:
+def _normalize_padding(padding: Any, n: int, kernel_shape: Sequence[int], rate: Sequence[int]) -> Any:
     if isinstance(padding, str):
         return padding.upper()
-    if callable(padding):
-        raise NotImplementedError("padding functions (hk.pad.*) are not supported; pass 'SAME', 'VALID' or "
-                                  "a sequence of (low, high) pairs")
-    pads = [tuple(int(v) for v in p) for p in padding]
-    if len(pads) == 1:
-        pads = pads * n
-    if len(pads) != n or any(len(p) != 2 for p in pads):
-        raise TypeError(f"padding must be a string or a sequence of {n} (low, high) pairs, got {padding!r}")
-    return pads
+    if pad.is_padfn(padding):
+        return pad.create_from_padfn(padding, kernel_shape, rate, n)
+    return pad.create_from_tuple(padding, n)
 
 
 def _check_rank(inputs: Any, n: int, what: str) -> bool:
@@ -95,7 +90,7 @@ class ConvND(Module):
         self.data_format = data_format
         self.channel_index = get_channel_index(data_format)
         self.dimension_numbers = _dimension_numbers(num_spatial_dims, self.channel_index == -1, transpose=False)
-        self.padding = _normalize_padding(padding, num_spatial_dims)
+        self.padding = _normalize_padding(padding, num_spatial_dims, self.kernel_shape, self.kernel_dilation)
 
     def __call__(self, inputs: Any, *, precision: Any = None) -> Any:
         inputs = jnp.asarray(inputs)
@@ -208,7 +203,7 @@ class ConvNDTranspose(Module):
         self.w_init = w_init
         self.b_init = b_init or jnp.zeros
         self.mask = mask
-        self.padding = _normalize_padding(padding, num_spatial_dims)
+        self.padding = _normalize_padding(padding, num_spatial_dims, self.kernel_shape, (1,) * num_spatial_dims)
         self.data_format = data_format
         self.channel_index = get_channel_index(data_format)
         self.dimension_numbers = _dimension_numbers(num_spatial_dims, self.channel_index == -1, transpose=True)
@@ -271,3 +266,89 @@ class Conv3DTranspose(ConvNDTranspose):
                  mask: Any = None, name: str | None = None):
         super().__init__(3, output_channels, kernel_shape, stride, output_shape, padding, with_bias, w_init,
                          b_init, data_format, mask, name=name)
+
+
+class DepthwiseConvND(Module):
+    """Depthwise convolution: each input channel is convolved with its own `channel_multiplier` filters
+    (`feature_group_count = in_channels`).
+
+    Parameters: `w` of shape `kernel_shape + (1, channel_multiplier * C)` (default truncated normal, stddev
+    `1 / sqrt(prod(kernel_shape))`), `b` of shape `(channel_multiplier * C,)` channels-last or
+    `(channel_multiplier * C, 1, 1)` channels-first (Haiku's shape, whatever the number of spatial dims).
+    Unlike `ConvND`, inputs must be batched.
+    """
+
+    def __init__(self, channel_multiplier: int, kernel_shape: int | Sequence[int], num_spatial_dims: int,
+                 data_format: str, stride: int | Sequence[int] = 1, rate: int | Sequence[int] = 1,
+                 padding: Any = "SAME", with_bias: bool = True, w_init: Callable | None = None,
+                 b_init: Callable | None = None, name: str | None = None):
+        super().__init__(name=name)
+        self.num_spatial_dims = num_spatial_dims
+        self.kernel_shape = replicate(kernel_shape, num_spatial_dims, "kernel_shape")
+        self.lhs_dilation = (1,) * num_spatial_dims
+        self.rhs_dilation = replicate(rate, num_spatial_dims, "rhs_dilation")
+        self.channel_multiplier = channel_multiplier
+        self.padding = _normalize_padding(padding, num_spatial_dims, self.kernel_shape, self.rhs_dilation)
+        self.stride = replicate(stride, num_spatial_dims, "strides")
+        self.data_format = data_format
+        self.channel_index = get_channel_index(data_format)
+        self.with_bias = with_bias
+        self.w_init = w_init
+        self.b_init = b_init or jnp.zeros
+        self.dn = _dimension_numbers(num_spatial_dims, self.channel_index == -1, transpose=False)
+
+    def __call__(self, inputs: Any) -> Any:
+        inputs = jnp.asarray(inputs)
+        channels = inputs.shape[self.channel_index]
+        w_shape = self.kernel_shape + (1, self.channel_multiplier * channels)
+        w_init = self.w_init
+        if w_init is None:
+            w_init = initializers.TruncatedNormal(stddev=1. / np.sqrt(np.prod(w_shape[:-1])))
+        w = get_parameter("w", w_shape, inputs.dtype, init=w_init)
+        out = lax.conv_general_dilated(inputs, w, window_strides=int_tuple(self.stride), padding=self.padding,
+                                       lhs_dilation=self.lhs_dilation, rhs_dilation=int_tuple(self.rhs_dilation),
+                                       dimension_numbers=self.dn, feature_group_count=channels)
+        if self.with_bias:
+            b_shape = (self.channel_multiplier * channels,)
+            if self.channel_index != -1:
+                b_shape += (1, 1)
+            b = get_parameter("b", b_shape, inputs.dtype, init=self.b_init)
+            out = out + jnp.broadcast_to(b, out.shape)
+        return out
+
+
+def _depthwise(n: int, default_format: str, doc: str) -> type:
+    # The 1/2/3-d classes differ only in `num_spatial_dims` and the default data format.
+    def __init__(self, channel_multiplier: int, kernel_shape: int | Sequence[int],
+                 stride: int | Sequence[int] = 1, rate: int | Sequence[int] = 1, padding: Any = "SAME",
+                 with_bias: bool = True, w_init: Callable | None = None, b_init: Callable | None = None,
+                 data_format: str = default_format, name: str | None = None):
+        DepthwiseConvND.__init__(self, channel_multiplier, kernel_shape, n, data_format, stride, rate, padding,
+                                 with_bias, w_init, b_init, name=name)
+
+    return type(f"DepthwiseConv{n}D", (DepthwiseConvND,), {"__init__": __init__, "__doc__": doc,
+                                                          "__module__": __name__})
+
+
+DepthwiseConv1D = _depthwise(1, "NWC", "1-d depthwise convolution (default NWC).")
+DepthwiseConv2D = _depthwise(2, "NHWC", "2-d depthwise convolution (default NHWC).")
+DepthwiseConv3D = _depthwise(3, "NDHWC", "3-d depthwise convolution (default NDHWC).")
+
+
+class SeparableDepthwiseConv2D(Module):
+    """A `k_h x k_w` depthwise convolution factored into a `k_h x 1` depthwise convolution with
+    `channel_multiplier` (no bias) followed by a `1 x k_w` one with multiplier 1 (with bias).
+    """
+
+    def __init__(self, channel_multiplier: int, kernel_shape: int | Sequence[int], stride: int | Sequence[int] = 1,
+                 padding: Any = "SAME", with_bias: bool = True, w_init: Callable | None = None,
+                 b_init: Callable | None = None, data_format: str = "NHWC", name: str | None = None):
+        super().__init__(name=name)
+        kernel_shape = replicate(kernel_shape, 2, "kernel_shape")
+        self._conv1 = DepthwiseConv2D(channel_multiplier, [kernel_shape[0], 1], stride=stride, padding=padding,
+                                      with_bias=False, w_init=w_init, b_init=b_init, data_format=data_format)
+        self._conv2 = DepthwiseConv2D(1, [1, kernel_shape[1]], stride=1, padding=padding, with_bias=with_bias,
+                                      w_init=w_init, b_init=b_init, data_format=data_format)
+
+    def __call__(self, inputs: Any) -> Any:
+        return self._conv2(self._conv1(inputs))

@@ -56,6 +56,7 @@ class Frame:
             already used; a fresh pair is pushed for every module method call so that a module created inside a
             method gets the same name each time that method runs (Haiku's naming rule).
         allow_nested_init: set by `hk.lift` while it runs an inner `init` on top of this frame.
+        teardown_callbacks: checks run when `init`/`apply` returns (e.g. a `lift_with_state` updater was used).
     """
 
     def __init__(self, params: dict, state: dict, rng: Any, params_frozen: bool):
@@ -67,6 +68,7 @@ class Frame:
         self.counter_stack: list[collections.Counter] = [collections.Counter()]
         self.names_stack: list[set] = [set()]
         self.allow_nested_init = False
+        self.teardown_callbacks: list = []
 
     @contextlib.contextmanager
     def module_call(self, module: Any, method_name: str) -> Iterator[None]:
@@ -80,6 +82,28 @@ class Frame:
             self.module_stack.pop()
             self.counter_stack.pop()
             self.names_stack.pop()
+
+    def evolve(self, params: dict, state: dict, rng: Any, *, decoupled: bool) -> "Frame":
+        """A frame over other parameter/state/rng values (the stateful control flow of `_stateful.py`).
+
+        With `decoupled`, module naming (the module, counter and used-name stacks) is copied, so modules created
+        inside e.g. a `cond` branch do not take names away from the code after it; otherwise it is shared.
+        """
+        frame = Frame(params, state, rng, self.params_frozen)
+        if decoupled:
+            frame.module_stack = list(self.module_stack)
+            frame.counter_stack = [collections.Counter(c) for c in self.counter_stack]
+            frame.names_stack = [set(n) for n in self.names_stack]
+        else:
+            frame.module_stack = self.module_stack
+            frame.counter_stack = self.counter_stack
+            frame.names_stack = self.names_stack
+        frame.allow_nested_init = self.allow_nested_init
+        return frame
+
+    def teardown(self) -> None:
+        for callback in self.teardown_callbacks:
+            callback()
 
     def collect_params(self) -> dict:
         """The parameters as a plain `{bundle: {name: array}}` dict (empty bundles dropped)."""

@@ -13,19 +13,25 @@ Naming rules (those of Haiku, so parameter trees have the same keys):
 
 from __future__ import annotations
 
+import abc
+import contextlib
 import functools
 import inspect
 import re
-from typing import Any, Callable, Mapping, TypeVar
+import threading
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, TypeVar
 
 from . import _frame
 from ._base import module_name_of
+from .config import get_config
 
-__all__ = ["Module", "transparent", "force_name", "camel_to_snake"]
+__all__ = ["Module", "transparent", "force_name", "camel_to_snake", "MethodContext", "intercept_methods", "name_like",
+           "name_scope"]
 
 T = TypeVar("T")
 
 _TRANSPARENT = "__fluxion_haiku_transparent"
+_CUSTOM_NAME = "__fluxion_haiku_name_like"
 _OUTSIDE_TRANSFORM = "All `hk.Module`s must be initialized inside an `hk.transform`."
 _FORCE_PREFIX = "FORCE:"
 _IDENTIFIER = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -102,17 +108,80 @@ def _unique_name(frame: _frame.Frame, name: str) -> str:
     return name
 
 
-def _wrap_method(method_name: str, fn: Callable) -> Callable:
+class MethodContext(NamedTuple):
+    """What a method interceptor (`hk.intercept_methods`) is told: the module, the method's name, the bound
+    original method and the class that defined it."""
+
+    module: Any
+    method_name: str
+    orig_method: Callable[..., Any]
+    orig_class: type
+
+
+class _Interceptors(threading.local):
+    def __init__(self):
+        self.stack: list = []
+
+
+_INTERCEPTORS = _Interceptors()
+# Installed for good (e.g. by `hk.mixed_precision.set_policy`); they run before the scoped ones.
+_GLOBAL_INTERCEPTORS: list = []
+
+
+def intercept_methods_global(interceptor: Callable[..., Any]) -> None:
+    """Installs `interceptor` (see `intercept_methods`) for all later module method calls, on every thread."""
+    _GLOBAL_INTERCEPTORS.append(interceptor)
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor: Callable[..., Any]) -> Iterator[None]:
+    """A context manager: every module method call inside it (including `__init__`) goes through
+    `interceptor(next_fun, args, kwargs, context: MethodContext)`; `next_fun(*args, **kwargs)` runs the next
+    interceptor and finally the method. Interceptors run inside the module's name scope, outermost first."""
+    _INTERCEPTORS.stack.append(interceptor)
+    try:
+        yield
+    finally:
+        _INTERCEPTORS.stack.pop()
+
+
+def _run_interceptors(bound: Callable, method_name: str, module: Any, orig_class: type, args, kwargs) -> Any:
+    chain = _GLOBAL_INTERCEPTORS + _INTERCEPTORS.stack
+    if not chain:
+        return bound(*args, **kwargs)
+    context = MethodContext(module, method_name, bound, orig_class)
+
+    def call(i, *a, **k):
+        if i == len(chain):
+            return bound(*a, **k)
+        return chain[i](functools.partial(call, i + 1), a, k, context)
+
+    return call(0, *args, **kwargs)
+
+
+def name_like(method_name: str) -> Callable[[T], T]:
+    """Decorator: modules created inside the decorated method are named as if created in `method_name` (e.g. a
+    `encode` method named like `__call__` creates `parent/linear` rather than `parent/~encode/linear`)."""
+
+    def decorator(method: T) -> T:
+        setattr(method, _CUSTOM_NAME, method_name)
+        return method
+
+    return decorator
+
+
+def _wrap_method(method_name: str, fn: Callable, owner: Callable[[], type]) -> Callable:
     if getattr(fn, _TRANSPARENT, False):
         return fn
+    scope_name = getattr(fn, _CUSTOM_NAME, method_name)
 
     @functools.wraps(fn)
     def wrapped(self, *args, **kwargs):
         frame = _frame.current_frame_or_none()
         if frame is None:
             raise ValueError(_OUTSIDE_TRANSFORM)
-        with frame.module_call(self, method_name):
-            out = fn(self, *args, **kwargs)
+        with frame.module_call(self, scope_name):
+            out = _run_interceptors(functools.partial(fn, self), method_name, self, owner(), args, kwargs)
         # Tell the enclosing modules about us, for `params_dict()` / `state_dict()`.
         name = getattr(self, "module_name", None)
         if name is not None:
@@ -124,25 +193,29 @@ def _wrap_method(method_name: str, fn: Callable) -> Callable:
     return wrapped
 
 
-class _ModuleMeta(type):
+class _ModuleMeta(abc.ABCMeta):
     """Wraps every public method (and `__call__`, and properties) so it runs inside the module's scope."""
 
     def __new__(mcs, name, bases, clsdict):
+        created: list[type] = []
+        owner = lambda: created[0]  # the class being defined, for `MethodContext.orig_class`
         for key, value in list(clsdict.items()):
             if key == "module_name" or (key.startswith("__") and key != "__call__"):
                 continue
             if isinstance(value, property):
-                clsdict[key] = property(*(None if f is None else _wrap_method(key, f)
+                clsdict[key] = property(*(None if f is None else _wrap_method(key, f, owner)
                                           for f in (value.fget, value.fset, value.fdel)), doc=value.__doc__)
             elif inspect.isfunction(value):
-                clsdict[key] = _wrap_method(key, value)
-        return super().__new__(mcs, name, bases, clsdict)
+                clsdict[key] = _wrap_method(key, value, owner)
+        cls = super().__new__(mcs, name, bases, clsdict)
+        created.append(cls)
+        return cls
 
     def __call__(cls, *args, **kwargs):
         if not _frame.inside_transform():
             raise ValueError(_OUTSIDE_TRANSFORM)
         module = cls.__new__(cls)
-        _wrap_method("__init__", cls.__init__)(module, *args, **kwargs)
+        _wrap_method("__init__", cls.__init__, lambda: cls)(module, *args, **kwargs)
         if not hasattr(module, "module_name"):
             raise ValueError("Constructing an hk.Module without calling the super constructor is not supported. "
                              f"Add the following as the first line in your __init__ method:\n\n"
@@ -180,24 +253,74 @@ class Module(metaclass=_ModuleMeta):
         self.name = name.split("/")[-1]
 
     def __repr__(self) -> str:
+        if not get_config().module_auto_repr:
+            return object.__repr__(self)
         return f"{type(self).__name__}(name={getattr(self, 'module_name', '?')!r})"
 
     def params_dict(self) -> Mapping[str, Any]:
         """`{"<module>/<param>": array}` for this module and the submodules it created or called."""
-        return self._collect("params", lambda v: v)
+        return _collect(self, "params", lambda v: v)
 
     def state_dict(self) -> Mapping[str, Any]:
         """`{"<module>/<state>": current value}` for this module and its submodules."""
-        return self._collect("state", lambda pair: pair.current)
+        return _collect(self, "state", lambda pair: pair.current)
 
-    def _collect(self, which: str, value_of: Callable) -> dict:
-        if not _frame.inside_transform():
-            raise ValueError(f"`module.{which}_dict()` must be used as part of an `hk.transform`.")
-        frame = _frame.current_frame()
-        out = {}
-        for bundle_name, bundle in getattr(frame, which).items():
-            if (bundle_name == self.module_name or bundle_name.startswith(self.module_name + "/")
-                    or bundle_name in self._submodules):
-                for k, v in bundle.items():
-                    out[f"{bundle_name}/{k}"] = value_of(v)
-        return out
+
+
+def _collect(module: Module, which: str, value_of: Callable) -> dict:
+    # A function, not a method: methods are wrapped (name scope, interceptors) and this is an implementation detail.
+    if not _frame.inside_transform():
+        raise ValueError(f"`module.{which}_dict()` must be used as part of an `hk.transform`.")
+    frame = _frame.current_frame()
+    out = {}
+    for bundle_name, bundle in getattr(frame, which).items():
+        if (bundle_name == module.module_name or bundle_name.startswith(module.module_name + "/")
+                or bundle_name in module._submodules):
+            for k, v in bundle.items():
+                out[f"{bundle_name}/{k}"] = value_of(v)
+    return out
+
+
+class _NameScopeModule(Module):
+    """A module with no methods: entering its scope is what `hk.name_scope` does."""
+
+
+class _NameScope:
+    def __init__(self, name: str, method_name: str):
+        if not name or name[0] == "/":
+            raise ValueError("Name scopes must not start with /")
+        frame = _frame.current_frame("name_scope")
+        parts = [name] if name.startswith(_FORCE_PREFIX) else name.split("/")
+        module = None
+        with contextlib.ExitStack() as stack:
+            # "a/b" is the scope `b` created inside the scope `a`.
+            for part in parts:
+                module = _NameScopeModule(name=part)
+                stack.enter_context(frame.module_call(module, method_name))
+        self._frame = frame
+        self._module = module
+        self._method = method_name
+        self._stack: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> None:
+        if self._stack is not None:
+            raise ValueError("name_scope is not reentrant")
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(self._frame.module_call(self._module, self._method))
+
+    def __exit__(self, *exc) -> Any:
+        stack, self._stack = self._stack, None
+        return stack.__exit__(*exc)
+
+
+def name_scope(name: str, *, method_name: str = "__call__") -> Any:
+    """A context manager adding `name` to the names of parameters, state and modules created inside it, as if
+    they were created in method `method_name` of a module called `name` (`"a/b"` nests; names are made unique
+    like module names: a second `name_scope("foo")` is `foo_1`).
+
+    Raises:
+        ValueError: outside a transform; an empty name or one starting with `/`; re-entering the same scope
+            while it is active.
+    """
+    _frame.assert_context("name_scope")
+    return _NameScope(name, method_name)

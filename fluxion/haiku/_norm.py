@@ -1,4 +1,5 @@
-"""Normalization: `ExponentialMovingAverage`, `BatchNorm` (with state), `LayerNorm`, `RMSNorm`.
+"""Normalization: `ExponentialMovingAverage`, `EMAParamsTree`, `BatchNorm` (with state), `LayerNorm`, `RMSNorm`,
+`InstanceNorm`, `GroupNorm`.
 
 `BatchNorm` keeps its running statistics in two `ExponentialMovingAverage` submodules named `mean_ema` and
 `var_ema`, each with state `counter` (int32), `hidden` and `average` -- Haiku's state tree
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import collections.abc
+import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -21,7 +23,8 @@ from ._base import get_parameter, get_state, set_state
 from ._module import Module
 from ._utils import get_channel_index
 
-__all__ = ["ExponentialMovingAverage", "BatchNorm", "LayerNorm", "RMSNorm"]
+__all__ = ["ExponentialMovingAverage", "EMAParamsTree", "BatchNorm", "LayerNorm", "RMSNorm", "InstanceNorm",
+           "GroupNorm"]
 
 
 class ExponentialMovingAverage(Module):
@@ -246,3 +249,135 @@ class RMSNorm(Module):
             scale = 1.
         mean_squared = jnp.broadcast_to(jnp.mean(jnp.square(inputs), axis=axis, keepdims=True), inputs.shape)
         return inputs * scale * lax.rsqrt(mean_squared + self.eps)
+
+
+class InstanceNorm(LayerNorm):
+    """Instance normalization (Ulyanov et al. 2016): `LayerNorm` over the spatial axes of each example and
+    channel, with per-channel `scale`/`offset`."""
+
+    def __init__(self, create_scale: bool, create_offset: bool, eps: float = 1e-5,
+                 scale_init: Callable | None = None, offset_init: Callable | None = None,
+                 data_format: str = "channels_last", name: str | None = None):
+        param_axis = get_channel_index(data_format)
+        axis = slice(2, None) if param_axis == 1 else slice(1, -1)
+        super().__init__(axis=axis, create_scale=create_scale, create_offset=create_offset, eps=eps,
+                         scale_init=scale_init, offset_init=offset_init, param_axis=param_axis, name=name)
+
+
+def _to_rank(x: Any, ndim: int) -> Any:
+    x = jnp.asarray(x)
+    return jnp.reshape(x, (1,) * (ndim - x.ndim) + tuple(x.shape))
+
+
+class GroupNorm(Module):
+    """Group normalization (Wu & He 2018): channels are split into `groups`; each example is normalized over
+    `axis` (default all non-batch axes) within each group. `scale`/`offset` have shape `(C,)` (channels-last) or
+    `(C, 1, ..., 1)` (channels-first).
+
+    Raises:
+        ValueError: bad `axis`; inits given for parameters that are not created; channels not divisible by
+            `groups`; a call with a different rank than the first one; call-time scale/offset clash.
+    """
+
+    def __init__(self, groups: int, axis: Any = slice(1, None), create_scale: bool = True,
+                 create_offset: bool = True, eps: float = 1e-5, scale_init: Callable | None = None,
+                 offset_init: Callable | None = None, data_format: str = "channels_last",
+                 name: str | None = None):
+        super().__init__(name=name)
+        if isinstance(axis, slice):
+            self.axis = axis
+        elif isinstance(axis, int):
+            self.axis = (axis,)
+        elif isinstance(axis, collections.abc.Iterable) and all(isinstance(a, int) for a in axis):
+            self.axis = tuple(axis)
+        else:
+            raise ValueError("`axis` should be an int, slice or iterable of ints.")
+        if not create_scale and scale_init is not None:
+            raise ValueError("Cannot set `scale_init` if `create_scale=False`.")
+        if not create_offset and offset_init is not None:
+            raise ValueError("Cannot set `offset_init` if `create_offset=False`.")
+        self.groups = groups
+        self.eps = eps
+        self.data_format = data_format
+        self.channel_index = get_channel_index(data_format)
+        self.create_scale = create_scale
+        self.create_offset = create_offset
+        self.scale_init = scale_init or jnp.ones
+        self.offset_init = offset_init or jnp.zeros
+        self.rank = None
+
+    def __call__(self, x: Any, scale: Any = None, offset: Any = None) -> Any:
+        """x `[N, ..., C]` (or `[N, C, ...]`) -> same shape."""
+        x = jnp.asarray(x)
+        if self.rank is not None and x.ndim != self.rank:
+            raise ValueError("The rank of the inputs cannot change between calls, the original call was "
+                             f"rank={self.rank} but this call was rank={x.ndim}.")
+        if self.create_scale and scale is not None:
+            raise ValueError("Cannot pass `scale` at call time if `create_scale=True`.")
+        if self.create_offset and offset is not None:
+            raise ValueError("Cannot pass `offset` at call time if `create_offset=True`.")
+        channels = x.shape[self.channel_index]
+        if channels % self.groups != 0:
+            raise ValueError("The number of channels must be divisible by the number of groups, was "
+                             f"channels={channels}, groups={self.groups}")
+        if self.rank is None:
+            self._initialize(x, channels)
+        if self.channel_index == -1:
+            params_shape = (channels,)
+        else:
+            params_shape = (channels,) + (1,) * (self.rank - 2)
+        if self.create_scale:
+            scale = get_parameter("scale", params_shape, x.dtype, self.scale_init)
+        if self.create_offset:
+            offset = get_parameter("offset", params_shape, x.dtype, self.offset_init)
+        grouped = jnp.reshape(x, self.group_shape)
+        mean = jnp.mean(grouped, self.axis, keepdims=True)
+        var = jnp.var(grouped, self.axis, keepdims=True)
+        x = jnp.reshape((grouped - mean) * lax.rsqrt(var + self.eps), self.first_input_shape)
+        if scale is not None:
+            x = x * _to_rank(scale, x.ndim)
+        if offset is not None:
+            x = x + _to_rank(offset, x.ndim)
+        return x
+
+    def _initialize(self, x: Any, channels: int) -> None:
+        # The channel axis is split into (groups, channels // groups): reduction axes after it shift by one.
+        self.rank = x.ndim
+        if isinstance(self.axis, slice):
+            self.axis = tuple(range(self.rank))[self.axis]
+        if self.channel_index == -1:
+            self.axis = tuple(a if a != self.rank - 1 else a + 1 for a in self.axis)
+            self.group_shape = (-1,) + tuple(x.shape[1:-1]) + (self.groups, channels // self.groups)
+        else:
+            self.axis = tuple(a if a == 0 else a + 1 for a in self.axis)
+            self.group_shape = (-1, self.groups, channels // self.groups) + tuple(x.shape[2:])
+        self.first_input_shape = (-1,) + tuple(x.shape[1:])
+
+
+def _sanitized(key: str, tilde: str) -> str:
+    return key.replace("/", "__").replace("~", tilde)
+
+
+class EMAParamsTree(Module):
+    """An `ExponentialMovingAverage` of every leaf of a `{module: {name: array}}` tree (e.g. parameters, for
+    Polyak averaging); the averages live in submodules named after the leaf (`/` -> `__`, `~` -> `_tilde_`).
+    Leaves whose `module/name` matches `ignore_regex` are returned unchanged."""
+
+    def __init__(self, decay: float, zero_debias: bool = True, warmup_length: int = 0, ignore_regex: str = "",
+                 name: str | None = None):
+        super().__init__(name=name)
+        self.decay = decay
+        self.zero_debias = zero_debias
+        self.warmup_length = warmup_length
+        self.ignore_regex = ignore_regex
+
+    def __call__(self, tree: Any, update_stats: bool = True) -> dict:
+        def maybe_ema(key, value):
+            if self.ignore_regex and re.match(self.ignore_regex, key):
+                return value
+            ema = ExponentialMovingAverage(self.decay, self.zero_debias, self.warmup_length,
+                                           name=_sanitized(key, "_tilde_"))
+            return ema(value, update_stats=update_stats)
+
+        return {module_name: {k: maybe_ema(f"{module_name}/{k}", v) for k, v in bundle.items()}
+                for module_name, bundle in tree.items()}

@@ -2,7 +2,7 @@
 
 Each `next(seq)` splits the internal key into `(new_internal_key, subkey)` with `random.split(key, 2)` and returns
 the subkey; `reserve(n)` splits `n + 1` ways at once and queues the `n` subkeys. These are the rules of
-`haiku.PRNGSequence` (rng_reserve_size 1), so the same seed yields the same keys as Haiku on JAX.
+`haiku.PRNGSequence` (blocks of `hk.config` `rng_reserve_size` keys, default 1), so the same seed yields the same keys as Haiku on JAX.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from fluxion import random
+
+from .config import get_config
 
 __all__ = ["PRNGSequence", "is_prng_key", "is_int_seed", "assert_is_prng_key"]
 
@@ -91,6 +93,11 @@ class PRNGSequence(Iterator[Any]):
             self._key = new_keys[0]
             self._subkeys.extend(new_keys[1:])
 
+    def reserve_up_to_full(self) -> None:
+        """Tops the queue up to `hk.config` `rng_reserve_size` keys, so that stateful control flow
+        (`hk.scan`, `hk.cond`, ...) always carries the same number of keys in and out."""
+        self.reserve(get_config().rng_reserve_size - len(self._subkeys))
+
     @property
     def internal_state(self) -> tuple:
         """`(key, queued_subkeys)`; pass it back to the constructor to resume the sequence."""
@@ -107,12 +114,12 @@ class PRNGSequence(Iterator[Any]):
     def peek(self) -> Any:
         """The key `next()` would return, without consuming it."""
         if not self._subkeys:
-            self.reserve(1)
+            self.reserve(get_config().rng_reserve_size)
         return self._subkeys[0]
 
     def __next__(self) -> Any:
         if not self._subkeys:
-            self.reserve(1)
+            self.reserve(get_config().rng_reserve_size)
         return self._subkeys.popleft()
 
     next = __next__

@@ -126,6 +126,7 @@ def transform_with_state(f: Callable[..., Any]) -> TransformedWithState:
                              params_frozen=False)
         with _frame.push(frame):
             f(*args, **kwargs)
+            frame.teardown()
         return frame.collect_params(), frame.collect_state(initial=True)
 
     @functools.wraps(f)
@@ -140,6 +141,7 @@ def transform_with_state(f: Callable[..., Any]) -> TransformedWithState:
                              rng=_to_prng_sequence(rng, rng_error), params_frozen=True)
         with _frame.push(frame):
             out = f(*args, **kwargs)
+            frame.teardown()
         return out, frame.collect_state(initial=False)
 
     return TransformedWithState(init_fn, apply_fn)

@@ -8,7 +8,7 @@ import numpy as np
 
 from fluxion import tree_util
 
-__all__ = ["to_mutable_dict", "to_haiku_dict", "to_immutable_dict", "traverse", "filter", "partition",
+__all__ = ["to_mutable_dict", "to_haiku_dict", "to_immutable_dict", "traverse", "filter", "map", "partition",
            "partition_n", "merge", "is_subset", "tree_size", "tree_bytes"]
 
 
@@ -45,6 +45,11 @@ def _build(entries) -> dict:
 def filter(predicate: Callable[[str, str, Any], bool], structure: Mapping) -> dict:  # noqa: A001 (Haiku's name)
     """Only the leaves for which `predicate(module_name, name, value)` is true."""
     return _build(e for e in traverse(structure) if predicate(*e))
+
+
+def map(fn: Callable[[str, str, Any], Any], structure: Mapping) -> dict:  # noqa: A001 (Haiku's name)
+    """`{module: {name: fn(module, name, value)}}` over every leaf."""
+    return _build((m, n, fn(m, n, v)) for m, n, v in traverse(structure))
 
 
 def partition(predicate: Callable[[str, str, Any], bool], structure: Mapping) -> tuple[dict, dict]:

@@ -51,4 +51,5 @@ from .._src.lax.indexing import (GatherDimensionNumbers as GatherDimensionNumber
                                  scatter_sub as scatter_sub)
 from .._src.lax.sorting import sort as sort, sort_key_val as sort_key_val, top_k as top_k  # noqa: E402
 from .._src.lax.windowed import reduce_window as reduce_window  # noqa: E402
+from .._src.lax.fft import FftType as FftType, fft as fft, fft_p as fft_p  # noqa: E402
 from . import linalg as linalg  # noqa: E402

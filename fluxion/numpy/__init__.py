@@ -6,8 +6,9 @@ import numpy as _np
 
 from .._src import array_methods as _array_methods
 from .._src.core import Array as ndarray  # noqa: F401
-from .._src.dtypes import (finfo as finfo, iinfo as iinfo, issubdtype as issubdtype,  # noqa: F401
+from .._src.dtypes import (finfo as finfo, iinfo as iinfo,  # noqa: F401
                            promote_types as promote_types, result_type as result_type)
+from ..dtypes import issubdtype as issubdtype  # aware of PRNG key dtypes  # noqa: E402
 from .._src.numpy.creation import (arange as arange, array as array, asarray as asarray, copy as copy,
                                    empty as empty, empty_like as empty_like, eye as eye, from_dlpack as from_dlpack,
                                    frombuffer as frombuffer, full as full, full_like as full_like,
@@ -103,7 +104,11 @@ inexact = _np.inexact
 number = _np.number
 generic = _np.generic
 bool = bool_  # noqa: A001  (Array-API name)
+__array_api_version__ = "2024.12"
 
+from .._src.numpy.array_api_info import __array_namespace_info__ as __array_namespace_info__  # noqa: E402
+
+from . import fft as fft  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 
 _array_methods.install_numpy_namespace(_sys.modules[__name__])

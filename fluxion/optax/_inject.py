@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Optional, Union
 
@@ -167,3 +168,14 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
         return GradientTransformationExtraArgs(init_fn, update_fn)
 
     return wrapped
+
+
+def inject_stateful_hyperparams(inner_factory: Callable[..., GradientTransformation],
+                                static_args: Union[str, Iterable[str]] = (),
+                                hyperparam_dtype: Optional[Any] = None
+                                ) -> Callable[..., GradientTransformationExtraArgs]:
+    """Deprecated alias of :func:`inject_hyperparams` (which handles stateful
+    schedules too); warns with a DeprecationWarning."""
+    warnings.warn('inject_stateful_hyperparams is deprecated, use inject_hyperparams.',
+                  DeprecationWarning, stacklevel=2)
+    return inject_hyperparams(inner_factory, static_args, hyperparam_dtype)

@@ -4,6 +4,12 @@ from ._inject import InjectHyperparamsState as InjectHyperparamsState
 from ._inject import InjectStatefulHyperparamsState as InjectStatefulHyperparamsState
 from ._inject import WrappedSchedule as WrappedSchedule
 from ._inject import inject_hyperparams as inject_hyperparams
+from ._inject import inject_stateful_hyperparams as inject_stateful_hyperparams
+from ._schedule_onecycle import cosine_onecycle_schedule as cosine_onecycle_schedule
+from ._schedule_onecycle import linear_onecycle_schedule as linear_onecycle_schedule
+from ._schedule_onecycle import piecewise_interpolate_schedule as piecewise_interpolate_schedule
+from ._base import Schedule as Schedule
+from ._base import StatefulSchedule as StatefulSchedule
 from ._schedule import constant_schedule as constant_schedule
 from ._schedule import cosine_decay_schedule as cosine_decay_schedule
 from ._schedule import exponential_decay as exponential_decay

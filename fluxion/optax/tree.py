@@ -3,6 +3,10 @@
 ``fluxion.optax.tree.add`` is ``fluxion.optax.tree_utils.tree_add`` etc.
 """
 
+from ._state_utils import tree_get as get
+from ._state_utils import tree_get_all_with_path as get_all_with_path
+from ._state_utils import tree_map_params as map_params
+from ._state_utils import tree_set as set  # noqa: A004
 from ._tree_math import tree_add as add
 from ._tree_math import tree_add_scale as add_scale
 from ._tree_math import tree_allclose as allclose
@@ -31,3 +35,6 @@ from ._tree_math import tree_update_moment_per_elem_norm as update_moment_per_el
 from ._tree_math import tree_vdot as vdot
 from ._tree_math import tree_where as where
 from ._tree_math import tree_zeros_like as zeros_like
+from ._tree_random import tree_random_like as random_like
+from ._tree_random import tree_split_key_like as split_key_like
+from ._tree_random import tree_unwrap_random_key_data as unwrap_random_key_data

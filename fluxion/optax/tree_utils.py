@@ -5,6 +5,11 @@
 ``tree_scale``, ``tree_add_scale`` and ``tree_norm``.
 """
 
+from ._state_utils import NamedTupleKey as NamedTupleKey
+from ._state_utils import tree_get as tree_get
+from ._state_utils import tree_get_all_with_path as tree_get_all_with_path
+from ._state_utils import tree_map_params as tree_map_params
+from ._state_utils import tree_set as tree_set
 from ._tree_math import tree_add as tree_add
 from ._tree_math import tree_add_scale as tree_add_scale
 from ._tree_math import tree_allclose as tree_allclose
@@ -36,6 +41,9 @@ from ._tree_math import tree_update_moment_per_elem_norm as tree_update_moment_p
 from ._tree_math import tree_vdot as tree_vdot
 from ._tree_math import tree_where as tree_where
 from ._tree_math import tree_zeros_like as tree_zeros_like
+from ._tree_random import tree_random_like as tree_random_like
+from ._tree_random import tree_split_key_like as tree_split_key_like
+from ._tree_random import tree_unwrap_random_key_data as tree_unwrap_random_key_data
 
 # Older optax names.
 tree_scalar_mul = tree_scale

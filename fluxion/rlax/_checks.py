@@ -14,7 +14,7 @@ import numpy as np
 import fluxion.numpy as jnp
 from fluxion import lax
 
-__all__ = ["RLaxInputError", "check", "check_equal_shape", "maybe_stop_gradient"]
+__all__ = ["RLaxInputError", "check", "check_rank", "check_float", "check_equal_shape", "maybe_stop_gradient"]
 
 
 class RLaxInputError(ValueError, AssertionError):
@@ -40,22 +40,24 @@ _KINDS = {
 
 
 def check(fn: str, specs: Iterable[tuple[str, Any, Any, str]]) -> None:
-    """Checks `(name, value, rank, kind)` specs; `rank` is an int or a set of ints, `kind` float/int/bool.
+    """Checks `(name, value, rank, kind)` specs; `rank` is an int, a set of ints, or None (any rank), `kind`
+    float/int/bool.
 
     Raises:
         RLaxInputError: naming `fn`, the argument, the expected and actual rank (with shape) or dtype.
     """
     for name, value, rank, kind in specs:
-        ndim = np.ndim(value)
-        ranks = rank if isinstance(rank, (set, frozenset)) else {rank}
-        if ndim not in ranks:
-            want = " or ".join(str(r) for r in sorted(ranks))
-            raise RLaxInputError(f"{fn}: `{name}` must have rank {want}, got rank {ndim} "
-                                 f"(shape {tuple(np.shape(value))})")
+        if rank is not None:
+            check_rank(fn, [(name, value, rank)])
         ok, desc = _KINDS[kind]
         dtype = _dtype(value)
         if not ok(dtype):
             raise RLaxInputError(f"{fn}: `{name}` must have {desc}, got {dtype}")
+
+
+def check_float(fn: str, name: str, x: Any) -> None:
+    """Raises RLaxInputError unless `x` has a floating dtype (any rank)."""
+    check(fn, [(name, x, None, "float")])
 
 
 def check_equal_shape(fn: str, named: Iterable[tuple[str, Any]]) -> None:
@@ -72,3 +74,13 @@ def maybe_stop_gradient(flag: Any, x: Any) -> Any:
     if isinstance(flag, (bool, np.bool_)):
         return lax.stop_gradient(x) if flag else x
     return lax.select(jnp.broadcast_to(jnp.asarray(flag), jnp.shape(x)), lax.stop_gradient(x), x)
+
+
+def check_rank(fn: str, specs: Iterable[tuple[str, Any, Any]]) -> None:
+    """Rank-only variant of `check` for arguments of any dtype: `(name, value, rank)` specs."""
+    for name, value, rank in specs:
+        ranks = rank if isinstance(rank, (set, frozenset)) else {rank}
+        if np.ndim(value) not in ranks:
+            want = " or ".join(str(r) for r in sorted(ranks))
+            raise RLaxInputError(f"{fn}: `{name}` must have rank {want}, got rank {np.ndim(value)} "
+                                 f"(shape {tuple(np.shape(value))})")

@@ -158,3 +158,21 @@ def test_python_ints_wrap_to_narrow_integer_arrays_as_in_jax(make):
     ours, theirs = make(fluxion), make(jax)
     np.testing.assert_array_equal(ours, theirs)
     assert ours.dtype == theirs.dtype
+
+
+def test_vmap_maps_keyword_arguments_along_axis_0():
+    # JAX maps keyword arguments along their leading axis (in_axes covers the positional ones); they were passed
+    # through unmapped, silently broadcasting instead.
+    out = fluxion.vmap(lambda x, y=None: x + y, in_axes=(0,))(jnp.ones((3, 2)), y=jnp.ones((3, 2)))
+    assert out.shape == (3, 2)
+    out = fluxion.vmap(lambda x, *, k: x * k)(jnp.ones((3, 2)), k=jnp.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(3.0, dtype=np.float32)[:, None] * np.ones((3, 2)))
+    with pytest.raises(ValueError, match="inconsistent sizes"):
+        fluxion.vmap(lambda x, *, k: x * k)(jnp.ones((3, 2)), k=jnp.arange(4.0))
+
+
+def test_numpy_issubdtype_knows_prng_key_dtypes():
+    key = fluxion.random.key(0)
+    assert jnp.issubdtype(key.dtype, fluxion.dtypes.prng_key)
+    assert not jnp.issubdtype(jnp.float32, fluxion.dtypes.prng_key)
+    assert jnp.issubdtype(jnp.bfloat16, jnp.floating)

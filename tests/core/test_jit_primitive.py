@@ -133,3 +133,10 @@ def test_jit_of_grad_of_jit(n_calls):
     for k in range(n_calls):
         np.testing.assert_allclose(f(jnp.arange(3.0) + k), 3 * (np.arange(3.0) + k) ** 2)
     assert inner.calls[0] == 1
+
+
+def test_pmap_callables_without_weak_references_never_share_a_cache():
+    # The same defect as above in pmap's cache: each `_AddK(k)` dies right after its call, and a new one often gets
+    # its id.
+    got = [float(fluxion.pmap(_AddK(k))(jnp.full((1,), 100.0))[0]) for k in range(6)]
+    assert got == [100.0, 101.0, 102.0, 103.0, 104.0, 105.0]

@@ -204,14 +204,72 @@ def test_replica_failure_stops_the_others(four_devices):
         _run(exe, 4, timeout=30)
 
 
-def test_replica_missing_a_collective_times_out(four_devices):
+def test_replica_that_never_arrives_times_out(four_devices):
+    gate = threading.Event()
+
     def exe(consts, args):
-        if args[0] != 1:
+        if args[0] == 1:  # still running (not finished) while the others wait: only the timeout can tell
+            assert gate.wait(30)
+            return []
+        try:
             spmd.current_replica("r").exchange([np.asarray(1)], "psum", len)
+        except spmd.CollectiveError:
+            gate.set()
+            raise
         return []
 
     with pytest.raises(spmd.CollectiveError, match="waited more than 0.3 s at collective 'psum'"):
         _run(exe, 3, timeout=0.3)
+
+
+# A replica that skips a collective, or reaches another one, is reported as soon as that can be seen (the generous
+# timeouts only bound how long a regression would take to fail).
+def _skips_psum(args):
+    if args[0] != 1:
+        spmd.current_replica("r").exchange([np.asarray(1)], "psum", len)
+
+
+def _psum_or_pmax(args):
+    spmd.current_replica("r").exchange([np.asarray(1)], "psum" if args[0] == 0 else "pmax", len)
+
+
+def _skips_second_psum(args):
+    slot = spmd.current_replica("r")
+    slot.exchange([np.asarray(1)], "psum", len)  # every replica meets here first
+    if args[0] == 0:
+        slot.exchange([np.asarray(1)], "psum", len)
+
+
+MISMATCHES = [
+    ("replica finished", _skips_psum, 3,
+     r"replica 0 is at collective 'psum' over axis 'r', but replica 1 finished its program without reaching it"),
+    ("replica finished later", _skips_second_psum, 4, r"at collective 'psum' over axis 'r', but replica [123] finished"),
+    ("different collectives", _psum_or_pmax, 4, r"replicas reached different collectives over axis 'r': replica \d "
+     r"is at '(psum|pmax)' while replica \d is at '(psum|pmax)'"),
+]
+
+
+@pytest.mark.parametrize("what, body, n, message", MISMATCHES, ids=[m[0] for m in MISMATCHES])
+def test_mismatched_collectives_fail_at_once(four_devices, what, body, n, message):
+    def exe(consts, args):
+        body(args)
+        return []
+
+    with pytest.raises(spmd.CollectiveError, match=message):
+        _run(exe, n, timeout=120)
+
+
+def test_psum_in_a_branch_only_some_replicas_take(four_devices):
+    def body(x):
+        return lax.cond(lax.axis_index("i") < 2, lambda x: lax.psum(x, "i"), lambda x: x * 2.0, x)
+
+    with fluxion.config.override("fluxion_collective_timeout", 120.0):
+        with pytest.raises(spmd.CollectiveError, match="at collective 'psum' over axis 'i', but replica [23] "
+                                                       "finished its program"):
+            fluxion.pmap(body, axis_name="i")(np.arange(4, dtype=np.float32))
+        # the same program with the collective outside the branch is fine, and the runtime is still usable
+        out = fluxion.pmap(lambda x: lax.psum(x, "i") + x, axis_name="i")(np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(out), 6.0 + np.arange(4, dtype=np.float32))
 
 
 def test_collective_outside_replica_names_axis():

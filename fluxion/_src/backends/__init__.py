@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..core import ClosedJaxpr, Jaxpr
+from ..interpreters import partial_eval as pe
 from ..lax.call import jit_p
 from . import compiler, eager
 from .eager import eval_jaxpr_raw, raw_const, register_impl
@@ -39,7 +40,8 @@ def compile(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequence[int]
       donated: indices of arguments whose buffers the executable may overwrite.
     """
     if not compiler.enabled():
-        return Interpreted(closed.jaxpr, [raw_const(c) for c in closed.consts])
+        # Dead equations are dropped here too, so an unused pure callback runs in neither mode.
+        return Interpreted(pe.dce_jaxpr(closed.jaxpr), [raw_const(c) for c in closed.consts])
     return compiler.compile_closed(closed, name=name, donated=donated)
 
 

@@ -301,12 +301,12 @@ def partial_eval_closed_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool], ins
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Removes equations whose results are never used (all primitives are pure)."""
+    """Removes equations whose results are never used, unless they have side effects (`core.eqn_has_effects`)."""
     outvars = jaxpr.outvars if used_outputs is None else [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
     live = {v for v in outvars if type(v) is not Literal}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or eqn.params.get("_effectful", False):
+        if any(v in live for v in eqn.outvars) or core.eqn_has_effects(eqn):
             kept.append(eqn)
             live.update(v for v in eqn.invars if type(v) is not Literal)
     kept.reverse()

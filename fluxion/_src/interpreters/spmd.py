@@ -5,7 +5,10 @@
 * Replica groups: `run_replicas` runs an executable on one thread per device; a collective deposits its operand in a
   shared slot, waits at a barrier for the other replicas (and, after `fluxion.distributed.initialize()`, exchanges
   with the other processes over MPI), and every replica reduces the same list in the same order, so replicated
-  results are bitwise identical.
+  results are bitwise identical. Replicas that can never meet -- one returned from its program while others wait at
+  a collective (a collective inside a branch only some replicas take), or replicas at different collectives -- fail
+  at once with a `CollectiveError` naming the collective and the axis; a replica that is merely late (still running,
+  or on another process) is waited for up to the collective timeout.
 
 This sits with the interpreters (below lax) because the collectives' rules and implementations need it; the `pmap`
 API that drives it is above.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import functools
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -85,6 +89,12 @@ class _GroupBroken(CollectiveError):
 class ReplicaGroup:
     """The replicas of one pmap call on this process: a barrier, one slot per replica, and the MPI link if any.
 
+    The barrier is this class's own (a generation count under a condition variable) so that it can tell why a
+    collective cannot complete and say so at once instead of after `timeout`: a replica failed (the others stop),
+    a replica returned from its program while others wait at a collective (it will never arrive), or the replicas
+    reached different collectives. Collectives every replica reaches are never affected: a replica that passed a
+    barrier has passed it, whatever happens next.
+
     Args:
       axis_name: the pmap axis name (for error messages).
       local_size: replicas (threads) on this process.
@@ -101,28 +111,90 @@ class ReplicaGroup:
         self.global_size = global_size
         self.comm = comm
         self.timeout = timeout
-        self._barrier = threading.Barrier(local_size)
+        self._cv = threading.Condition()
+        self._generation = 0       # barriers completed
+        self._arrived: list = []   # (local index, collective) of the replicas waiting at the current barrier
+        # Why the replicas can never meet again, once seen (the first reason only): ("finished", local index of a
+        # replica that returned from its program), ("mismatch", message) or ("timeout", None).
+        self._cause: tuple | None = None
         self._slots: list = [None] * local_size
         self._shared = None
         self._error: BaseException | None = None
         self._aborted = False
 
     def abort(self) -> None:
-        self._aborted = True
-        self._barrier.abort()
+        """A replica failed: the others stop at (or before) their next collective."""
+        with self._cv:
+            self._aborted = True
+            self._cv.notify_all()
+
+    def finish(self, local_index: int) -> None:
+        """Replica `local_index` returned from its program: a collective the others wait at can never complete."""
+        with self._cv:
+            if self._cause is None:
+                self._cause = ("finished", local_index)
+            self._cv.notify_all()
+
+    def _blocked(self, local_index: int, what: str) -> BaseException | None:
+        """The error for replica `local_index` at collective `what` if the current barrier can never complete."""
+        me = self.offset + local_index
+        # The first reason seen is the cause of whatever failed since (a replica that saw it raised, which aborts
+        # the group; a replica that timed out released another that then finished).
+        if self._cause is not None:
+            kind, detail = self._cause
+            if kind == "mismatch":
+                return CollectiveError(detail)
+            if kind == "finished":
+                return CollectiveError(
+                    f"pmap replica {me} is at collective '{what}' over axis {self.axis_name!r}, but replica "
+                    f"{self.offset + detail} finished its program without reaching it, so the collective can never "
+                    "complete. Every replica must execute the same collectives in the same order (a collective "
+                    "inside a branch that only some replicas take cannot work).")
+            return self._timeout_error(local_index, what)
+        if self._aborted:
+            return _GroupBroken(f"replica {me} stopped at '{what}' because another replica failed")
+        return None
+
+    def _timeout_error(self, local_index: int, what: str) -> CollectiveError:
+        return CollectiveError(
+            f"pmap replica {self.offset + local_index} waited more than {self.timeout:g} s at collective "
+            f"'{what}' over axis {self.axis_name!r} for the other {self.local_size - 1} local replica(s). "
+            "Every replica must execute the same collectives in the same order (a collective inside a "
+            "branch that only some replicas take deadlocks).")
 
     def _wait(self, local_index: int, what: str) -> None:
-        try:
-            self._barrier.wait(self.timeout)
-        except threading.BrokenBarrierError:
-            if self._aborted:
-                raise _GroupBroken(f"replica {self.offset + local_index} stopped at '{what}' because another "
-                                   "replica failed") from None
-            raise CollectiveError(
-                f"pmap replica {self.offset + local_index} waited more than {self.timeout:g} s at collective "
-                f"'{what}' over axis {self.axis_name!r} for the other {self.local_size - 1} local replica(s). "
-                "Every replica must execute the same collectives in the same order (a collective inside a "
-                "branch that only some replicas take deadlocks).") from None
+        """Waits until every local replica has reached this barrier (at the same collective)."""
+        with self._cv:
+            err = self._blocked(local_index, what)
+            if err is not None:
+                raise err
+            if self._arrived and self._arrived[0][1] != what:
+                first, other = self._arrived[0]
+                message = (f"pmap replicas reached different collectives over axis {self.axis_name!r}: replica "
+                           f"{self.offset + first} is at '{other}' while replica {self.offset + local_index} is at "
+                           f"'{what}'. Every replica must execute the same collectives in the same order.")
+                self._cause = ("mismatch", message)
+                self._cv.notify_all()
+                raise CollectiveError(message)
+            self._arrived.append((local_index, what))
+            if len(self._arrived) == self.local_size:
+                self._arrived = []
+                self._generation += 1
+                self._cv.notify_all()
+                return
+            generation = self._generation
+            deadline = time.monotonic() + self.timeout
+            while self._generation == generation:
+                err = self._blocked(local_index, what)
+                if err is None:
+                    remaining = deadline - time.monotonic()
+                    if remaining > 0:
+                        self._cv.wait(remaining)
+                        continue
+                    self._cause = ("timeout", None)  # the other waiters give up too
+                    self._cv.notify_all()
+                    err = self._timeout_error(local_index, what)
+                raise err
 
     def exchange(self, local_index: int, payload: list, what: str, combine: Callable[[list], Any]) -> Any:
         """Contributes `payload` (a list of NumPy values) and returns `combine(payloads of every replica)`.
@@ -233,7 +305,8 @@ def run_replicas(executable: Callable, consts: list, per_replica_args: list[list
     Replica 0 runs on the calling thread, replica i > 0 on the thread of `devs[i]`.
 
     Raises:
-      The first error of the lowest-numbered failing replica (the others are stopped).
+      The error of the lowest-numbered replica that failed on its own, else the lowest-numbered replica's
+      `CollectiveError` (a collective that could not complete); the other replicas are stopped.
     """
     n = len(per_replica_args)
     group = ReplicaGroup(axis_name, n, offset, global_size, comm, _collective_timeout())
@@ -244,12 +317,14 @@ def run_replicas(executable: Callable, consts: list, per_replica_args: list[list
         if axis_name is not None:
             _tls.slots[axis_name] = ReplicaSlot(group, i)
         try:
-            return executable(consts, per_replica_args[i])
+            out = executable(consts, per_replica_args[i])
         except BaseException:
             group.abort()
             raise
         finally:
             _tls.slots = prev
+        group.finish(i)  # collectives the others still wait at can never complete: they fail at once
+        return out
 
     futures = [_thread_for(devs[i]).submit(functools.partial(task, i)) for i in range(1, n)]
     results: list = [None] * n
@@ -264,8 +339,10 @@ def run_replicas(executable: Callable, consts: list, per_replica_args: list[list
         except BaseException as e:
             errors[i] = e
     real = [e for e in errors if e is not None and not isinstance(e, _GroupBroken)]
-    if real:
-        raise real[0]
+    # A replica's own failure first: the collective errors of the others may be its consequences.
+    own = [e for e in real if not isinstance(e, CollectiveError)]
+    if own or real:
+        raise (own or real)[0]
     if any(e is not None for e in errors):
         raise next(e for e in errors if e is not None)
     return results

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from typing import Any, Callable, Sequence
 
 from ...config import config
@@ -140,8 +141,20 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
             if sync:
                 _fused_tier(exe, program, key)
             else:
-                fusion.runtime.submit(lambda: _fused_tier(exe, program, key))
+                fusion.runtime.submit(_background_job(exe, program, key))
     return exe
+
+
+def _background_job(exe: Executable, program: ClosedJaxpr, key: str) -> Callable[[], None]:
+    """The background compilation of `exe`'s fused tier. It holds the executable weakly: if the caches that own it
+    are cleared before the job runs, nothing is compiled for it."""
+    ref = weakref.ref(exe)
+
+    def job() -> None:
+        target = ref()
+        if target is not None:
+            _fused_tier(target, program, key)
+    return job
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:
@@ -151,4 +164,11 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
     return runtime.wait_for_kernels(timeout)
 
 
-__all__ = ["compile_closed", "Executable", "enabled", "fusion_enabled", "wait_for_kernels"]
+def release_kernels() -> None:
+    """Forgets the compiled fused kernels (each is freed once no executable uses it) and drops the background
+    compilations not started yet (see `fusion.runtime.release_kernels`)."""
+    from .fusion import runtime
+    runtime.release_kernels()
+
+
+__all__ = ["compile_closed", "Executable", "enabled", "fusion_enabled", "wait_for_kernels", "release_kernels"]

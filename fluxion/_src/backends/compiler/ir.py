@@ -81,7 +81,9 @@ def map_sub_jaxprs(params: dict, fn: Callable[[ClosedJaxpr], ClosedJaxpr]) -> di
 
 
 def is_effectful(eqn: JaxprEqn) -> bool:
-    return bool(eqn.params.get("_effectful", False))
+    """Whether the equation has side effects (a callback, directly or in a sub-jaxpr): never dropped, merged or
+    folded."""
+    return core.eqn_has_effects(eqn)
 
 
 def producers(jaxpr: Jaxpr) -> dict:

@@ -58,7 +58,9 @@ def lower_impl(g, eqn, ins, outs) -> list:
     kw = "".join(f", {k}={g.bind(v, k)}" for k, v in eqn.params.items())
     args = ", ".join(ins)
     call = f"{fn}({args}{kw})" if ins else f"{fn}({kw[2:]})"
-    if eqn.primitive.multiple_results:
+    if eqn.primitive.multiple_results and not outs:  # an effect without results (a debug callback)
+        g.line(call)
+    elif eqn.primitive.multiple_results:
         target = ", ".join(outs) + ("," if len(outs) == 1 else "")
         g.line(f"{target} = {call}")
     else:

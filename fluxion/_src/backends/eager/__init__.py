@@ -54,8 +54,8 @@ def call_closed_jaxpr(closed, args: Sequence[Any]) -> list:
     return eval_jaxpr_raw(closed.jaxpr, [raw_const(c) for c in closed.consts], args)
 
 
-# The implementations register themselves on import (the `jit` call's runs the compiled program: `backends`). (Last in this file: they use register_impl and the jaxpr
-# interpreter above.)
-from . import (control_flow, convolution, custom_derivatives, elementwise, indexing, linalg,  # noqa: E402,F401
-               parallel, reductions, sorting, special, structural, threefry, windowed)
+# The implementations register themselves on import (the `jit` call's, which runs the compiled program, is in
+# `backends`). Last in this file: they use register_impl and the jaxpr interpreter above.
+from . import (callback, checkpoint, control_flow, convolution, custom_derivatives, elementwise, fft, indexing,  # noqa: E402,F401
+               linalg, parallel, reductions, sorting, special, structural, threefry, windowed)
 from .elementwise import QUIET_PRIMITIVES as QUIET_PRIMITIVES  # noqa: E402

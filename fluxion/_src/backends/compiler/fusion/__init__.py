@@ -5,12 +5,12 @@
 * `runtime` compiles kernels (on disk, in the background) and loads them.
 
 Fusion only pays above a size: a kernel call costs about a microsecond, as does each NumPy operation on a small
-array, and every kernel costs compile time (about a second, once per machine thanks to the disk cache). Measured on
-the benchmark machine with `benchmarks/fusion_threshold.py`: a fused `x * 2 + 1` beats NumPy from about 2K
-elements (0.6 vs 0.8 us), a fused `where(x > 0, x, exp(x) - 1)` from 1K (1.8 vs 6.3 us), and at 4K elements fused
-chains are 1.5-6x faster; the threshold is 4K elements (or 8 operations on smaller arrays). Both are options
-(`fluxion_fuse_min_elements`, `fluxion_small_group_min_ops`), as is the parallel threshold below
-(`fluxion_parallel_min_work`).
+array, and every kernel costs compile time (about a second, once per machine thanks to the disk cache, and once for
+all shapes of the same class: see `kernel`). Measured on the benchmark machine with `benchmarks/fusion_threshold.py`:
+a fused `x * 2 + 1` beats NumPy from about 2K elements (0.6 vs 0.8 us), a fused `where(x > 0, x, exp(x) - 1)`
+from 1K (1.8 vs 6.3 us), and at 4K elements fused chains are 1.5-6x faster; the threshold is 4K elements (or 8
+operations on smaller arrays). Both are options (`fluxion_fuse_min_elements`, `fluxion_small_group_min_ops`), as is
+the parallel threshold below (`fluxion_parallel_min_work`).
 
 Threads (`prange`) are used when a group's work -- elements times operations -- is at least `parallel_min_work()`,
 and only while the machine's other cores are idle (`compiler.threads` decides per call; a parallel kernel run on one
@@ -108,6 +108,7 @@ class KernelNode:
                 g.line(f"{name} = {buf}")
                 kinds.append(("adopt", buf))
             args.append(f"{name}.reshape({tuple(mshape)!r})" if tuple(mshape) != v.aval.shape else name)
+        args += [str(int(n)) for n in self.spec.extents]
         g.line(f"{fn}({', '.join(args)})")
         return kinds
 

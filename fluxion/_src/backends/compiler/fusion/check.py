@@ -229,7 +229,7 @@ class CheckedKernel:
         n = len(spec.inputs)
         saved = [np.array(a, copy=True) for a in args[:n]]
         self.fn(*args)
-        outs = args[n:]
+        outs = args[n:n + len(spec.outputs)]  # then the extents no array carries (`KernelSpec.extents`)
         for i in range(len(outs)):
             for j in range(i):
                 if np.may_share_memory(outs[i], outs[j]):

@@ -120,19 +120,33 @@ class Grouping:
 
     # -- cycle check -----------------------------------------------------------------------------------------------
     def _depends_on(self, v: Any, members: set, lo: int) -> bool:
-        """Whether `v` is (transitively) computed from an equation in `members` (indices >= `lo`)."""
-        stack, seen = [v], set()
+        """Whether `v` is (transitively) computed from an equation in `members` (indices >= `lo`), where an equation
+        already in another group stands for its whole group: the group runs as one kernel, so it needs the inputs of
+        all its members first (two groups each feeding the other through different members would form a cycle)."""
+        stack, seen, seen_groups = [v], set(), set()
         while stack:
             x = stack.pop()
             if type(x) is not Var or x in seen:
                 continue
             seen.add(x)
             i = self.producer.get(x)
-            if i is None or i < lo:
+            if i is None:
                 continue
             if i in members:
                 return True
-            stack.extend(self.eqns[i].invars)
+            g = self.group_of.get(i)
+            # An equation before every member cannot depend on them -- unless its group has later members.
+            if i < lo and (g is None or not g.alive or g.members[-1] < lo):
+                continue
+            if g is not None and g.alive:
+                if id(g) in seen_groups:
+                    continue
+                seen_groups.add(id(g))
+                for m in g.members:
+                    if m >= lo:  # an earlier member cannot depend on `members`
+                        stack.extend(self.eqns[m].invars)
+            else:
+                stack.extend(self.eqns[i].invars)
         return False
 
     def _acyclic(self, members: set) -> bool:

@@ -8,6 +8,10 @@ locals), each equation becomes a small loop nest computing its elements (`scalar
 reassociation allowed so they vectorize), and the time loop runs inside the kernel -- no allocation and no Python
 per step.
 
+The kernel's source holds the body's (small) shapes as constants, which lets LLVM unroll and vectorize the per-step
+loops, but not the number of steps: that is read from the leading axis of xs or ys, so sequences of any length share
+one compiled kernel.
+
 Only programs whose per-step work is small use loop kernels (`MAX_STEP_WORK` element operations): larger bodies
 are dominated by their NumPy/BLAS calls, which the Python loop runs at full speed.
 """
@@ -477,7 +481,11 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         else:
             b.step += copy_into(b.names[cv], cv.aval.shape, val)
 
-    order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
+    # The number of steps is read from a per-step array when there is one (xs or ys: their leading axis), so one
+    # compiled kernel serves every sequence length; a scan of carries only keeps its length as a constant.
+    per_step = [a for _, a in xs_names] + ys_names
+    steps = f"{per_step[0]}.shape[0]" if per_step else str(length)
+    order = f"range({steps} - 1, -1, -1)" if p["reverse"] else f"range({steps})"
     lines = list(b.prologue)
     lines.append(f"for i in {order}:")
     lines += ["    " + ln for ln in b.step]

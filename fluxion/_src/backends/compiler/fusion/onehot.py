@@ -18,7 +18,7 @@ from ....core import ClosedJaxpr, Literal
 from ....lax.elementwise import convert_element_type_p, eq_p
 from ....lax.structural import broadcast_in_dim_p, iota_p, reshape_p
 from .. import ir
-from .kernel import KernelSpec
+from .kernel import SMALL_EXTENT, KernelSpec
 from .scalar import np_type, numba_type
 
 # Rows per chunk (the unit of the zero fill and of the parallel loop).
@@ -99,20 +99,24 @@ def match(closed: ClosedJaxpr, members: list, needed: set, domain: tuple, parall
     spec.parallel = parallel
     spec.inputs = [(labels, tuple(labels.aval.shape), (n,))]
     spec.outputs = [(out, (n, k))]
-    rows = -(-n // CHUNKS)
     one = "True" if out.aval.dtype == np.bool_ else f"{np_type(out.aval.dtype)}(1)"
     zero = "False" if out.aval.dtype == np.bool_ else f"{np_type(out.aval.dtype)}(0)"
     loop = "numba.prange" if parallel else "range"
+    # The number of rows comes from the arguments (one compiled kernel serves them all); so does the number of
+    # classes unless it is small enough to be a constant (`kernel.SMALL_EXTENT`).
     body = [
+        "n = out0.shape[0]",
+        f"k = {k}" if k <= SMALL_EXTENT else "k = out0.shape[1]",
+        f"rows = (n + {CHUNKS - 1}) // {CHUNKS}",
         f"for c in {loop}({CHUNKS}):",
-        f"    lo = c * {rows}",
-        f"    hi = min(lo + {rows}, {n})",
-        f"    flat = out0[lo:hi].reshape((hi - lo) * {k})",
+        "    lo = min(c * rows, n)",
+        "    hi = min(lo + rows, n)",
+        "    flat = out0[lo:hi].reshape((hi - lo) * k)",
         "    for j in range(flat.shape[0]):",
         f"        flat[j] = {zero}",
         "    for i in range(lo, hi):",
         "        label = in0[i]",
-        f"        if label >= 0 and label < {k}:",
+        "        if label >= 0 and label < k:",
         f"            out0[i, label] = {one}",
     ]
     header = [

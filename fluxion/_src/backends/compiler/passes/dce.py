@@ -1,4 +1,4 @@
-"""Dead code elimination: equations whose results nobody reads are dropped (every primitive is pure).
+"""Dead code elimination: equations whose results nobody reads are dropped (unless it has side effects: a callback).
 
 Works inside sub-jaxprs too, without changing their signatures: a `scan` body keeps all of its outputs, but the
 equations computing nothing it returns disappear. `scan` outputs (stacked `ys`) that the enclosing program never
@@ -39,14 +39,15 @@ def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
       closed: the program.
 
     Returns:
-      The program without equations whose outputs are never read, unless marked `_effectful`.
+      The program without equations whose outputs are never read, unless they have side effects
+      (`core.eqn_has_effects`).
     """
     j = closed.jaxpr
     live = {v for v in j.outvars if type(v) is Var}
     kept: list = []
     changed = False
     for eqn in reversed(j.eqns):
-        if not ir.is_effectful(eqn) and not any(v in live for v in eqn.outvars):
+        if not any(v in live for v in eqn.outvars) and not ir.is_effectful(eqn):
             changed = True
             continue
         if eqn.primitive is scan_p:

@@ -1,0 +1,131 @@
+"""Small staging utilities of the `jax` namespace: `typeof`, `ensure_compile_time_eval`, `named_call`,
+`named_scope`, `closure_convert` and `linear_transpose`."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any, Callable, Iterator
+
+from . import core
+from .interpreters import ad
+from .interpreters import partial_eval as pe
+from .tree_util import tree_flatten, tree_unflatten
+
+
+def _as_value(x: Any) -> Any:
+    return x if isinstance(x, (core.Array, core.Tracer)) else core.to_array(x)
+
+
+def typeof(x: Any) -> core.ShapedArray:
+    """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`, as `jax.typeof` gives it (without
+    sharding: fluxion's arrays are not sharded)."""
+    return core.get_aval(_as_value(x))
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Inside the block, operations on concrete values run eagerly even while `jit` traces, so their results are
+    concrete (usable as Python values, shapes, ...). Operations on traced values are still traced."""
+    with core.new_base_main():
+        yield
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """`fun` unchanged. JAX uses the name in compiled code's name stack; fluxion's jaxprs carry no name stack, so
+    there is nothing to record (accepted for compatibility)."""
+    if not callable(fun):
+        raise TypeError(f"named_call: fun must be callable, got {type(fun).__name__}")
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+
+    return named
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """A scope name for the operations in the block: accepted for compatibility (fluxion keeps no name stack).
+
+    Raises:
+      TypeError: `name` is not a string (as JAX).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope name argument must be a string, got {type(name).__name__}")
+    yield
+
+
+def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
+    """Hoists the values `fun` closes over out of it (mirrors `jax.closure_convert`).
+
+    Traces `fun` at the example arguments' shapes and returns `(converted, consts)` such that
+    `converted(*args, *consts) == fun(*args)`: `consts` are the arrays `fun` captured (including tracers of enclosing
+    transformations), now explicit arguments, e.g. to pass through a `custom_vjp`.
+    """
+    leaves, in_tree = tree_flatten(example_args)
+    avals = [core.get_aval(_as_value(x)) for x in leaves]
+    out_tree_box = []
+
+    def flat(*xs):
+        outs, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, list(xs))))
+        out_tree_box.append(out_tree)
+        return outs
+
+    closed, consts, _ = pe.trace_to_subjaxpr(flat, avals)
+    n_consts = len(consts)
+
+    def converted(*args):
+        args, hoisted = args[:len(args) - n_consts], args[len(args) - n_consts:]
+        arg_leaves, tree = tree_flatten(args)
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function was traced for arguments {in_tree}, got {tree}")
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *hoisted, *[_as_value(x) for x in arg_leaves])
+        return tree_unflatten(out_tree_box[0], list(outs))
+
+    return converted, list(consts)
+
+
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
+    """The transpose of the linear function `fun` (mirrors `jax.linear_transpose`).
+
+    `primals` give the input shapes and dtypes (their values are not used). The result maps output cotangents (the
+    structure of `fun`'s output) to a tuple of input cotangents, one per primal.
+
+    Raises:
+      TypeError: an input or output is not floating-point or complex; the cotangent's structure or types differ.
+      NotImplementedError: `fun` applies a non-linear operation to its inputs.
+    """
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported (JAX removed it)")
+    leaves, in_tree = tree_flatten(primals)
+    avals = [core.get_aval(_as_value(x)).strip_weak_type() for x in leaves]
+    for a in avals:
+        if not ad.is_differentiable_dtype(a.dtype):
+            raise TypeError(f"linear_transpose only supports float and complex inputs, got {a.dtype.name}")
+    out_tree_box = []
+
+    def flat(*xs):
+        outs, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, list(xs))))
+        out_tree_box.append(out_tree)
+        return outs
+
+    jaxpr, consts, out_avals = pe.trace_to_jaxpr(flat, avals)
+    out_tree = out_tree_box[0]
+
+    def transposed(out_cotangent):
+        ct_leaves, ct_tree = tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the output {out_tree}")
+        cts = []
+        for ct, aval in zip(ct_leaves, out_avals):
+            ct = _as_value(ct)
+            ct_aval = core.get_aval(ct)
+            if ct_aval.shape != aval.shape or ct_aval.dtype != aval.dtype:
+                raise TypeError(f"linear_transpose: cotangent of type {ct_aval.str_short()} for an output of type "
+                                f"{aval.str_short()}")
+            cts.append(ct)
+        res = ad.backward_pass(jaxpr, consts, cts)
+        return tuple(tree_unflatten(in_tree, [ad.instantiate_zeros(r) for r in res]))
+
+    return transposed
