@@ -14,6 +14,7 @@ from .api_util import arg_names, as_output, as_value, fun_name, fun_src
 from .core import Array, ShapedArray
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
+from .lax import elementwise as ew
 from .traceback_util import api_boundary
 from .tree_util import (
     register_pytree_node,
@@ -275,11 +276,23 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             out, f_vjp = vjp(f_partial, *diff_args)
         _check_scalar_output(out, fname, holomorphic)
         ct = core.Array(np.ones((), core.get_aval(out).dtype))
-        grads = f_vjp(ct)
+        grads = _with_primal_weak_types(f_vjp(ct), diff_args)
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((out, aux), g) if has_aux else (out, g)
 
     return api_boundary(vg)
+
+
+def _with_primal_weak_types(grads, primals):
+    """Each gradient leaf with the weak type of its primal (as JAX: grad(f)(1.0) is weakly typed whatever f
+    computes, and the gradient at a strongly typed input is strong), where the dtypes agree."""
+    flat_g, tree_g = tree_flatten(grads)
+    flat_p = [core.get_aval(as_value(p)) for p in tree_flatten(primals)[0]]
+    if len(flat_g) != len(flat_p):
+        return grads
+    out = [ew._convert_weak(g, a.dtype, a.weak_type) if core.get_aval(g).dtype == a.dtype else g
+           for g, a in zip(flat_g, flat_p)]
+    return tree_unflatten(tree_g, out)
 
 
 def _check_reduce_axes(reduce_axes, fname: str) -> None:

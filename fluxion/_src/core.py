@@ -1125,16 +1125,22 @@ def _literal_str(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _format_param(value: Any, namer: _Namer, indent: int) -> str:
+def _format_param(value: Any, namer: _Namer, indent: int, column: int | None = None, flat: bool = False) -> str:
+    """The text of one parameter value starting at `column` (default `indent`); a jaxpr value breaks at `indent`
+    (its equations 4 further, its `in` 2), unless `flat` asks for the one-line form."""
     if isinstance(value, ClosedJaxpr):
-        return _pp_jaxpr(value.jaxpr, namer, indent + 2)
+        return _pp_jaxpr(value.jaxpr, namer, indent, column, flat)
     if isinstance(value, Jaxpr):
-        return _pp_jaxpr(value, namer, indent + 2)
+        return _pp_jaxpr(value, namer, indent, column, flat)
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
     if isinstance(value, (tuple, list)) and value and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
+        start = indent if column is None else column
+        one = "(" + " ".join(_format_param(x, namer, indent, flat=True) for x in value) + ")"
+        if flat or start + len(one) <= _WIDTH:
+            return one
         inner = ("\n" + " " * (indent + 2)).join(_format_param(x, namer, indent + 2) for x in value)
         return "(\n" + " " * (indent + 2) + inner + "\n" + " " * indent + ")"
     if callable(value) and hasattr(value, "__name__"):
@@ -1142,40 +1148,62 @@ def _format_param(value: Any, namer: _Namer, indent: int) -> str:
     return str(value)
 
 
+_WIDTH = 80  # the line width of JAX's jaxpr printer
+
+
 # Primitives whose parameters print in a given order (and only those listed), as JAX prints them; others print
 # every parameter in sorted order.
 param_print_order: dict = {}
 
+# Primitive -> function(params) -> the parameters to print: the text of JAX 0.10's jaxprs, which hides some
+# parameters (those implied by the output type, None defaults) and shows sharding parameters fluxion does not have
+# (always None here). Printing only: the equation's parameters are unchanged.
+param_print_rules: dict = {}
 
-def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
-    ins = " ".join(namer(v) for v in eqn.invars)
-    outs = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in eqn.outvars)
+
+def _pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None, flat: bool = False) -> str:
+    ins_list = [namer(v) for v in eqn.invars]
+    ins = " ".join(ins_list)
+    # As JAX prints a traced jaxpr: an output nothing reads is `_` (and takes no name).
+    outs = " ".join(f"{'_' if used is not None and v not in used else namer(v)}:{v.aval.str_short()}"
+                    for v in eqn.outvars)
     params = {k: v for k, v in eqn.params.items() if not k.startswith("_")}
+    rule = param_print_rules.get(eqn.primitive)
+    if rule is not None:
+        params = rule(params)
     head = f"{outs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
     if not params:
         return f"{head} {ins}".rstrip()
     order = param_print_order.get(eqn.primitive)
     keys = [k for k in order if k in params] if order is not None else sorted(params)
-    items = [f"{k}={_format_param(params[k], namer, indent + 2)}" for k in keys]
-    one_line = f"{head}[{' '.join(items)}] {ins}".rstrip()
-    if "\n" not in one_line and len(one_line) + indent <= 100:
-        return one_line
+    # (As JAX, a parameterized equation without operands keeps the space before its empty operand list.)
+    group = f"{head}[{' '.join(f'{k}={_format_param(params[k], namer, 0, flat=True)}' for k in keys)}]"
+    # JAX's printer keeps the bracket on one line when it fits in the width together with the text that follows
+    # it up to the next possible line break (the first operand).
+    lookahead = (" " + ins_list[0] + (" " if len(ins_list) > 1 else "")) if ins_list else " "
+    if flat or indent + len(group) + len(lookahead) <= _WIDTH:
+        return f"{group} {ins}"
     pad = " " * (indent + 2)
-    return f"{head}[\n" + "".join(f"{pad}{it}\n" for it in items) + " " * indent + f"] {ins}".rstrip()
+    items = [f"{k}={_format_param(params[k], namer, indent + 2, indent + 3 + len(k))}" for k in keys]
+    return f"{head}[\n" + "".join(f"{pad}{it}\n" for it in items) + " " * indent + f"] {ins}"
 
 
-def _pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int = 0) -> str:
+def _pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int = 0, column: int | None = None, flat: bool = False) -> str:
+    """The jaxpr on one line if it fits in the width from `column` (default `indent`), else one equation per line
+    at `indent` + 4 (as JAX's printer lays out the group)."""
     consts = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
     ins = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    eqn_strs = [_pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    head = f"{{ lambda {consts}; {ins}. let"
+    flat_eqns = [_pp_eqn(e, namer, 0, used, flat=True) for e in jaxpr.eqns]
     outs = ", ".join(namer(v) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {consts}; {ins}. let"
-    single = f"{head} {eqn_strs[0]} in {outs} }}" if len(eqn_strs) == 1 else f"{head} in {outs} }}"
-    if len(eqn_strs) <= 1 and "\n" not in single and len(single) + indent <= 80:
+    single = f"{head} {'; '.join(flat_eqns)} in {outs} }}" if flat_eqns else f"{head} in {outs} }}"
+    if flat or (indent if column is None else column) + len(single) <= _WIDTH:
         return single
     pad = " " * (indent + 4)
-    body = "".join(f"\n{pad}{s}" for s in eqn_strs)
+    body = "".join(f"\n{pad}{_pp_eqn(e, namer, indent + 4, used)}" for e in jaxpr.eqns)
     return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"
 
 

@@ -138,6 +138,9 @@ class custom_jvp:
                              tv.astype(pa.dtype))
             return [_as_value(v) for v in p_leaves], fixed
 
+        # (The names a staged custom_jvp_call prints, as JAX: the function's and its JVP rule's.)
+        flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")
+        flat_jvp.primal_name = getattr(self.fun, "__name__", "fun")
         outs = custom_jvp_call.bind_fun(flat_fun, flat_jvp, *flat)
         return tree_unflatten(box[0], outs)
 

@@ -26,7 +26,8 @@ from .._src.numpy.reductions import (all as all, amax as amax, amin as amin, any
                                      argmin as argmin, average as average, count_nonzero as count_nonzero,
                                      cumprod as cumprod, cumsum as cumsum, cumulative_prod as cumulative_prod,
                                      cumulative_sum as cumulative_sum, max as max, mean as mean, min as min,
-                                     nanmax as nanmax, nanmean as nanmean, nanmin as nanmin, nansum as nansum,
+                                     nancumprod as nancumprod, nancumsum as nancumsum, nanmax as nanmax,
+                                     nanmean as nanmean, nanmin as nanmin, nansum as nansum,
                                      prod as prod, ptp as ptp, std as std, sum as sum, var as var)
 from .._src.numpy.scalar_types import (bfloat16 as bfloat16, bool_ as bool_, cdouble as cdouble,
                                        complex128 as complex128, complex64 as complex64, complex_ as complex_,

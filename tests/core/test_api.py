@@ -709,3 +709,32 @@ def test_rand_like_kinds_and_dtypes(rng):
     assert np.abs(tu.rand_like(rng, (100,), np.float32, "unit")).max() < 1
     assert tu.rand_like(rng, (4,), np.complex64).dtype == np.complex64
     assert tu.rand_like(rng, (), np.bool_).dtype == np.bool_
+
+
+# -- weak types of gradients: a gradient has its primal's weak type (JAX: grad(f)(1.0) is weakly typed) ----------
+
+# name -> (m -> the gradients, [weak_type per leaf] as JAX 0.10 gives them; every leaf is float32)
+_GRAD_WEAK_TYPES = {
+    "python_float_input": (lambda m: m.grad(lambda x: x * 2.0)(1.0), [True]),
+    "through_sin": (lambda m: m.grad(m.numpy.sin)(1.0), [True]),
+    "strong_constant_in_body": (lambda m: m.grad(lambda x: x * m.numpy.float32(2.0))(1.0), [True]),
+    "abs_at_zero": (lambda m: m.grad(m.numpy.abs)(0.0), [True]),
+    "mixed_arguments": (lambda m: m.grad(lambda x, y: x * y, argnums=(0, 1))(1.0, m.numpy.float32(2)),
+                        [True, False]),
+    "strong_input": (lambda m: m.grad(lambda x: x * 2.0)(m.numpy.float32(1.0)), [False]),
+    "value_and_grad": (lambda m: m.value_and_grad(lambda x: x * 2.0)(1.0), [True, True]),
+    "under_jit": (lambda m: m.jit(m.grad(lambda x: x * 2.0))(1.0), [True]),
+    "through_bfloat16": (lambda m: m.grad(lambda x: x.astype(m.numpy.bfloat16).astype(m.numpy.float32))(1.0),
+                         [True]),
+}
+
+
+@pytest.mark.parametrize("name", list(_GRAD_WEAK_TYPES))
+def test_gradients_take_the_weak_type_of_their_primals(name):
+    call, want = _GRAD_WEAK_TYPES[name]
+    leaves = jax.tree_util.tree_leaves(call(jax))
+    assert [(np.dtype(x.dtype), bool(x.aval.weak_type)) for x in leaves] == [(np.dtype(np.float32), w) for w in want]
+    real = pytest.importorskip("jax")
+    pytest.importorskip("jax.numpy")  # binds real.numpy for the table's `m.numpy`
+    theirs = real.tree_util.tree_leaves(call(real))
+    assert [bool(x.weak_type) for x in theirs] == want

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -34,6 +35,7 @@ from fluxion._src import test_util as tu
 from fluxion.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 f32, i32 = np.float32, np.int32
+bf16 = np.dtype(ml_dtypes.bfloat16)
 BATCH = 4  # examples per vmap check (k = 0..3 selects predicates/indices/trip counts)
 
 
@@ -418,17 +420,7 @@ assert len(CASES_BY_NAME) == len(CASES), "duplicate case names in the table"
 # Known core bugs (strict xfails): (check, case name) -> reason
 # --------------------------------------------------------------------------------------------------------------
 
-_WHILE_PRIMAL_LEAKS = ("core bug: linearize/vjp of a function containing a while_loop returns a JaxprTracer as the "
-                       "primal output (the whole loop is staged into the linear part, so the tracer leaks); repro: "
-                       "fluxion.vjp(lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), "
-                       "(0, x))[1], jnp.ones(3))[0] is a JaxprTracer; JAX returns the concrete [8., 8., 8.] (only "
-                       "transposing the loop raises)")
-
-_WHILE_CASES = ("while_counter", "while_trip_count", "nested_cond_in_while")
-
-KNOWN_FAILURES: dict[tuple, str] = {
-    **{("linearize_primal", name): _WHILE_PRIMAL_LEAKS for name in _WHILE_CASES},
-}
+KNOWN_FAILURES: dict[tuple, str] = {}
 
 
 def _marks(check: str, case_name: str) -> list:
@@ -743,16 +735,7 @@ _WEAK_OUTPUTS = {
     "scan_literal_carry_without_xs": lambda m: m.lax.scan(lambda c, _: (c + 1.0, c * 2), 0.0, None, length=3),
 }
 
-_WEAK_TYPES_DROPPED = ("core bug: cond/switch, while_loop, scan (and fori_loop) return strongly typed outputs where "
-                       "JAX keeps the weak type of weakly typed carries/branch outputs, so later arithmetic promotes "
-                       "differently; repro: (lax.fori_loop(0, 3, lambda i, c: c + 1.0, 0.0) + jnp.ones(2, "
-                       "jnp.float16)).dtype is float32, JAX gives float16 (the loop output is weak there); likewise "
-                       "lax.cond(True, lambda: 1.0, lambda: 2.0).weak_type is False, JAX True")
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[] if n in ("cond_strong_operand", "cond_mixed_weak_and_strong")
-                 else [pytest.mark.xfail(reason=_WEAK_TYPES_DROPPED, strict=True)]) for n in _WEAK_OUTPUTS])
+@pytest.mark.parametrize("name", list(_WEAK_OUTPUTS))
 def test_output_weak_types_match_jax(name):
     jax = _jax()
     fn = _WEAK_OUTPUTS[name]
@@ -761,3 +744,69 @@ def test_output_weak_types_match_jax(name):
     assert got == want
     staged = [(np.dtype(a.dtype), bool(a.weak_type)) for a in fluxion.make_jaxpr(lambda: fn(fluxion))().out_avals]
     assert staged == want
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Weakly typed initial carries take the body's dtype (JAX promotes a weak init carry to the body output's dtype)
+# --------------------------------------------------------------------------------------------------------------
+
+_XS5 = np.arange(5, dtype=f32)
+_XS5_BF16 = _XS5.astype(ml_dtypes.bfloat16)
+
+# name -> (m -> the loop's outputs (a pytree), [(dtype, weak_type, value) per leaf] as JAX 0.10 gives them)
+_WEAK_CARRIES = {
+    "fori_static_bounds": (lambda m, xs: m.lax.fori_loop(0, 5, lambda i, c: c + xs[i], 0), _XS5,
+                           [(f32, False, 10.0)]),
+    # The upper bound is traced under jit (fori_loop lowers to while_loop there) and concrete eagerly (scan).
+    "fori_traced_bounds": (lambda m, xs: m.lax.fori_loop(0, (xs[0] * 0).astype(np.int32) + 5,
+                                                         lambda i, c: c + xs[i], 0), _XS5, [(f32, False, 10.0)]),
+    "while_counter_and_sum": (lambda m, xs: m.lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] + xs[c[0]]),
+                                                             (0, 0)), _XS5, [(i32, True, 5), (f32, False, 10.0)]),
+    "scan_int_literal": (lambda m, xs: m.lax.scan(lambda c, x: (c + x, c), 0, xs), _XS5,
+                         [(f32, False, 10.0), (f32, False, [0, 0, 1, 3, 6])]),
+    "scan_float_literal_bf16_body": (lambda m, xs: m.lax.scan(lambda c, x: (c + x, c), 0.0, xs), _XS5_BF16,
+                                     [(bf16, False, 10.0), (bf16, False, [0, 0, 1, 3, 6])]),
+    "fori_bf16_body": (lambda m, xs: m.lax.fori_loop(0, 5, lambda i, c: c * 0.5 + xs[i], 1.0), _XS5_BF16,
+                       [(bf16, False, 6.15625)]),
+    "scan_weak_int_to_weak_float": (lambda m, xs: m.lax.scan(lambda c, x: (c + 0.5, x), 0, xs), _XS5,
+                                    [(f32, False, 2.5), (f32, False, [0, 1, 2, 3, 4])]),
+}
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit", "fused"])
+@pytest.mark.parametrize("name", list(_WEAK_CARRIES))
+def test_weak_initial_carry_takes_the_body_dtype(name, mode):
+    fn, xs, want = _WEAK_CARRIES[name]
+    if mode == "eager":
+        out = fn(fluxion, fluxion.numpy.asarray(xs))
+    else:
+        with fluxion.config.override("fluxion_check_fusion", mode == "fused"):
+            out = fluxion.jit(lambda v: fn(fluxion, v))(xs)
+    got = tree_leaves(out)
+    assert [(np.dtype(x.dtype), bool(x.aval.weak_type)) for x in got] == [(np.dtype(d), w) for d, w, _ in want]
+    for x, (_, _, v) in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(x, np.float64), np.asarray(v, np.float64))
+
+
+@pytest.mark.parametrize("name", list(_WEAK_CARRIES))
+def test_weak_initial_carry_table_is_what_jax_gives(name):
+    jax = _jax()
+    fn, xs, want = _WEAK_CARRIES[name]
+    got = jax.tree_util.tree_leaves(fn(jax, jax.numpy.asarray(xs)))
+    assert [(np.dtype(x.dtype), bool(x.weak_type)) for x in got] == [(np.dtype(d), w) for d, w, _ in want]
+    for x, (_, _, v) in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(x, np.float64), np.asarray(v, np.float64))
+
+
+@pytest.mark.parametrize("loop, call", [
+    ("fori_loop", lambda m: m.lax.fori_loop(0, 2, lambda i, c: c.astype(np.int32), _X3)),
+    ("fori_loop", lambda m: m.lax.fori_loop(0, m.numpy.int32(2), lambda i, c: (c[0], c[1][:2]), (1.0, _X3))),
+    ("while_loop", lambda m: m.lax.while_loop(lambda c: False, lambda c: c.astype(np.int32), _X3)),
+    ("scan", lambda m: m.lax.scan(lambda c, x: ({"w": c["w"].astype(np.int32)}, x), {"w": _X3}, _X3)),
+])
+def test_carry_type_errors_name_the_loop_called(loop, call):
+    with pytest.raises(TypeError, match=rf"^{loop} body function carry input and carry output must have equal "
+                                         r"types") as info:
+        call(fluxion)
+    assert "init_val" in str(info.value) or "init['w']" in str(info.value)
+    assert issubclass(_raised(lambda: call(_jax())), TypeError)

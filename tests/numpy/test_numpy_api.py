@@ -126,6 +126,15 @@ RECORDS = [
     Rec("cumsum", lambda m, x: m.cumsum(x, axis=1), (A(3, 4),), diff=True, batch=True),
     Rec("cumsum_flat", lambda m, x: m.cumsum(x), (A(3, 4),)),
     Rec("cumprod", lambda m, x: m.cumprod(x, axis=0), (A(4, 3, kind="nonzero"),), tol=1e-5, diff=True),
+    Rec("cumsum_int8", lambda m, x: m.cumsum(x, axis=1), (A(3, 4, dtype=i8, kind="small_int"),)),
+    Rec("cumsum_bool_dtype", lambda m, x: m.cumsum(x, axis=0, dtype=bool), (A(4, 3, dtype=i32, kind="small_int"),)),
+    Rec("nancumsum", lambda m, x: m.nancumsum(x, axis=1), (A(3, 5, kind="special"),), tol=1e-5),
+    Rec("nancumprod", lambda m, x: m.nancumprod(x), (A(3, 5, kind="special"),), tol=1e-5),
+    Rec("cumulative_sum", lambda m, x: m.cumulative_sum(x, axis=0, include_initial=True), (A(3, 4),), diff=True),
+    Rec("cumulative_sum_uint8", lambda m, x: m.cumulative_sum(x), (A(5, dtype=u8, kind="small_int"),)),
+    Rec("cumulative_prod", lambda m, x: m.cumulative_prod(x, axis=-1, include_initial=True),
+        (A(3, 4, kind="nonzero"),), tol=1e-5),
+    Rec("cumulative_prod_int8", lambda m, x: m.cumulative_prod(x), (A(4, dtype=i8, kind="small_int"),)),
     Rec("ptp", lambda m, x: m.ptp(x, axis=1), (A(3, 4),)),
     Rec("count_nonzero", lambda m, x: m.count_nonzero(x, axis=0), (A(3, 4, dtype=i32, kind="small_int"),)),
     Rec("average_weights", lambda m, x, w: m.average(x, axis=1, weights=w), (A(3, 4), A(4, kind="positive")),
@@ -344,6 +353,24 @@ def test_concatenate_error_names_shapes(jit):
     f = jax.jit(f) if jit else f
     with pytest.raises((TypeError, ValueError), match=r"(?s)\(2, 3\).*\(3, 2\)"):
         f(jnp.ones((2, 3)), jnp.ones((3, 2)))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_cumulative_reductions_of_weak_scalars_are_not_weak(jit):
+    # As jnp: the operand is cast to its accumulation dtype strongly, so cumsum(3) is int32[1], not weak.
+    fns = [lambda: jnp.cumsum(jnp.asarray(3)), lambda: jnp.cumprod(jnp.asarray(2.0)),
+           lambda: jnp.nancumsum(jnp.asarray(1.0)), lambda: jnp.cumsum(jnp.asarray(3), dtype=jnp.int32),
+           lambda: jnp.cumulative_sum(jnp.zeros(2, jnp.int32) + 1)]
+    for fn in fns:
+        out = jax.jit(fn)() if jit else fn()
+        assert not out.aval.weak_type and out.dtype in (i32, f32) and out.ndim == 1, fn
+
+
+def test_cumulative_sum_and_prod_validate_like_jax():
+    with pytest.raises(ValueError, match="non-scalar"):
+        jnp.cumulative_sum(jnp.float32(1))
+    with pytest.raises(ValueError, match="axis was not set"):
+        jnp.cumulative_prod(jnp.ones((2, 3)))
 
 
 def test_axis_out_of_bounds():

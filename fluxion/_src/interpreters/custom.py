@@ -87,6 +87,21 @@ def _call_abstract_eval(*args, call_jaxpr, **params):
 
 
 custom_jvp_call_p = _primitive("custom_jvp_call", _call_abstract_eval)
+
+
+def _custom_jvp_call_print_params(params):
+    # As JAX prints it: the function's name first, the JVP rule by its name, num_consts only when nonzero.
+    out = dict(params)
+    if not out.get("num_consts"):
+        out.pop("num_consts", None)
+    rule = out.pop("jvp_jaxpr_fun")
+    out["jvp"] = getattr(rule, "__name__", "jvp")
+    out["name"] = getattr(rule, "primal_name", "fun")
+    return out
+
+
+core.param_print_rules[custom_jvp_call_p] = _custom_jvp_call_print_params
+core.param_print_order[custom_jvp_call_p] = ("name", "call_jaxpr", "jvp", "num_consts", "symbolic_zeros")
 custom_vjp_call_p = _primitive("custom_vjp_call", _call_abstract_eval)
 
 

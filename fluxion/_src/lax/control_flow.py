@@ -17,7 +17,7 @@ from ..core import ClosedJaxpr, Jaxpr, ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
 from ..interpreters.ad import Zero
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from . import elementwise as ew
 from . import structural as st
 from .utils import standard_primitive
@@ -139,16 +139,98 @@ abstract_eval_rules[const_p] = _const_abstract_eval
 ad.defjvp_zero(const_p)
 
 
-def _control_flow_weak_type(args, params) -> bool:
-    """The weak-type rule of cond, while and scan: their outputs are never weakly typed (eagerly or staged)."""
-    return False
+def _weak_types_of(out_avals_of):
+    """The weak-type rule of a control-flow primitive: each output is weakly typed exactly when the traced body says
+    so (JAX keeps the weak type of a loop carry the body leaves weak, and of branch outputs weak in every branch;
+    the callers have already made the carry's input and output weak types agree)."""
+    def rule(args, params):
+        return [a.weak_type for a in out_avals_of(params)]
+    return rule
+
+
+def _cond_out_avals(params):
+    return params["branches"][0].out_avals
+
+
+def _while_out_avals(params):
+    return params["body_jaxpr"].out_avals
+
+
+def _scan_out_avals(params):
+    return params["jaxpr"].out_avals
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Loop carries: weak-type promotion and type checks shared by while_loop, scan and fori_loop
+# --------------------------------------------------------------------------------------------------------------
+
+def _carry_paths(label: str, tree_value: Any) -> list:
+    """A printable name for each leaf of a carry (`init_val[1]['w']`), for error messages."""
+    return [label + keystr(path) for path, _ in tree_flatten_with_path(tree_value)[0]]
+
+
+def _check_carry_types(loop: str, paths: Sequence[str], in_avals, out_avals) -> None:
+    """TypeError naming `loop` (the function the user called) and every carry component whose shape or dtype the
+    body changes."""
+    bad = [(p, a, b) for p, a, b in zip(paths, in_avals, out_avals) if (a.shape, a.dtype) != (b.shape, b.dtype)]
+    if not bad:
+        return
+    lines = []
+    for p, a, b in bad:
+        what = "shapes" if a.shape != b.shape else "dtypes"
+        lines.append(f"  the input carry component {p} has type {a.str_short()} but the corresponding output carry "
+                     f"component has type {b.str_short()}, so the {what} do not match")
+    raise TypeError(f"{loop} body function carry input and carry output must have equal types, but they differ:\n"
+                    + "\n".join(lines))
+
+
+def _trace_loop_carry(loop: str, paths: Sequence[str], init_flat: list, trace: Callable) -> tuple[list, list, Any]:
+    """Traces a loop body, settling the carry's types as JAX does; returns (init values, carry avals, trace result).
+
+    `trace(carry_avals, cast_to)` traces the body on `carry_avals` (converting its carry outputs to the avals
+    `cast_to` when given) and returns (jaxpr, consts, out_avals), the carry outputs first.
+
+    1. A weakly typed input carry whose output has another dtype (`fori_loop(0, n, lambda i, c: c + xs[i], 0)` with
+       float32 `xs`) is cast to the promotion of the two (strongly typed, as JAX's convert_element_type does) and
+       the body retraced, until no such carry is left (each round makes at least one more carry strong).
+    2. Any remaining shape or dtype change is a TypeError naming `loop`.
+    3. A carry that is weak on one side only becomes strong on both (the body's outputs are cast)."""
+    n = len(init_flat)
+    avals = [core.get_aval(x) for x in init_flat]
+    traced = trace(avals, None)
+    for _ in range(n):
+        outs = traced[2][:n]
+        promote = [i for i, (a, b) in enumerate(zip(avals, outs))
+                   if a.weak_type and a.shape == b.shape and a.dtype != b.dtype]
+        if not promote:
+            break
+        for i in promote:
+            dt, _ = dtypes.result_type_of_pairs([(avals[i].dtype, True), (outs[i].dtype, outs[i].weak_type)])
+            init_flat[i] = ew._convert_weak(init_flat[i], dt, False)
+            avals[i] = avals[i].update(dtype=dt, weak_type=False)
+        traced = trace(avals, None)
+    _check_carry_types(loop, paths, avals, traced[2][:n])
+    outs = traced[2][:n]
+    if any(a.weak_type != b.weak_type for a, b in zip(avals, outs)):
+        avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(avals, outs)]
+        init_flat = [ew._convert_weak(x, a.dtype, a.weak_type) for x, a in zip(init_flat, avals)]
+        traced = trace(avals, avals)
+    return init_flat, avals, traced
+
+
+def _cast_outputs(outs: list, cast_to) -> list:
+    """The first len(cast_to) outputs converted to those avals' dtypes and weak types (the rest unchanged)."""
+    if cast_to is None:
+        return outs
+    k = len(cast_to)
+    return [ew._convert_weak(o, a.dtype, a.weak_type) for o, a in zip(outs[:k], cast_to)] + list(outs[k:])
 
 
 # --------------------------------------------------------------------------------------------------------------
 # cond / switch
 # --------------------------------------------------------------------------------------------------------------
 
-cond_p = standard_primitive("cond", multiple_results=True, weak_type=_control_flow_weak_type)
+cond_p = standard_primitive("cond", multiple_results=True, weak_type=_weak_types_of(_cond_out_avals))
 
 
 def _join_branch_avals(name, out_avals_list):
@@ -359,43 +441,44 @@ batching.primitive_batchers[cond_p] = _cond_batch_rule
 # while_loop
 # --------------------------------------------------------------------------------------------------------------
 
-while_p = standard_primitive("while", multiple_results=True, weak_type=_control_flow_weak_type)
+while_p = standard_primitive("while", multiple_results=True, weak_type=_weak_types_of(_while_out_avals))
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """Runs `val = body_fun(val)` while `cond_fun(val)`; forward-mode differentiable, not reverse-mode.
 
+    A weakly typed leaf of `init_val` (a Python scalar) whose body output has another dtype is promoted to it first,
+    as in JAX (`while_loop(..., lambda c: c + x32, 0)` carries float32).
+
     Raises:
       TypeError: cond_fun does not return a scalar bool, or body_fun changes the carry's structure or types.
     """
+    return _while_loop("while_loop", cond_fun, body_fun, init_val, _carry_paths("init_val", init_val))
+
+
+def _while_loop(loop: str, cond_fun: Callable, body_fun: Callable, init_val: Any, paths: Sequence[str]) -> Any:
     flat, tree = tree_flatten(init_val)
     flat = [_as_value(x) for x in flat]
-    avals = [core.get_aval(x) for x in flat]
 
     def body_flat(*xs):
         out = body_fun(tree_unflatten(tree, xs))
         leaves, t2 = tree_flatten(out)
         if t2 != tree:
-            raise TypeError(f"while_loop body_fun must return a carry of the same structure as init_val: "
+            raise TypeError(f"{loop} body_fun must return a carry of the same structure as init_val: "
                             f"{tree} vs {t2}")
         return [_as_value(x) for x in leaves]
 
-    body, body_consts, out_avals = _trace_fun(body_flat, avals)
-    if any((a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(avals, out_avals)):
-        raise TypeError("while_loop body_fun must return a carry of the same shapes and dtypes as init_val: "
-                        f"input {[a.str_short() for a in avals]}, output {[a.str_short() for a in out_avals]}")
-    if any(a.weak_type != b.weak_type for a, b in zip(avals, out_avals)):
-        avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(avals, out_avals)]
-        flat = [ew._convert_weak(x, a.dtype, a.weak_type) for x, a in zip(flat, avals)]
-        body, body_consts, out_avals = _trace_fun(
-            lambda *xs: [ew._convert_weak(o, a.dtype, a.weak_type) for o, a in zip(body_flat(*xs), avals)], avals)
+    def trace(avals, cast_to):
+        return _trace_fun(lambda *xs: _cast_outputs(body_flat(*xs), cast_to), avals)
+
+    flat, avals, (body, body_consts, _) = _trace_loop_carry(loop, paths, flat, trace)
 
     def cond_flat(*xs):
         return [_as_value(cond_fun(tree_unflatten(tree, xs)))]
 
     cond_j, cond_consts, c_avals = _trace_fun(cond_flat, avals)
     if c_avals[0].shape != () or c_avals[0].dtype != dtypes.bool_:
-        raise TypeError(f"while_loop cond_fun must return a boolean scalar, but got output type(s) "
+        raise TypeError(f"{loop} cond_fun must return a boolean scalar, but got output type(s) "
                         f"[{c_avals[0].str_short()}]")
     outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_j, body_jaxpr=body,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
@@ -438,6 +521,13 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     outs = while_p.bind(*cconsts, *bconsts, *bct, *init, *cdot, cond_jaxpr=cond_new, body_jaxpr=body_new,
                         cond_nconsts=nc, body_nconsts=nb + n_bct)
     p_out, t_nz = outs[:nk], iter(outs[nk:])
+    if core._top_main(list(bct) + cdot).level > core._top_main(list(primals)).level:
+        # The tangents live in a trace the primals do not (linearize and vjp stage the tangents while the primals
+        # are known): the joint loop above is staged whole, so its primal outputs are tracers of that trace. Run
+        # the primal loop on its own for them, as JAX's partial evaluation of while does (the staged loop
+        # recomputes the primals it needs).
+        p_out = while_p.bind(*cconsts, *bconsts, *init, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                             cond_nconsts=nc, body_nconsts=nb)
     t_out = [next(t_nz) if nz else Zero(core.get_aval(p).strip_weak_type()) for p, nz in zip(p_out, carry_nz)]
     return p_out, t_out
 
@@ -512,7 +602,7 @@ batching.primitive_batchers[while_p] = _while_batch_rule
 # scan
 # --------------------------------------------------------------------------------------------------------------
 
-scan_p = standard_primitive("scan", multiple_results=True, weak_type=_control_flow_weak_type)
+scan_p = standard_primitive("scan", multiple_results=True, weak_type=_weak_types_of(_scan_out_avals))
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
@@ -529,9 +619,17 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     Returns:
       (final carry, stacked ys).
 
+    A weakly typed leaf of `init` (a Python scalar) whose body output has another dtype is promoted to it first, as
+    in JAX (`scan(lambda c, x: (c + x, c), 0, xs32)` carries float32).
+
     Raises:
       TypeError: the carry changes structure or type (both are shown); ValueError: inconsistent lengths.
     """
+    return _scan("scan", f, init, xs, length, reverse, unroll, _carry_paths("init", init))
+
+
+def _scan(loop: str, f: Callable, init: Any, xs: Any, length: int | None, reverse: bool, unroll: int,
+          paths: Sequence[str]):
     init_flat, init_tree = tree_flatten(init)
     xs_flat, xs_tree = tree_flatten(xs)
     init_flat = [_as_value(x) for x in init_flat]
@@ -561,29 +659,18 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         new_c, y = res
         c_leaves, c_tree = tree_flatten(new_c)
         if c_tree != init_tree:
-            raise TypeError(f"scan body function carry input and carry output must have the same pytree structure, "
-                            f"but they differ: input {init_tree}, output {c_tree}")
+            raise TypeError(f"{loop} body function carry input and carry output must have the same pytree "
+                            f"structure, but they differ: input {init_tree}, output {c_tree}")
         y_leaves, y_tree = tree_flatten(y)
         out_tree_box.append(y_tree)
         return [_as_value(v) for v in c_leaves] + [_as_value(v) for v in y_leaves]
 
-    jaxpr, consts, out_avals = _trace_fun(body, carry_avals + x_avals)
-    nk = len(carry_avals)
-    mism = [(a, b) for a, b in zip(carry_avals, out_avals[:nk]) if (a.shape, a.dtype) != (b.shape, b.dtype)]
-    if mism:
-        raise TypeError("scan body function carry input and carry output must have equal types (shapes and dtypes), "
-                        "but they differ: " + ", ".join(f"input {a.str_short()} vs output {b.str_short()}"
-                                                        for a, b in mism))
-    if any(a.weak_type != b.weak_type for a, b in zip(carry_avals, out_avals[:nk])):
-        carry_avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry_avals, out_avals)]
-        init_flat = [ew._convert_weak(x, a.dtype, a.weak_type) for x, a in zip(init_flat, carry_avals)]
-
-        def body2(*args):
-            outs = body(*args)
-            return [ew._convert_weak(o, a.dtype, a.weak_type) for o, a in zip(outs[:nk], carry_avals)] + outs[nk:]
-
+    def trace(avals, cast_to):
         out_tree_box.clear()
-        jaxpr, consts, out_avals = _trace_fun(body2, carry_avals + x_avals)
+        return _trace_fun(lambda *args: _cast_outputs(body(*args), cast_to), list(avals) + x_avals)
+
+    nk = len(init_flat)
+    init_flat, carry_avals, (jaxpr, consts, out_avals) = _trace_loop_carry(loop, paths, init_flat, trace)
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=jaxpr, num_consts=len(consts), num_carry=nk,
                        length=n, reverse=bool(reverse), unroll=unroll)
     return tree_unflatten(init_tree, outs[:nk]), tree_unflatten(out_tree_box[-1], outs[nk:])
@@ -752,7 +839,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *, unroll: int | 
             i, val = carry
             return (ew.add(i, core.Array(np.ones((), dt), True)), body_fun(i, val)), None
 
-        (_, out), _ = scan(step, (core.Array(np.asarray(lo, dt)), init_val), None, length=max(hi - lo, 0))
+        paths = ["loop index"] + _carry_paths("init_val", init_val)
+        (_, out), _ = _scan("fori_loop", step, (core.Array(np.asarray(lo, dt)), init_val), None,
+                            max(hi - lo, 0), False, 1, paths)
         return out
     lower, upper = _as_value(lower), _as_value(upper)
     dt = dtypes.result_type(lower, upper)
@@ -766,7 +855,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *, unroll: int | 
         i, val, up = c
         return ew.add(i, core.Array(np.ones((), dt), True)), body_fun(i, val), up
 
-    return while_loop(cond_fun, body, (lower, init_val, upper))[1]
+    paths = ["loop index"] + _carry_paths("init_val", init_val) + ["upper bound"]
+    return _while_loop("fori_loop", cond_fun, body, (lower, init_val, upper), paths)[1]
 
 
 def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001

@@ -178,6 +178,7 @@ def _swap_first_two(spec: tuple) -> tuple:
 # --------------------------------------------------------------------------------------------------------------
 
 conv_general_dilated_p = standard_primitive("conv_general_dilated", weak_type="all")
+core.param_print_rules[conv_general_dilated_p] = lambda params: {**params, "out_sharding": None}  # (JAX's)
 
 
 def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_dilation=None, rhs_dilation=None,

@@ -64,7 +64,34 @@ def _cumulative_jvp(prim, combine):
 
 def _logaddexp(a, b):
     m = ew.max(a, b)
-    return ew.add(m, ew.log1p(ew.exp(ew.neg(ew.abs(ew.sub(a, b))))))
+    delta = ew.sub(a, b)
+    # Both the same infinity (or a nan): delta is nan and the answer is a + b, as JAX's logaddexp.
+    return ew.select_n(ew.ne(delta, delta), ew.add(m, ew.log1p(ew.exp(ew.neg(ew.abs(delta))))), ew.add(a, b))
+
+
+def _without_posinf(x):
+    a = core.get_aval(x)
+    inf = st.full(a.shape, np.inf, a.dtype)
+    return ew.select_n(ew.eq(x, inf), x, st.full(a.shape, 0, a.dtype))
+
+
+def _logaddexp_with_tangents(p, q):
+    """logaddexp on (value, tangent) pairs with JAX's derivative of logaddexp, t_a exp(a - out) + t_b exp(b - out)
+    (+inf counted as 0 in the exponents): the softmax weights of the two values, 1/2 each at a tie. Differentiating
+    the formula above instead would split a tie by the one-sided derivatives of max and |a - b|."""
+    (a, ta), (b, tb) = p, q
+    out = _logaddexp(a, b)
+    ro = _without_posinf(out)
+    wa = ew.exp(ew.sub(_without_posinf(a), ro))
+    wb = ew.exp(ew.sub(_without_posinf(b), ro))
+    return out, ew.add(ew.mul(ta, wa), ew.mul(tb, wb))
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse=False):
+    (x,), (t,) = primals, tangents
+    out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    _, t_out = associative_scan(_logaddexp_with_tangents, (x, ad.instantiate_zeros(t)), reverse=reverse, axis=axis)
+    return out, t_out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -123,7 +150,7 @@ def cumlogsumexp(x, axis: int = 0, reverse: bool = False):
     return _bind(cumlogsumexp_p, x, axis, reverse)
 
 
-ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp(cumlogsumexp_p, _logaddexp)
+ad.primitive_jvps[cumlogsumexp_p] = _cumlogsumexp_jvp
 
 
 # --------------------------------------------------------------------------------------------------------------

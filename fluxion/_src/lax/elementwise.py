@@ -336,11 +336,15 @@ abs = _make_unary(abs_p)  # noqa: A001  (mirrors lax.abs)
 
 
 def _abs_jvp(t, x):
+    # JAX's conventions at 0: the real derivative is +1 there (x >= 0 picks t, so grad(abs)(0.) == 1), and the
+    # complex one divides by |x| with 0 replaced by 1, so it is 0 rather than nan.
     a = core.get_aval(x)
     if dtypes.is_complex(a.dtype):
-        ans = abs(x)
-        return real(mul(conj(x), div(t, convert_element_type(ans, a.dtype))))
-    return mul(t, sign(x))
+        ans = convert_element_type(abs(x), a.dtype)
+        zero = _zeros_like(ans)
+        safe = select_n(eq(ans, zero), ans, add(zero, _one(ans)))
+        return real(mul(t, div(conj(x), safe)))
+    return select_n(ge(x, _zeros_like(x)), neg(t), t)
 
 
 ad.defjvp(abs_p, _abs_jvp)
@@ -547,10 +551,12 @@ abstract_eval_rules[pow_p] = _pow_abstract_eval
 
 def _pow_jvp_x(tx, ans, x, y):
     yf = y if core.get_aval(y).dtype == core.get_aval(x).dtype else convert_element_type(y, core.get_aval(x).dtype)
-    # d/dx x^y = y * x^(y-1); written with select so that y == 0 gives 0 rather than 0 * inf.
+    # d/dx x^y = y * x^(y-1). As in JAX, an integer exponent y == 0 gives 0 (not 0 * inf at x == 0); a float
+    # exponent keeps the plain formula, so d/dx x**0.0 at 0 is nan there too.
     dx = mul(yf, pow(x, sub(yf, _one(yf))))
-    if core.get_aval(dx).shape == core.get_aval(yf).shape:
-        dx = select_n(eq(yf, _zeros_like(yf)), dx, _zeros_like(dx))
+    if dtypes.is_integer(core.get_aval(y).dtype):
+        yb = yf if core.get_aval(yf).shape == core.get_aval(dx).shape else _bcast_like(yf, dx)
+        dx = select_n(eq(yb, _zeros_like(yb)), dx, _zeros_like(dx))
     return mul(tx, dx)
 
 

@@ -31,6 +31,11 @@ def _T(x):
     return st.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
+def _H(x):
+    """The conjugate transpose of the last two dimensions (the transpose for real dtypes)."""
+    return ew.conj(_T(x)) if dtypes.is_complex(core.get_aval(x).dtype) else _T(x)
+
+
 def _mm(a, b):
     """Batched matrix product over the last two dimensions (batch dims must match)."""
     n = _nd(a)
@@ -108,7 +113,9 @@ cholesky_p = standard_primitive("cholesky", weak_type="never")
 
 
 def cholesky(x, symmetrize_input: bool = True):
-    """Lower-triangular L with L @ L^T = x for symmetric positive-definite x (NaNs if not positive definite).
+    """Lower-triangular L with L @ L^H = x for Hermitian (real: symmetric) positive-definite x; a matrix that is
+    not positive definite gives NaN on and below the diagonal. With `symmetrize_input`, x is first replaced by
+    (x + x^H) / 2, and so is its tangent.
 
     Raises:
       TypeError: `x` is not a (stack of) square floating or complex matrices.
@@ -116,8 +123,7 @@ def cholesky(x, symmetrize_input: bool = True):
     x = st._as_array(x)
     _cholesky_abstract_eval(core.get_aval(x))
     if symmetrize_input:
-        x = ew.div(ew.add(x, ew.conj(_T(x)) if dtypes.is_complex(core.get_aval(x).dtype) else _T(x)),
-                   _scalar(x, 2))
+        x = ew.div(ew.add(x, _H(x)), _scalar(x, 2))
     return cholesky_p.bind(x)
 
 
@@ -132,9 +138,11 @@ abstract_eval_rules[cholesky_p] = _cholesky_abstract_eval
 def _cholesky_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     L = cholesky_p.bind(a)
-    # dL = L Phi(L^-1 dA L^-T), Phi = lower triangle with the diagonal halved.
+    # dL = L Phi(L^-1 dA L^-H), Phi = lower triangle with the diagonal halved (Murray 2016, "Differentiation of
+    # the Cholesky decomposition", arXiv:1602.07527). The conjugate transposes matter for complex inputs: with
+    # plain transposes the tangent of a Hermitian input gets a complex diagonal.
     y = triangular_solve(L, da, left_side=True, lower=True)
-    x = _T(triangular_solve(L, _T(y), left_side=True, lower=True))
+    x = _H(triangular_solve(L, _H(y), left_side=True, lower=True))
     phi = ew.sub(_tril(x), ew.mul(_scalar(x, 0.5), ew.mul(x, _eye_like(x))))
     return L, _mm(L, phi)
 

@@ -72,6 +72,7 @@ def _expand_back(y, in_shape, axes):
 
 
 reduce_sum_p = _reduce_primitive("reduce_sum", allow_bool=False)
+core.param_print_rules[reduce_sum_p] = lambda params: {**params, "out_sharding": None}  # (JAX's; None here)
 
 
 def reduce_sum(x, axes: Sequence[int]):
@@ -269,6 +270,17 @@ def _norm_dims(dimension_numbers):
 
 
 dot_general_p = standard_primitive("dot_general", weak_type="all")
+
+
+def _dot_general_print_params(params):
+    # As JAX prints it: None-valued parameters hidden, dimension_numbers as lists (shorter).
+    out = {k: v for k, v in params.items() if v is not None}
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return out
+
+
+core.param_print_rules[dot_general_p] = _dot_general_print_params
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):

@@ -41,6 +41,14 @@ def _as_array(x):
 broadcast_in_dim_p = standard_primitive("broadcast_in_dim")
 
 
+def _broadcast_in_dim_print_params(params):
+    # As JAX prints it: the shape is the output's; an empty broadcast_dimensions is not shown.
+    return {k: v for k, v in params.items() if k != "shape" and not (k == "broadcast_dimensions" and not v)}
+
+
+core.param_print_rules[broadcast_in_dim_p] = _broadcast_in_dim_print_params
+
+
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
     """Broadcasts `x` to `shape`, operand dimension i becoming output dimension broadcast_dimensions[i].
 
@@ -135,6 +143,7 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
 # --------------------------------------------------------------------------------------------------------------
 
 reshape_p = standard_primitive("reshape", weak_type="first")
+core.param_print_rules[reshape_p] = lambda params: {**params, "sharding": None}  # (JAX's, always None here)
 
 
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
@@ -893,6 +902,7 @@ batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batc
 # --------------------------------------------------------------------------------------------------------------
 
 iota_p = standard_primitive("iota", weak_type="never")
+core.param_print_rules[iota_p] = lambda params: {**params, "sharding": None}  # (JAX's, always None here)
 
 
 def iota(dtype, size: int):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from .. import core, dtypes
@@ -24,6 +26,15 @@ def _inexact(a, name):
     return a
 
 
+def _square(a, name):
+    """`a` (made inexact) after checking it is a stack of square matrices: ValueError naming the shape, as JAX."""
+    a = _inexact(a, name)
+    shape = core.get_aval(a).shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Argument to {name} must have shape [..., n, n], got {shape}")
+    return a
+
+
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """Cholesky factor of a symmetric positive-definite matrix (lower, or upper with upper=True)."""
     L = ll.cholesky(_inexact(a, "cholesky"), symmetrize_input=symmetrize_input)
@@ -31,11 +42,17 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 
 def solve(a, b):
-    """Solves a x = b; b is (..., n) or (..., n, k)."""
-    a, b = _inexact(a, "solve"), _inexact(b, "solve")
+    """Solves a x = b; b is (..., n) or (..., n, k). A singular `a` gives inf/NaN as in JAX (see the backend).
+
+    Raises:
+      ValueError: `a` is not a stack of square matrices, or b's solved dimension is not a's size."""
+    a, b = _square(a, "solve"), _inexact(b, "solve")
     from .util import promote_dtypes
     a, b = promote_dtypes(a, b)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
+    n, b_shape = core.get_aval(a).shape[-1], core.get_aval(b).shape
+    if bn == 0 or b_shape[-1 if bn == an - 1 or bn == 1 else -2] != n:
+        raise ValueError(f"solve: b of shape {b_shape} does not match a of shape {core.get_aval(a).shape}")
     if bn == an - 1:
         b2 = st.reshape(b, core.get_aval(b).shape + (1,))
         return st.reshape(ll.solve_p.bind(a, b2), core.get_aval(b).shape)
@@ -43,38 +60,55 @@ def solve(a, b):
 
 
 def inv(a):
-    """Matrix inverse (of the last two dimensions)."""
-    a = _inexact(a, "inv")
+    """Matrix inverse (of the last two dimensions); a singular matrix gives inf/NaN entries as in JAX.
+
+    Raises:
+      ValueError: `a` is not a stack of square matrices."""
+    a = _square(a, "inv")
     return ll.solve_p.bind(a, ll._eye_like(a))
 
 
 def det(a):
-    return ll.det_p.bind(_inexact(a, "det"))
+    """Determinants of a stack of square matrices (ValueError otherwise); NaN for a NaN matrix."""
+    return ll.det_p.bind(_square(a, "det"))
 
 
 def slogdet(a, *, method=None):
-    sign, logdet = ll.slogdet_p.bind(_inexact(a, "slogdet"))
+    """(sign, log|det|) of square matrices as an `SlogdetResult`; a NaN matrix gives NaN for both."""
+    sign, logdet = ll.slogdet_p.bind(_square(a, "slogdet"))
     return SlogdetResult(sign, logdet)
 
 
-class SlogdetResult(tuple):
-    def __new__(cls, sign, logabsdet):
-        obj = super().__new__(cls, (sign, logabsdet))
-        obj.sign, obj.logabsdet = sign, logabsdet
-        return obj
+class SlogdetResult(NamedTuple):
+    """`slogdet`'s result (a pytree, as JAX's NamedTuple of the same name and fields)."""
+    sign: Any
+    logabsdet: Any
 
 
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix: returns (w, v) as NumPy does."""
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix as an `EighResult` (w, v), as NumPy orders
+    them; a NaN matrix gives NaN in both."""
     v, w = ll.eigh(_inexact(a, "eigh"), lower=(UPLO or "L") == "L", symmetrize_input=symmetrize_input)
     return EighResult(w, v)
 
 
-class EighResult(tuple):
-    def __new__(cls, eigenvalues, eigenvectors):
-        obj = super().__new__(cls, (eigenvalues, eigenvectors))
-        obj.eigenvalues, obj.eigenvectors = eigenvalues, eigenvectors
-        return obj
+class EighResult(NamedTuple):
+    """`eigh`'s result (JAX's NamedTuple of the same name and fields)."""
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    """`qr`'s result for the reduced and complete modes (JAX's NamedTuple of the same name and fields)."""
+    Q: Any
+    R: Any
+
+
+class SVDResult(NamedTuple):
+    """`svd`'s result with `compute_uv=True` (JAX's NamedTuple of the same name and fields)."""
+    U: Any
+    S: Any
+    Vh: Any
 
 
 def eigvalsh(a, UPLO: str | None = "L"):
@@ -86,12 +120,15 @@ def qr(a, mode: str = "reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode {mode!r}")
     q, r = ll.qr(a, full_matrices=mode == "complete")
-    return r if mode == "r" else (q, r)
+    return r if mode == "r" else QRResult(q, r)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition: an `SVDResult(U, S, Vh)`, or the singular values alone with
+    compute_uv=False; a matrix LAPACK cannot decompose (NaN input) gives NaN in every output."""
     a = _inexact(a, "svd")
-    return ll.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    out = ll.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return SVDResult(*out) if compute_uv else out
 
 
 def svdvals(a):
@@ -216,12 +253,55 @@ def vector_norm(x, ord=2, axis=None, keepdims=False):
     return norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
-def lstsq(a, b, rcond=None):
-    """Least-squares solution of a x = b via the pseudo-inverse: returns (x, residuals, rank, s)."""
+def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
+    """Least-squares solution of a x = b through the SVD of `a`: returns (x, residuals, rank, s).
+
+    Singular values below `rcond * s[0]` (default eps * max(m, n)) are dropped. As in JAX, `residuals` is always
+    the squared 2-norm of each column of b - a x (NumPy returns an empty array when rank < n or m <= n; pass
+    numpy_resid=True for that). `a` must be 2-d and `b` 1-d or 2-d with b.shape[0] == a.shape[0] (ValueError
+    otherwise, TypeError for other ranks). A NaN input gives NaN (not an exception)."""
     from .linear import matmul
-    x = matmul(pinv(a), b)
-    s = svd(a, compute_uv=False)
-    return x, None, matrix_rank(a), s
+    from .reductions import sum as _sum
+    from .ufuncs import conj, where
+    from .util import promote_dtypes
+    a, b = promote_dtypes(_inexact(a, "lstsq"), _inexact(b, "lstsq"))
+    a_aval, b_aval = core.get_aval(a), core.get_aval(b)
+    if a_aval.ndim != 2:
+        raise TypeError(f"lstsq: a must be two-dimensional, got shape {a_aval.shape}")
+    if b_aval.ndim not in (1, 2):
+        raise TypeError(f"lstsq: b must be one- or two-dimensional, got shape {b_aval.shape}")
+    if a_aval.shape[0] != b_aval.shape[0]:
+        raise ValueError(f"lstsq: leading dimensions of a {a_aval.shape} and b {b_aval.shape} must match")
+    vector = b_aval.ndim == 1
+    if vector:
+        b = st.reshape(b, (b_aval.shape[0], 1))
+    m, n = a_aval.shape
+    if a_aval.size == 0:
+        s = st.full((0,), 0, dtypes.finfo(a_aval.dtype).dtype)
+        rank = core.Array(np.zeros((), dtypes.default_int_dtype()))
+        x = st.full((n, core.get_aval(b).shape[1]), 0, a_aval.dtype)
+    else:
+        if rcond is None:
+            rcond = float(dtypes.finfo(a_aval.dtype).eps) * max(m, n)
+        elif not isinstance(rcond, (core.Array, core.Tracer)) and rcond < 0:
+            rcond = float(dtypes.finfo(a_aval.dtype).eps)
+        u, s, vh = ll.svd(a, full_matrices=False)
+        s_dt = core.get_aval(s).dtype
+        # Singular values kept: positive and at least rcond times the largest (NaN ones are dropped).
+        mask = (s > 0) & (s >= np.asarray(rcond, s_dt) * s[0])
+        rank = _sum(mask)
+        safe_s = where(mask, s, 1).astype(a_aval.dtype)
+        s_inv = st.reshape(where(mask, 1 / safe_s, 0), (core.get_aval(s).shape[0], 1))
+        x = matmul(ll._T(conj(vh)), s_inv * matmul(ll._T(conj(u)), b))
+    s_dt = core.get_aval(s).dtype
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = core.Array(np.zeros((0,), s_dt))
+    else:
+        r = b - matmul(a, x)
+        resid = _sum(ew.real(r * conj(r)) if dtypes.is_complex(a_aval.dtype) else r * r, axis=0)
+    if vector:
+        x = st.reshape(x, (n,))
+    return x, resid, rank, s
 
 
 # --------------------------------------------------------------------------------------------------------------

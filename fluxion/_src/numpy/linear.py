@@ -19,7 +19,12 @@ def _prep(name, a, b):
     return a, b
 
 
-def _pet(a):
+def _pet(a, requested=None):
+    """The preferred_element_type a product binds: the requested one, else (as jnp passes it, so jaxprs print
+    `preferred_element_type=float32` like JAX's) the promoted operand dtype; None for bool, whose products the
+    backend accumulates in int32. Either way the result dtype is the same, only the jaxpr's text differs."""
+    if requested is not None:
+        return requested
     dt = core.get_aval(a).dtype
     return None if dt == dtypes.bool_ else dt
 
@@ -27,6 +32,7 @@ def _pet(a):
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy `dot`: inner product for vectors, matrix product for 2-D, sum over a's last and b's second-to-last."""
     a, b = _prep("dot", a, b)
+    preferred_element_type = _pet(a, preferred_element_type)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
     if an == 0 or bn == 0:
         return ew.mul(a, b) if core.get_aval(a).shape == core.get_aval(b).shape else (
@@ -38,6 +44,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """NumPy `matmul` (`@`): batched matrix product with broadcasting over leading dimensions."""
     a, b = _prep("matmul", a, b)
+    preferred_element_type = _pet(a, preferred_element_type)
     ashape, bshape = core.get_aval(a).shape, core.get_aval(b).shape
     if not ashape or not bshape:
         raise ValueError(f"matmul: operands must not be scalars, got shapes {ashape} and {bshape}")
@@ -91,6 +98,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b = _prep("inner", a, b)
+    preferred_element_type = _pet(a, preferred_element_type)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
     if an == 0 or bn == 0:
         from .ufuncs import multiply
@@ -109,6 +117,7 @@ def outer(a, b, out=None):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contracts `axes` (an int: a's last n with b's first n; or a pair of axis lists)."""
     a, b = _prep("tensordot", a, b)
+    preferred_element_type = _pet(a, preferred_element_type)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
@@ -133,6 +142,8 @@ def einsum(subscripts, *operands, optimize="optimal", precision=None, preferred_
         raise TypeError("einsum: only the string subscripts form is supported")
     ops = [asarray_arg(o, "einsum") for o in operands]
     ops = promote_dtypes(*ops)
+    if ops:
+        preferred_element_type = _pet(ops[0], preferred_element_type)
     subs = subscripts.replace(" ", "")
     if "->" in subs:
         lhs, out = subs.split("->")

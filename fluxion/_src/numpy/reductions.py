@@ -202,33 +202,97 @@ def argmin(a, axis=None, out=None, keepdims=None):
     return _arg("argmin", red.argmin, a, axis, bool(keepdims))
 
 
-def _cumulative(name, fn, a, axis, dtype, promote=True):
+def _cumulative(name, fn, a, axis, dtype, promote_integers=False, nan_fill=None):
+    """A cumulative reduction as jnp computes it: with `axis=None` the operand is flattened; NaNs are replaced
+    by `nan_fill` first (the nancum* variants); the accumulation dtype is `dtype`, else the operand's (bool, and with
+    `promote_integers` also small integers, accumulate in the default integer); `dtype=bool` accumulates `a != 0` in
+    the default integer and casts back. The result is never weakly typed: as in JAX, a cumulative reduction's
+    output has a concrete dtype even for a Python scalar operand."""
     a = arraylike_arg(a, name)
     aval = core.get_aval(a)
     if axis is None:
-        a = st.reshape(a, (aval.size,))
-        axis = 0
-    dt = _sum_dtype(aval.dtype, dtype) if promote else (
-        dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype)
-    if dt != aval.dtype:
-        a = ew.convert_element_type(a, dt)
-    return fn(a, canonicalize_axis(axis, core.get_aval(a).ndim))
+        a, axis = st.reshape(a, (aval.size,)), 0
+    axis = canonicalize_axis(axis, core.get_aval(a).ndim)
+    if nan_fill is not None and dtypes.is_inexact(aval.dtype):
+        from .ufuncs import isnan
+        a = ew.select_n(isnan(a), a, st.full(core.get_aval(a).shape, nan_fill, aval.dtype))
+    if dtype is None:
+        result = _sum_dtype(aval.dtype, None) if promote_integers or aval.dtype == dtypes.bool_ else aval.dtype
+        compute = result
+    else:
+        result = dtypes.canonicalize_dtype(dtype)
+        compute = result
+        if result == dtypes.bool_:
+            if aval.dtype != dtypes.bool_:
+                a = ew.ne(a, Array(np.zeros((), aval.dtype), True))
+            compute = dtypes.default_int_dtype()
+    a = ew._convert_weak(a, compute, False)
+    return ew._convert_weak(fn(a, axis), result, False)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Cumulative sum (integers keep their dtype, unlike `sum`; bool accumulates in the default int)."""
-    return _cumulative("cumsum", cum.cumsum, a, axis, dtype, promote=_is_bool(a))
+    """Cumulative sum along `axis` (all elements, flattened, for None); integers keep their dtype, unlike `sum`;
+    bool accumulates in the default int. The result is not weakly typed."""
+    _no_out("cumsum", out)
+    return _cumulative("cumsum", cum.cumsum, a, axis, dtype)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-    return _cumulative("cumprod", cum.cumprod, a, axis, dtype, promote=_is_bool(a))
+    """Cumulative product along `axis` (see `cumsum` for the dtype rules)."""
+    _no_out("cumprod", out)
+    return _cumulative("cumprod", cum.cumprod, a, axis, dtype)
 
 
-def _is_bool(a) -> bool:
-    return dtypes.dtype_and_weak(a)[0] == dtypes.bool_
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """`cumsum` with NaNs counted as 0 (JAX's `jnp.nancumsum`)."""
+    _no_out("nancumsum", out)
+    return _cumulative("nancumsum", cum.cumsum, a, axis, dtype, nan_fill=0)
 
 
-cumulative_sum, cumulative_prod = cumsum, cumprod
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """`cumprod` with NaNs counted as 1 (JAX's `jnp.nancumprod`)."""
+    _no_out("nancumprod", out)
+    return _cumulative("nancumprod", cum.cumprod, a, axis, dtype, nan_fill=1)
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def _array_api_cumulative(name, what, fn, identity, promote_integers, x, axis, dtype, include_initial):
+    x = arraylike_arg(x, name)
+    ndim = core.get_aval(x).ndim
+    if ndim == 0:
+        raise ValueError(f"The input must be non-scalar to take a cumulative {what}, however a scalar value or "
+                         "scalar array was given.")
+    if axis is None:
+        if ndim > 1:
+            raise ValueError(f"The input array has rank {ndim}, however axis was not set to an explicit value. "
+                             "The axis argument is only optional for one-dimensional arrays.")
+        axis = 0
+    axis = canonicalize_axis(axis, ndim)
+    out = _cumulative(name, fn, x, axis, dtype, promote_integers=promote_integers)
+    if include_initial:
+        o = core.get_aval(out)
+        shape = list(o.shape)
+        shape[axis] = 1
+        out = st.concatenate([st.full(tuple(shape), identity, o.dtype), out], axis)
+    return out
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The Array API's cumulative sum: like `cumsum`, but `x` must have at least one dimension, `axis` may be left
+    out only for 1-d input, small integers and bool accumulate in the default integer (as `sum`), and
+    `include_initial=True` prepends a 0 along `axis`. Raises ValueError for scalar input or a missing axis."""
+    return _array_api_cumulative("cumulative_sum", "sum", cum.cumsum, 0, True, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The Array API's cumulative product (as `cumulative_sum`, but integers keep their dtype, as in JAX, and
+    `include_initial=True` prepends a 1)."""
+    return _array_api_cumulative("cumulative_prod", "product", cum.cumprod, 1, False, x, axis, dtype,
+                                 include_initial)
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):

@@ -10,9 +10,10 @@ import numpy as np
 
 from .. import core, dtypes
 from ..core import Array
+from ..custom_derivatives import custom_jvp
 from ..lax import elementwise as ew
 from ..lax import structural as st
-from .util import asarray_arg, promote_args, promote_args_inexact
+from .util import asarray_arg, broadcast_shapes, broadcast_to_shape, promote_args, promote_args_inexact
 
 
 def _same_array_pair(x, y) -> bool:
@@ -64,23 +65,50 @@ divide = true_divide
 
 
 def floor_divide(x, y, /):
-    """`x // y`: rounds toward negative infinity (Python semantics)."""
+    """`x // y`: rounds toward negative infinity (Python semantics).
+
+    Division by zero follows JAX: integers give the truncating quotient `lax.div` (-1 for signed, all ones for
+    unsigned) moved down by one where the signs of `x` and 0 differ and the remainder is nonzero, so `5 // 0` and
+    `-5 // 0` are -2 and `0 // 0` is -1; floats give +-inf or nan. Complex inputs raise TypeError."""
     x, y = promote_args("floor_divide", x, y)
     dt = core.get_aval(x).dtype
-    if dtypes.is_integer(dt):
-        q = ew.div(x, y)
-        r = ew.rem(x, y)
-        zero = _zero(r)
-        fix = ew.bitwise_and(ew.ne(r, zero), ew.ne(ew.lt(r, zero), ew.lt(y, _zero(y))))
-        return ew.select_n(fix, q, ew.sub(q, _one(q)))
     if dt == dtypes.bool_:
         raise TypeError("floor_divide does not accept bool arrays")
-    return ew.floor(ew.div(x, y))
+    if dt.kind == "u":
+        return ew.div(x, y)
+    if dtypes.is_integer(dt):
+        q = ew.div(x, y)
+        fix = ew.bitwise_and(ew.ne(ew.sign(x), ew.sign(y)), ew.ne(ew.rem(x, y), _zero(x)))
+        return ew.select_n(fix, q, ew.sub(q, _one(q)))
+    if dtypes.is_complex(dt):
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x, y)[0]
+
+
+def _float_divmod(x, y):
+    """(x // y, x % y) for floats as CPython's float_divmod computes them: the quotient divides `x - fmod(x, y)`
+    (exact where it matters) instead of flooring `x / y`, so `1.0 // 0.1` is 9.0, not floor(10.000000149) = 10."""
+    mod = ew.rem(x, y)
+    zero = _zero(x)
+    exact = ew.select_n(ew.eq(y, zero), ew.sub(x, mod), x)
+    div = ew.div(exact, y)
+    fix = ew.bitwise_and(ew.ne(mod, zero), ew.ne(ew.sign(y), ew.sign(mod)))
+    mod = ew.select_n(fix, mod, ew.add(mod, y))
+    div = ew.select_n(fix, div, ew.sub(div, _one(div)))
+    return ew.round(div), mod
+
+
+def _int_divisor(x, y):
+    """An integer divisor with zeros replaced by one: JAX defines `x % 0` (and `fmod(x, 0)`) as 0 for integers."""
+    if dtypes.is_integer(core.get_aval(y).dtype):
+        return ew.select_n(ew.eq(y, _zero(y)), y, _one(y))
+    return y
 
 
 def remainder(x, y, /):
-    """`x % y` with the sign of the divisor (Python/NumPy semantics)."""
+    """`x % y` with the sign of the divisor (Python/NumPy semantics); integer `x % 0` is 0 as in JAX."""
     x, y = promote_args("remainder", x, y)
+    y = _int_divisor(x, y)
     r = ew.rem(x, y)
     zero = _zero(r)
     fix = ew.bitwise_and(ew.ne(r, zero), ew.ne(ew.lt(r, zero), ew.lt(y, _zero(y))))
@@ -91,12 +119,16 @@ mod = remainder
 
 
 def fmod(x, y, /):
-    """C-style remainder (sign of the dividend)."""
+    """C-style remainder (sign of the dividend); integer `fmod(x, 0)` is 0 as in JAX."""
     x, y = promote_args("fmod", x, y)
-    return ew.rem(x, y)
+    return ew.rem(x, _int_divisor(x, y))
 
 
 def divmod(x, y, /):  # noqa: A001
+    """`(x // y, x % y)` elementwise, each as `floor_divide` and `remainder` define it."""
+    x, y = promote_args("divmod", x, y)
+    if dtypes.is_float(core.get_aval(x).dtype):
+        return _float_divmod(x, y)
     return floor_divide(x, y), remainder(x, y)
 
 
@@ -106,6 +138,12 @@ def _zero(x):
 
 def _one(x):
     return Array(np.ones((), core.get_aval(x).dtype), True)
+
+
+def _full_like(x, value):
+    """An array of `x`'s shape and dtype filled with `value` (select_n needs cases of equal shapes)."""
+    a = core.get_aval(x)
+    return st.full(a.shape, value, a.dtype)
 
 
 def power(x, y, /):
@@ -118,11 +156,34 @@ def power(x, y, /):
         if dt == dtypes.bool_:
             x = ew._convert_weak(x, dtypes.default_int_dtype(), core.get_aval(x).weak_type)
         return ew.integer_pow(x, y)
+    if _float_base_int_exponent(x, y):
+        # As in JAX, no promotion here: lax.pow with the integer exponent keeps d/dx x**0 == 0 at x == 0 (a float
+        # exponent gives 0 * 0**-1 = nan there).
+        return ew.pow(*_broadcast_only("power", x, y))
     x, y = promote_args("power", x, y)
     dt = core.get_aval(x).dtype
     if dtypes.is_integer(dt):
         return _int_power(x, y)
     return ew.pow(x, y)
+
+
+def _float_base_int_exponent(x, y) -> bool:
+    arrays = (Array, core.Tracer, np.ndarray, np.generic)
+    if not (isinstance(x, arrays) and isinstance(y, arrays)):
+        return False
+    return dtypes.is_inexact(dtypes.dtype_and_weak(x)[0]) and dtypes.is_integer(dtypes.dtype_and_weak(y)[0])
+
+
+def _broadcast_only(name, *args):
+    """The arguments as arrays broadcast to one shape, each keeping its dtype."""
+    args = [asarray_arg(a, name) for a in args]
+    shapes = [core.get_aval(a).shape for a in args]
+    try:
+        shape = broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{name}: incompatible shapes for broadcasting: "
+                         + ", ".join(str(s) for s in shapes)) from None
+    return [a if core.get_aval(a).shape == shape else broadcast_to_shape(a, shape) for a in args]
 
 
 def _int_power(x, y):
@@ -285,24 +346,70 @@ atan2 = arctan2
 
 
 def hypot(x, y, /):
+    """sqrt(x**2 + y**2) elementwise without overflow or underflow: the larger magnitude times
+    sqrt(1 + (smaller/larger)**2). As in JAX the result is inf where either input is +-inf (even against nan), 0
+    where both are 0, and its gradient at (0, 0) is the maximum's tie split (0.5 each, not nan). Complex inputs
+    raise ValueError."""
     x, y = promote_args_inexact("hypot", x, y)
-    return ew.sqrt(ew.add(ew.mul(x, x), ew.mul(y, y)))
+    if dtypes.is_complex(core.get_aval(x).dtype):
+        raise ValueError("jnp.hypot is not defined for complex inputs; pass their abs() instead")
+    x, y = ew.abs(x), ew.abs(y)
+    inf = ew.bitwise_or(isposinf(x), isposinf(y))
+    big, small = ew.max(x, y), ew.min(x, y)
+    zero = ew.eq(big, _zero(big))
+    ratio = ew.div(small, ew.select_n(zero, big, _full_like(big, 1)))
+    out = ew.select_n(zero, ew.mul(big, ew.sqrt(ew.add(_one(big), ew.mul(ratio, ratio)))), big)
+    return ew.select_n(inf, out, _full_like(out, np.inf))
+
+
+def _without_posinf(x):
+    """`x` with +inf replaced by 0: the exponent differences in the logaddexp derivatives stay finite (inf - inf
+    would be nan) where an input and the result are both +inf."""
+    return ew.select_n(isposinf(x), x, _full_like(x, 0))
+
+
+def _logaddexp_impl(x, y, exp_fn, log1p_exp_fn):
+    amax = ew.max(x, y)
+    delta = ew.sub(x, y)
+    # Where both are the same infinity (or either is nan), delta is nan; x + y is then that infinity (or nan).
+    return ew.select_n(isnan(delta), ew.add(amax, log1p_exp_fn(ew.neg(ew.abs(delta)))), ew.add(x, y))
+
+
+def _make_logaddexp(exp_fn, log1p_exp_fn):
+    """log(exp(x) + exp(y)) (or the base-2 version) with JAX's derivative: t_x * exp(x - out) + t_y * exp(y - out)
+    (+inf taken as 0 in both), so at a tie the weights are 1/2 each, not a sum of the max's and |x - y|'s
+    one-sided choices."""
+    @custom_jvp
+    def fn(x, y):
+        return _logaddexp_impl(x, y, exp_fn, log1p_exp_fn)
+
+    @fn.defjvp
+    def _jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = fn(x, y)
+        wx = exp_fn(ew.sub(_without_posinf(x), _without_posinf(out)))
+        wy = exp_fn(ew.sub(_without_posinf(y), _without_posinf(out)))
+        return out, ew.add(ew.mul(tx, wx), ew.mul(ty, wy))
+
+    return fn
+
+
+_logaddexp_e = _make_logaddexp(ew.exp, lambda d: ew.log1p(ew.exp(d)))
+_logaddexp_2 = _make_logaddexp(
+    ew.exp2, lambda d: ew.mul(Array(np.asarray(1 / np.log(2), core.get_aval(d).dtype), True), ew.log1p(ew.exp2(d))))
 
 
 def logaddexp(x, y, /):
-    """log(exp(x) + exp(y)) computed stably."""
+    """log(exp(x) + exp(y)) computed stably (its derivative as in JAX: the softmax weights of x and y)."""
     x, y = promote_args_inexact("logaddexp", x, y)
-    amax = ew.max(x, y)
-    delta = ew.sub(x, y)
-    # Where both are the same infinity, delta is nan; the result is that infinity.
-    safe = ew.select_n(isnan(delta), ew.add(amax, ew.log1p(ew.exp(ew.neg(ew.abs(delta))))), ew.add(x, y))
-    return safe
+    return _logaddexp_e(x, y)
 
 
 def logaddexp2(x, y, /):
+    """log2(2**x + 2**y) computed stably (its derivative as in JAX)."""
     x, y = promote_args_inexact("logaddexp2", x, y)
-    ln2 = Array(np.asarray(np.log(2), core.get_aval(x).dtype), True)
-    return ew.div(logaddexp(ew.mul(x, ln2), ew.mul(y, ln2)), ln2)
+    return _logaddexp_2(x, y)
 
 
 def copysign(x, y, /):

@@ -7,6 +7,7 @@ errors never warn (they produce inf/nan as XLA does).
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import scipy.special as sp
 
@@ -151,7 +152,13 @@ _register(ew.logistic_p, _logistic)
 
 def _round(x, rounding_method=0):
     if rounding_method == 0:  # away from zero, as lax.RoundingMethod.AWAY_FROM_ZERO
-        return (np.sign(x) * np.floor(np.abs(x) + np.asarray(0.5, np.result_type(x)))).astype(np.result_type(x))
+        # `floor(|x| + 0.5)` would round 0.49999997 up (the sum rounds to 1.0); `x - trunc(x)` is exact. copysign
+        # keeps the sign of zero (round(-0.0) and round(-0.3) are -0.0, as in XLA).
+        dt = np.result_type(x)
+        t = np.trunc(x)
+        with np.errstate(**_ERR):
+            up = np.abs(np.subtract(x, t)) >= np.asarray(0.5, dt)
+        return np.copysign(np.where(up, t + np.sign(x), t), x).astype(dt)
     return np.round(x)
 
 
@@ -264,15 +271,28 @@ def _population_count(x):
 _register(ew.population_count_p, _population_count)
 
 
+def _saturating_float_to_int(x, dst):
+    """XLA's float -> integer conversion: truncate toward zero, saturate at the integer range, NaN -> 0.
+
+    The range test runs in float64 on the truncated value: clipping to `iinfo.max` in the source dtype does not
+    work, because the bound itself rounds up to 2**bits there (2147483647 is 2147483648.0 in float32) and the
+    cast of that out-of-range value wraps to INT_MIN. In float64 every bound up to 32 bits is exact, and for 64-bit
+    targets `t >= float(max)` (max rounds to 2**63 or 2**64) is exactly the out-of-range test."""
+    info = np.iinfo(dst)
+    with np.errstate(**_ERR):
+        t = np.trunc(np.asarray(x, np.float64))
+        high = t >= float(info.max)
+        low = t <= float(info.min)
+        bad = high | low | np.isnan(t)
+        out = np.where(bad, 0.0, t).astype(dst)
+    out = np.where(high, np.array(info.max, dst), out)
+    return np.where(low, np.array(info.min, dst), out).astype(dst)
+
+
 def _convert_element_type(x, *, new_dtype, weak_type=False):
     src = np.result_type(x)
-    if src.kind in "fc" and new_dtype.kind in "iu":
-        # XLA saturates float->int conversion and maps NaN to 0.
-        xr = np.real(x) if src.kind == "c" else x
-        info = np.iinfo(new_dtype)
-        with np.errstate(**_ERR):
-            clipped = np.clip(np.nan_to_num(np.trunc(xr), nan=0.0), info.min, info.max)
-            return np.asarray(clipped).astype(new_dtype)
+    if (src.kind in "fc" or src == ml_dtypes.bfloat16) and new_dtype.kind in "iu":
+        return _saturating_float_to_int(np.real(x) if src.kind == "c" else x, new_dtype)
     if src.kind == "c" and new_dtype.kind != "c":
         return np.real(x).astype(new_dtype)
     if new_dtype == np.bool_:
