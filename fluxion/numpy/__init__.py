@@ -90,7 +90,7 @@ from .._src.numpy.sorting import (argsort as argsort, argwhere as argwhere, comp
 from .._src.numpy.differences import (diff as diff, ediff1d as ediff1d, gradient as gradient, interp as interp,
                                       trapezoid as trapezoid, unwrap as unwrap)
 from .._src.numpy.statistics import (corrcoef as corrcoef, cov as cov, nanargmax as nanargmax,
-                                     nanargmin as nanargmin, nancumprod as nancumprod, nancumsum as nancumsum,
+                                     nanargmin as nanargmin,
                                      nanmedian as nanmedian, nanpercentile as nanpercentile, nanprod as nanprod,
                                      nanquantile as nanquantile, nanstd as nanstd, nanvar as nanvar)
 from .._src.numpy.setops import (intersect1d as intersect1d, isin as isin, setdiff1d as setdiff1d,

@@ -8,9 +8,12 @@ from the current README).
 
 from __future__ import annotations
 
+import functools
 import importlib
+import json
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -40,21 +43,37 @@ MODULES = {
 }
 
 
-def _public(module) -> set:
-    names = getattr(module, "__all__", None)
-    if names is None:
-        names = [n for n in dir(module) if not n.startswith("_")]
-    return {n for n in names if not n.startswith("_")}
+_LIST_NAMES = """
+import importlib, json, sys
+out = {}
+for name in sys.argv[1:]:
+    try:
+        m = importlib.import_module(name)
+    except ImportError:
+        continue
+    names = getattr(m, "__all__", None)
+    names = [n for n in dir(m) if not n.startswith("_")] if names is None else list(names)
+    out[name] = sorted(n for n in names if not n.startswith("_"))
+print(json.dumps(out))
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _real_public_names() -> dict:
+    """The public names of every real module, listed by a fresh interpreter: in this process other tests may have
+    imported submodules (e.g. `jax.extend`), which then show up in `dir(jax)`."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", _LIST_NAMES, *MODULES], capture_output=True, text=True, env=env,
+                         timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _missing(real_name: str, ours_name: str) -> tuple[int, list[str]]:
-    real = importlib.import_module(real_name)
+    names = _real_public_names()[real_name]
     try:
         ours = importlib.import_module(ours_name)
     except ImportError:
-        names = _public(real)
         return len(names), sorted(names)
-    names = _public(real)
     return len(names), sorted(n for n in names if not hasattr(ours, n))
 
 
@@ -72,11 +91,7 @@ def _readme_rows() -> dict:
 
 
 def _real_available(name: str) -> bool:
-    try:
-        importlib.import_module(name)
-        return True
-    except ImportError:
-        return False
+    return name in _real_public_names()
 
 
 @pytest.mark.parametrize("real_name", sorted(MODULES))

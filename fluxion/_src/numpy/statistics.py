@@ -1,5 +1,5 @@
 """Statistics: `cov`, `corrcoef`, and the NaN-ignoring reductions `nanprod`, `nanvar`, `nanstd`, `nanargmax`,
-`nanargmin`, `nancumsum`, `nancumprod`, `nanquantile`, `nanpercentile`, `nanmedian`.
+`nanargmin`, `nanquantile`, `nanpercentile`, `nanmedian`.
 
 The NaN-ignoring reductions replace NaNs by the operation's identity (or count them out), so they keep static
 shapes and work under jit and vmap; an all-NaN slice gives NaN (or -1 for the arg-reductions), as in JAX, which
@@ -135,20 +135,6 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=
     from .reductions import prod
     a = arraylike_arg(a, "nanprod")
     return prod(_replace_nan(a, 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
-
-
-def nancumsum(a, axis=None, dtype=None, out=None):
-    """Cumulative sum treating NaNs as 0 (flattened if `axis` is None)."""
-    from .reductions import cumsum
-    a = arraylike_arg(a, "nancumsum")
-    return cumsum(_replace_nan(a, 0), axis=axis, dtype=dtype)
-
-
-def nancumprod(a, axis=None, dtype=None, out=None):
-    """Cumulative product treating NaNs as 1 (flattened if `axis` is None)."""
-    from .reductions import cumprod
-    a = arraylike_arg(a, "nancumprod")
-    return cumprod(_replace_nan(a, 1), axis=axis, dtype=dtype)
 
 
 def _nanarg(name, fn, fill, a, axis, keepdims):
