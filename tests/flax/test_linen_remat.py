@@ -65,7 +65,7 @@ def test_matches_flax(build):
 
 
 def test_rematerialization_keeps_fewer_residuals():
-    def plain(nn):
+    def build_model(nn, remat: bool):
         class Block(nn.Module):
             @nn.compact
             def __call__(self, x):
@@ -74,20 +74,11 @@ def test_rematerialization_keeps_fewer_residuals():
         class Model(nn.Module):
             @nn.compact
             def __call__(self, x):
-                return Block()(x)
+                return (nn.remat(Block) if remat else Block)()(x)
         return Model()
 
-    def rematted(nn):
-        class Block(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return nn.Dense(3)(nn.tanh(nn.Dense(8)(x)))
-
-        class Model(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return nn.remat(Block)()(x)
-        return Model()
+    plain = lambda nn: build_model(nn, False)
+    rematted = lambda nn: build_model(nn, True)
 
     counts = {}
     for name, build in (("plain", plain), ("remat", rematted)):
