@@ -741,6 +741,71 @@ class Workload:
         self.lower_is_better = lower_is_better
 
 
+# --------------------------------------------------------------------------------------------------------------
+# 13. PPO update (fluxion/examples/ppo_cartpole.py): the same program on fluxion and on real JAX + Haiku + Optax +
+#     RLax
+# --------------------------------------------------------------------------------------------------------------
+
+# The example's imports and what they become on the real libraries; everything else in the file is unchanged.
+_PPO_IMPORTS = {
+    "import fluxion\n": "import jax as fluxion\n",
+    "import fluxion.haiku as hk\n": "import haiku as hk\n",
+    "import fluxion.numpy as jnp\n": "import jax.numpy as jnp\n",
+    "from fluxion import optax, random, rlax\n": "import optax, rlax\nfrom jax import random\n",
+}
+
+
+def _ppo_module(framework: str):
+    import fluxion.examples.ppo_cartpole as ppo
+    if framework == "fluxion":
+        return ppo
+    import types
+    source = open(ppo.__file__).read()
+    for ours, theirs in _PPO_IMPORTS.items():
+        if ours not in source:
+            raise RuntimeError(f"ppo_cartpole.py no longer has the import {ours.strip()!r}; update _PPO_IMPORTS")
+        source = source.replace(ours, theirs)
+    module = types.ModuleType("ppo_cartpole_on_jax")
+    module.__dict__["__name__"] = "ppo_cartpole_on_jax"
+    import sys
+    sys.modules[module.__name__] = module  # dataclasses resolve their module by name
+    exec(compile(source, ppo.__file__, "exec"), module.__dict__)  # noqa: S102 -- our own example file
+    return module
+
+
+def ppo_update(framework: str, quick: bool) -> dict:
+    """One PPO update as the example runs it: 4 epochs x 4 minibatches of the jitted update step on a 1,024-step
+    rollout (8 environments x 128 steps), Adam with gradient clipping and a linear schedule."""
+    if framework == "jax":
+        _jax()
+    ppo = _ppo_module(framework)
+    cfg = ppo.Config(rollout_steps=16 if quick else 128)
+    network = ppo.make_network(cfg.hidden_units)
+    optimizer = ppo.make_optimizer(cfg, 100)
+    _, _, _, _, update = ppo._build(cfg, network, optimizer)
+    rng = np.random.default_rng(0)
+    n = cfg.num_envs * cfg.rollout_steps
+    mb = n // cfg.minibatches
+    params = network.init(ppo.random.PRNGKey(0), np.zeros((1, ppo.OBS_SIZE), np.float32))
+    opt_state = optimizer.init(params)
+    batch = (rng.standard_normal((n, ppo.OBS_SIZE)).astype(np.float32), rng.integers(0, 2, n).astype(np.int32),
+             np.log(np.full(n, 0.5, np.float32)), rng.standard_normal(n).astype(np.float32),
+             rng.standard_normal(n).astype(np.float32))
+    minibatches = [tuple(ppo.jnp.asarray(x[i * mb:(i + 1) * mb]) for x in batch) for i in range(cfg.minibatches)]
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    state = [params, opt_state]
+
+    def one_update():
+        p, o = state
+        for _ in range(cfg.epochs):
+            for b in minibatches:
+                p, o, loss, _ = update(p, o, *b)
+        ready(loss)
+        state[0], state[1] = p, o
+
+    return _bench(one_update, quick)
+
+
 JIT_PEERS = ("fluxion", "jax", "torch", "torch_compile", "numpy")
 EAGER_PEERS = ("fluxion_eager", "jax_eager", "torch", "numpy")
 
@@ -767,6 +832,8 @@ WORKLOADS = [
     Workload("rnn_scan", "11. RNN `scan`, 1,000 steps, value and gradient", rnn_scan_grad, JIT_PEERS, "ms", 1e3),
     Workload("update_chain_memory", "12. peak live memory, `.at[].set` chain on 1e7 float32 (40 MB)",
              update_chain_memory, ("fluxion", "jax", "torch", "torch_compile", "numpy"), "MB", 1e-6),
+    Workload("ppo_update", "13. PPO update (16 jitted minibatch steps), the CartPole example's program",
+             ppo_update, ("fluxion", "jax"), "ms", 1e3),
 ]
 
 BY_KEY = {w.key: w for w in WORKLOADS}
