@@ -7,9 +7,10 @@ rules are tried in order, and a rule assigns its mesh axis to the dimension
 with its logical name if that dimension is still unassigned and the mesh
 axis is not used by another dimension yet.
 
-fluxion has no sharding runtime: :func:`with_logical_constraint` returns its
-input unchanged (what Flax does when no mesh is defined), and
-:class:`LogicallyPartitioned` only records names and rules.
+Logical names are not yet connected to ``fluxion.sharding`` meshes:
+:func:`with_logical_constraint` returns its input unchanged (what Flax does
+when no mesh is defined), and :class:`LogicallyPartitioned` only records
+names and rules.
 """
 
 from __future__ import annotations
