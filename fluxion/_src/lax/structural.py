@@ -722,6 +722,16 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *, all
         index with `allow_negative_indices=False`.
       TypeError: a slice size is negative or larger than its dimension, or a start index is not an integer scalar.
     """
+    return _bind_dynamic_slice(x, start_indices, slice_sizes, wrap=allow_negative_indices, refuse_negative=True)
+
+
+def dynamic_slice_clamped(x, start_indices: Sequence, slice_sizes: Sequence[int]):
+    """`dynamic_slice` whose starts are only clamped, never counted from the end: for callers that have already
+    normalized their indices (`jnp` indexing, as JAX's does before it slices)."""
+    return _bind_dynamic_slice(x, start_indices, slice_sizes, wrap=False, refuse_negative=False)
+
+
+def _bind_dynamic_slice(x, start_indices, slice_sizes, *, wrap: bool, refuse_negative: bool):
     x = _as_array(x)
     aval = core.get_aval(x)
     _check_index_count("dynamic_slice", start_indices, aval.shape)
@@ -731,19 +741,9 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *, all
                          f"(shape {aval.shape})")
     _check_slice_sizes(aval, sizes)
     starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
-    starts = _wrap_negative("dynamic_slice", starts, aval.shape, allow_negative_indices)
+    if wrap or refuse_negative:
+        starts = _wrap_negative("dynamic_slice", starts, aval.shape, wrap)
     return dynamic_slice_p.bind(x, *starts, slice_sizes=sizes)
-
-
-def dynamic_slice_clamped(x, start_indices: Sequence, slice_sizes: Sequence[int]):
-    """`dynamic_slice` whose starts are only clamped, never counted from the end: for callers that have already
-    normalized their indices (`jnp` indexing, as JAX's does before it slices)."""
-    x = _as_array(x)
-    aval = core.get_aval(x)
-    _check_index_count("dynamic_slice", start_indices, aval.shape)
-    sizes = _tuple_ints(slice_sizes)
-    _check_slice_sizes(aval, sizes)
-    return dynamic_slice_p.bind(x, *[_index_scalar(i) for i in start_indices], slice_sizes=sizes)
 
 
 def _check_slice_sizes(x, slice_sizes):
@@ -816,22 +816,23 @@ def dynamic_update_slice(x, update, start_indices: Sequence, *, allow_negative_i
         `allow_negative_indices=False`.
       TypeError: `update` differs from `x` in dtype or rank, or is larger than `x` in some dimension.
     """
+    return _bind_dynamic_update_slice(x, update, start_indices, wrap=allow_negative_indices, refuse_negative=True)
+
+
+def dynamic_update_slice_clamped(x, update, start_indices: Sequence):
+    """`dynamic_update_slice` whose starts are only clamped (see `dynamic_slice_clamped`)."""
+    return _bind_dynamic_update_slice(x, update, start_indices, wrap=False, refuse_negative=False)
+
+
+def _bind_dynamic_update_slice(x, update, start_indices, *, wrap: bool, refuse_negative: bool):
     x, update = _as_array(x), _as_array(update)
     aval = core.get_aval(x)
     _check_index_count("dynamic_update_slice", start_indices, aval.shape)
     _check_update(aval, core.get_aval(update))
     starts = [_index_scalar(i) for i in start_indices]  # (checks that they are integers)
-    starts = _wrap_negative("dynamic_update_slice", starts, aval.shape, allow_negative_indices)
+    if wrap or refuse_negative:
+        starts = _wrap_negative("dynamic_update_slice", starts, aval.shape, wrap)
     return dynamic_update_slice_p.bind(x, update, *starts)
-
-
-def dynamic_update_slice_clamped(x, update, start_indices: Sequence):
-    """`dynamic_update_slice` whose starts are only clamped (see `dynamic_slice_clamped`)."""
-    x, update = _as_array(x), _as_array(update)
-    aval = core.get_aval(x)
-    _check_index_count("dynamic_update_slice", start_indices, aval.shape)
-    _check_update(aval, core.get_aval(update))
-    return dynamic_update_slice_p.bind(x, update, *[_index_scalar(i) for i in start_indices])
 
 
 def _check_update(x, update):
