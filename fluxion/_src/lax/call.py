@@ -38,7 +38,7 @@ def call_jaxpr(closed: ClosedJaxpr, args: Sequence[Any], name: str) -> list:
     return jit_p.bind(*args, jaxpr=closed, name=name)
 
 
-def _memo(closed: ClosedJaxpr, key: tuple, make):
+def memoized(closed: ClosedJaxpr, key: tuple, make):
     """The derived value `make()` memoized on `closed` under `key`."""
     hit = closed.memo.get(key)
     if hit is None:
@@ -77,7 +77,7 @@ class _JVPSplit:
 
 def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
     nonzeros = tuple(type(t) is not Zero for t in tangents)
-    split = _memo(jaxpr, ("jvp", nonzeros), lambda: _JVPSplit(jaxpr, nonzeros))
+    split = memoized(jaxpr, ("jvp", nonzeros), lambda: _JVPSplit(jaxpr, nonzeros))
     n_out = len(jaxpr.out_avals)
     outs = call_jaxpr(split.primal, primals, name)
     primal_out, residuals = outs[:n_out], outs[n_out:]
@@ -91,25 +91,37 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str):
 ad.primitive_jvps[jit_p] = _jit_jvp
 
 
-def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
+def transpose_call(jaxpr: ClosedJaxpr, cts, args, call) -> list:
+    """The transpose rule of a call primitive: `call(program, operands)` binds the memoized transposed program on
+    (non-linear operands, cotangents); returns one cotangent per linear operand (None for the others)."""
     linear = tuple(ad.is_undefined_primal(x) for x in args)
-    transposed = _memo(jaxpr, ("transpose", linear), lambda: ad.transpose_jaxpr(jaxpr, linear))
+    transposed = memoized(jaxpr, ("transpose", linear), lambda: ad.transpose_jaxpr(jaxpr, linear))
     nonlinear = [x for x, lin in zip(args, linear) if not lin]
     cts = [ad.instantiate_zeros(c) for c in cts]
-    it = iter(call_jaxpr(transposed, [*nonlinear, *cts], f"transpose({name})"))
+    it = iter(call(transposed, [*nonlinear, *cts]))
     return [next(it) if lin else None for lin in linear]
+
+
+def batch_call(jaxpr: ClosedJaxpr, vals, dims, axis_size: int, axis_name: Any, call) -> tuple[list, list]:
+    """The batching rule of a call primitive: `call(program, operands)` binds the memoized batched program on the
+    operands, batch axes moved to the front."""
+    in_batched = tuple(d is not batching.not_mapped for d in dims)
+    batched, out_batched = memoized(jaxpr, ("batch", axis_size, in_batched, axis_name),
+                                 lambda: batching.batch_jaxpr(jaxpr, axis_size, in_batched, False, axis_name))
+    vals = [batching.moveaxis(v, d, 0, axis_size) if d is not batching.not_mapped else v for v, d in zip(vals, dims)]
+    outs = call(batched, vals)
+    return outs, [0 if b else batching.not_mapped for b in out_batched]
+
+
+def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str):
+    return transpose_call(jaxpr, cts, args, lambda closed, ops: call_jaxpr(closed, ops, f"transpose({name})"))
 
 
 ad.primitive_transposes[jit_p] = _jit_transpose
 
 
 def _jit_batch_rule(vals, dims, *, jaxpr: ClosedJaxpr, name: str, axis_size: int, axis_name: Any = None):
-    in_batched = tuple(d is not batching.not_mapped for d in dims)
-    batched, out_batched = _memo(jaxpr, ("batch", axis_size, in_batched, axis_name),
-                                 lambda: batching.batch_jaxpr(jaxpr, axis_size, in_batched, False, axis_name))
-    vals = [batching.moveaxis(v, d, 0, axis_size) if d is not batching.not_mapped else v for v, d in zip(vals, dims)]
-    outs = call_jaxpr(batched, vals, name)
-    return outs, [0 if b else batching.not_mapped for b in out_batched]
+    return batch_call(jaxpr, vals, dims, axis_size, axis_name, lambda closed, ops: call_jaxpr(closed, ops, name))
 
 
 _jit_batch_rule.needs_axis = True

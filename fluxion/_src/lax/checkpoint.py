@@ -27,7 +27,7 @@ from ..core import ClosedJaxpr, Jaxpr, Primitive, Var, abstract_eval_rules, para
 from ..interpreters import ad, batching
 from ..interpreters import partial_eval as pe
 from ..interpreters.ad import Zero
-from .call import _memo
+from .call import batch_call, memoized, transpose_call
 from .utils import standard_primitive
 
 
@@ -91,7 +91,7 @@ class _RematSplit:
 
 def _checkpoint_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, prevent_cse, differentiated, policy):
     nonzeros = tuple(type(t) is not Zero for t in tangents)
-    split = _memo(jaxpr, ("remat_jvp", nonzeros, policy), lambda: _RematSplit(jaxpr, nonzeros, policy))
+    split = memoized(jaxpr, ("remat_jvp", nonzeros, policy), lambda: _RematSplit(jaxpr, nonzeros, policy))
     n_out = len(jaxpr.out_avals)
     outs = checkpoint_call(split.forward, primals, prevent_cse=prevent_cse, policy=policy, differentiated=True)
     primal_out, saved = outs[:n_out], outs[n_out:]
@@ -107,14 +107,9 @@ ad.primitive_jvps[checkpoint_p] = _checkpoint_jvp
 
 
 def _checkpoint_transpose(cts, *args, jaxpr: ClosedJaxpr, prevent_cse, differentiated, policy):
-    linear = tuple(ad.is_undefined_primal(x) for x in args)
-    transposed = _memo(jaxpr, ("transpose", linear), lambda: ad.transpose_jaxpr(jaxpr, linear))
-    nonlinear = [x for x, lin in zip(args, linear) if not lin]
-    cts = [ad.instantiate_zeros(c) for c in cts]
     # The transposed program starts by recomputing the primal intermediates from the non-linear inputs.
-    it = iter(checkpoint_call(transposed, [*nonlinear, *cts], prevent_cse=prevent_cse, policy=policy,
-                              differentiated=True))
-    return [next(it) if lin else None for lin in linear]
+    return transpose_call(jaxpr, cts, args, lambda closed, ops: checkpoint_call(
+        closed, ops, prevent_cse=prevent_cse, policy=policy, differentiated=True))
 
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
@@ -122,12 +117,8 @@ ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 
 def _checkpoint_batch_rule(vals, dims, *, jaxpr: ClosedJaxpr, prevent_cse, differentiated, policy,
                            axis_size: int, axis_name: Any = None):
-    in_batched = tuple(d is not batching.not_mapped for d in dims)
-    batched, out_batched = _memo(jaxpr, ("batch", axis_size, in_batched, axis_name),
-                                 lambda: batching.batch_jaxpr(jaxpr, axis_size, in_batched, False, axis_name))
-    vals = [batching.moveaxis(v, d, 0, axis_size) if d is not batching.not_mapped else v for v, d in zip(vals, dims)]
-    outs = checkpoint_call(batched, vals, prevent_cse=prevent_cse, policy=policy, differentiated=differentiated)
-    return outs, [0 if b else batching.not_mapped for b in out_batched]
+    return batch_call(jaxpr, vals, dims, axis_size, axis_name, lambda closed, ops: checkpoint_call(
+        closed, ops, prevent_cse=prevent_cse, policy=policy, differentiated=differentiated))
 
 
 _checkpoint_batch_rule.needs_axis = True
