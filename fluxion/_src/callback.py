@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import core, dtypes
+from . import dtypes
+from .api_util import as_value
 from .core import ShapedArray
 from .lax import callback as cb
 from .tree_util import tree_flatten, tree_unflatten
@@ -30,7 +31,7 @@ def _result_avals(result_shape_dtypes: Any, name: str):
 
 def _operands(args: tuple, kwargs: dict) -> tuple[list, Any]:
     leaves, in_tree = tree_flatten((args, kwargs))
-    return [x if isinstance(x, (core.Array, core.Tracer)) else core.to_array(x) for x in leaves], in_tree
+    return [as_value(x) for x in leaves], in_tree
 
 
 def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding=None,
@@ -101,8 +102,7 @@ def debug_print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> N
         raise TypeError(f"jax.debug.print: fmt must be a str, got {type(fmt).__name__}")
     leaves, in_tree = tree_flatten((args, kwargs), is_leaf=lambda x: isinstance(x, _STATIC_TYPES))
     static = tuple((i, x) for i, x in enumerate(leaves) if isinstance(x, _STATIC_TYPES))
-    operands = [x if isinstance(x, (core.Array, core.Tracer)) else core.to_array(x)
-                for x in leaves if not isinstance(x, _STATIC_TYPES)]
+    operands = [as_value(x) for x in leaves if not isinstance(x, _STATIC_TYPES)]
     options = tuple(sorted((k, v) for k, v in np.get_printoptions().items() if k != "formatter"))
     cb.debug_print_p.bind(*operands, fmt=fmt, in_tree=in_tree, static=static, ordered=bool(ordered),
                           np_printoptions=options)

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Callable, Sequence
 
 from . import core
+from .api_util import as_value
 from .interpreters import ad
 from .interpreters import partial_eval as pe
 from .lax.checkpoint import checkpoint_call, checkpoint_name, name_p, policy_is_callable
@@ -45,7 +46,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy:
         static = {i % n: args[i] for i in statics} if n else {}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_flatten(dyn)
-        leaves = [x if isinstance(x, (core.Array, core.Tracer)) else core.to_array(x) for x in leaves]
+        leaves = [as_value(x) for x in leaves]
         out_tree_box = []
 
         def flat_fun(*flat):
@@ -137,7 +138,7 @@ def saved_residuals(f: Callable, *args) -> list[tuple[core.ShapedArray, str]]:
     """The values reverse mode keeps between the forward and the backward pass of `f` at `args`: (abstract value,
     where it comes from) pairs, as `jax.ad_checkpoint.saved_residuals` reports them (without source lines)."""
     leaves, in_tree = tree_flatten(args)
-    leaves = [x if isinstance(x, (core.Array, core.Tracer)) else core.to_array(x) for x in leaves]
+    leaves = [as_value(x) for x in leaves]
     try:
         names = list(inspect.signature(f).parameters)
     except (TypeError, ValueError):

@@ -8,19 +8,16 @@ import functools
 from typing import Any, Callable, Iterator
 
 from . import core
+from .api_util import as_value
 from .interpreters import ad
 from .interpreters import partial_eval as pe
 from .tree_util import tree_flatten, tree_unflatten
 
 
-def _as_value(x: Any) -> Any:
-    return x if isinstance(x, (core.Array, core.Tracer)) else core.to_array(x)
-
-
 def typeof(x: Any) -> core.ShapedArray:
     """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`, as `jax.typeof` gives it (without
     sharding: fluxion's arrays are not sharded)."""
-    return core.get_aval(_as_value(x))
+    return core.get_aval(as_value(x))
 
 
 @contextlib.contextmanager
@@ -64,7 +61,7 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
     transformations), now explicit arguments, e.g. to pass through a `custom_vjp`.
     """
     leaves, in_tree = tree_flatten(example_args)
-    avals = [core.get_aval(_as_value(x)) for x in leaves]
+    avals = [core.get_aval(as_value(x)) for x in leaves]
     out_tree_box = []
 
     def flat(*xs):
@@ -80,7 +77,7 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
         arg_leaves, tree = tree_flatten(args)
         if tree != in_tree:
             raise TypeError(f"closure_convert: the converted function was traced for arguments {in_tree}, got {tree}")
-        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *hoisted, *[_as_value(x) for x in arg_leaves])
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *hoisted, *[as_value(x) for x in arg_leaves])
         return tree_unflatten(out_tree_box[0], list(outs))
 
     return converted, list(consts)
@@ -99,7 +96,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
     if reduce_axes:
         raise NotImplementedError("linear_transpose: reduce_axes is not supported (JAX removed it)")
     leaves, in_tree = tree_flatten(primals)
-    avals = [core.get_aval(_as_value(x)).strip_weak_type() for x in leaves]
+    avals = [core.get_aval(as_value(x)).strip_weak_type() for x in leaves]
     for a in avals:
         if not ad.is_differentiable_dtype(a.dtype):
             raise TypeError(f"linear_transpose only supports float and complex inputs, got {a.dtype.name}")
@@ -119,7 +116,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
             raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the output {out_tree}")
         cts = []
         for ct, aval in zip(ct_leaves, out_avals):
-            ct = _as_value(ct)
+            ct = as_value(ct)
             ct_aval = core.get_aval(ct)
             if ct_aval.shape != aval.shape or ct_aval.dtype != aval.dtype:
                 raise TypeError(f"linear_transpose: cotangent of type {ct_aval.str_short()} for an output of type "
