@@ -4,6 +4,7 @@ user's function and its arguments in error messages and debug information."""
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -67,3 +68,31 @@ def arg_names(fun: Callable, args: Sequence[Any], kwargs: dict | None = None) ->
         for path, _ in tree_flatten_with_path(v)[0]:
             names.append(k + keystr(path))
     return names
+
+
+class PerFunction:
+    """Values kept per Python function (what `jit` and `pmap` cache for each function they wrap).
+
+    Keyed by a weak reference where possible, so the entry goes when the function does. A callable that cannot be
+    weakly referenced (a `__slots__` class instance, `operator.itemgetter`, ...) is keyed by identity and kept alive
+    by its entry, so that its id can never be reused by another callable while the entry exists (keying by id alone
+    ran a dead function's compiled program for a new one).
+    """
+
+    def __init__(self, make: Callable[[], Any]):
+        self._make = make
+        self._weak: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._strong: dict = {}  # id(fun) -> (fun, value)
+
+    def get(self, fun: Callable) -> Any:
+        """The value of `fun`, made on first use."""
+        try:
+            return self._weak.setdefault(fun, self._make())
+        except TypeError:  # not weakly referenceable
+            entry = self._strong.get(id(fun))
+            if entry is None or entry[0] is not fun:
+                entry = self._strong[id(fun)] = (fun, self._make())
+            return entry[1]
+
+    def values(self) -> list:
+        return list(self._weak.values()) + [value for _, value in list(self._strong.values())]

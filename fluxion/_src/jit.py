@@ -32,7 +32,7 @@ import numpy as np
 
 from . import core, dtypes
 from .api import ShapeDtypeStruct
-from .api_util import as_value, fun_name, fun_src
+from .api_util import PerFunction, as_value, fun_name, fun_src
 from .config import config
 from .core import Array
 from .core import all_eager as _all_eager
@@ -70,16 +70,14 @@ class _FunctionCaches:
       compiled: the same keys -> `CompiledFunction` (top-level calls).
     """
 
-    __slots__ = ("traces", "compiled", "fun")
+    __slots__ = ("traces", "compiled")
 
-    def __init__(self, fun: Callable | None = None):
+    def __init__(self):
         self.traces: dict = {}
         self.compiled: dict = {}
-        self.fun = fun  # held strongly only for functions that cannot be weakly referenced (see `_caches_for`)
 
 
-_weak_caches: "weakref.WeakKeyDictionary[Callable, _FunctionCaches]" = weakref.WeakKeyDictionary()
-_strong_caches: dict = {}
+_function_caches = PerFunction(_FunctionCaches)
 # Every live `jit` wrapper, so that `clear_all_caches` can empty their dispatch tables too.
 _wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
 
@@ -87,7 +85,7 @@ _wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
 def clear_all_caches() -> None:
     """Forgets every trace and compiled program of every jitted function (what `fluxion.clear_caches` does for
     `jit`); the next call of each traces and compiles again."""
-    for caches in list(_weak_caches.values()) + list(_strong_caches.values()):
+    for caches in _function_caches.values():
         caches.traces.clear()
         caches.compiled.clear()
     for w in list(_wrappers):
@@ -95,16 +93,8 @@ def clear_all_caches() -> None:
 
 
 def _caches_for(fun: Callable) -> _FunctionCaches:
-    """The caches of `fun`: keyed by a weak reference where possible. A callable that cannot be weakly referenced
-    (a `__slots__` class instance, `operator.itemgetter`, ...) is keyed by identity and kept alive by its entry, so
-    that its id can never be reused by another function while the entry exists."""
-    try:
-        return _weak_caches.setdefault(fun, _FunctionCaches())
-    except TypeError:
-        entry = _strong_caches.get(id(fun))
-        if entry is None or entry.fun is not fun:
-            entry = _strong_caches[id(fun)] = _FunctionCaches(fun)
-        return entry
+    """The caches of `fun` (see `api_util.PerFunction` for how functions are keyed)."""
+    return _function_caches.get(fun)
 
 
 def _structure_key(x: Any, leaves: list) -> Any:

@@ -24,7 +24,6 @@ local shards back; the named axis spans all processes (global index = process_in
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -32,7 +31,7 @@ import numpy as np
 from . import core
 from . import devices as devices_mod
 from .api import vmap
-from .api_util import as_output
+from .api_util import PerFunction, as_output
 from .api_util import arg_names as _arg_names, as_value as _as_value, fun_name as _fun_name, fun_src as _fun_src
 from . import backends
 from .core import Array, ShapedArray, Tracer
@@ -49,26 +48,12 @@ class _Compiled(NamedTuple):
     out_weak: list
 
 
-_caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
-_strong_caches: dict = {}  # id(fun) -> (fun, cache)
-
-
-def _cache_for(fun: Callable) -> dict:
-    """The compiled programs of `fun`, keyed by a weak reference where possible. A callable that cannot be weakly
-    referenced is keyed by identity and kept alive by its entry, so its id is never reused while the entry exists
-    (keying by id alone would run another function's program once Python reuses the id)."""
-    try:
-        return _caches.setdefault(fun, {})
-    except TypeError:
-        entry = _strong_caches.get(id(fun))
-        if entry is None or entry[0] is not fun:
-            entry = _strong_caches[id(fun)] = (fun, {})
-        return entry[1]
+_caches = PerFunction(dict)  # function -> {signature: compiled program}
 
 
 def clear_all_caches() -> None:
     """Forgets every compiled program of every pmapped function (emptied in place: wrappers share these dicts)."""
-    for cache in list(_caches.values()) + [cache for _, cache in list(_strong_caches.values())]:
+    for cache in _caches.values():
         cache.clear()
 
 
@@ -103,7 +88,7 @@ class PmapWrapped:
         self._pmap_axis_size = axis_size
         self._pmap_name = _fun_name(fun)
         functools.update_wrapper(self, fun)
-        self._pmap_cache = _cache_for(fun)
+        self._pmap_cache = _caches.get(fun)
         out_leaves, out_def = tree_flatten(out_axes, is_leaf=lambda x: x is None)
         self._pmap_options = (axis_name, tuple(out_leaves), out_def, self._pmap_statics)
 
