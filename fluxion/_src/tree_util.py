@@ -3,6 +3,11 @@
 Built in: tuple, list, dict (keys sorted), None (an empty node), NamedTuple, OrderedDict, defaultdict. Other types
 are leaves unless registered with `register_pytree_node`, `register_pytree_node_class`,
 `register_pytree_with_keys` or `register_dataclass`. Transformations flatten only at their API boundary.
+
+Two views of one registry: the functions here are fluxion's internal view, used by the transformations, in which
+an opaque array type (a typed PRNG key array) is a node over its raw data so that tracing sees plain arrays. Users
+see the public view (`fluxion/_src/public_tree.py`, exported as `fluxion.tree_util` and `fluxion.tree`), in which
+such arrays are leaves, as JAX's extended-dtype arrays are.
 """
 
 from __future__ import annotations
@@ -94,6 +99,23 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
     if nodetype in _registry:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
     _registry[nodetype] = _NodeKind(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+# Types registered as nodes for fluxion's transformations but shown to users as leaves (see the module docstring).
+_opaque_leaf_types: tuple = ()
+
+
+def register_opaque_leaf(nodetype: type) -> None:
+    """Marks the registered node type `nodetype` as a leaf of the public pytree view (fluxion-internal)."""
+    global _opaque_leaf_types
+    if nodetype not in _registry:
+        raise ValueError(f"register_opaque_leaf: {nodetype.__name__} is not a registered pytree node")
+    _opaque_leaf_types = _opaque_leaf_types + (nodetype,)
+
+
+def opaque_leaf_types() -> tuple:
+    """The types registered with `register_opaque_leaf`."""
+    return _opaque_leaf_types
 
 
 def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable, unflatten_func: Callable,

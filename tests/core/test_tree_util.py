@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
+import fluxion
 import fluxion as jax
 import fluxion.numpy as jnp
 from fluxion import tree_util
@@ -250,3 +251,42 @@ def test_custom_node_repr_matches_real_jax():
     for reg in (tree_util.register_pytree_node, real.tree_util.register_pytree_node):
         reg(Tagged, lambda b: ((b.v,), b.tag), lambda tag, c: Tagged(c[0], tag))
     assert repr(tree_util.tree_structure(Tagged(1, "t"))) == repr(real.tree_util.tree_structure(Tagged(1, "t")))
+
+
+# -- typed PRNG key arrays are leaves of the public pytree functions, as in JAX -------------------------------------
+
+def _key_state(lib):
+    key = lib.random.key(3)
+    return {"rng": key, "keys": lib.random.split(key, 4), "w": lib.numpy.ones((2, 3))}
+
+
+def test_typed_keys_are_leaves_like_jax():
+    jax = pytest.importorskip("jax")
+    ours, theirs = _key_state(fluxion), _key_state(jax)
+    assert str(tree_util.tree_structure(ours)) == str(jax.tree_util.tree_structure(theirs))
+    assert ([(str(x.dtype), x.shape) for x in fluxion.tree.leaves(ours)]
+            == [(str(x.dtype), x.shape) for x in jax.tree.leaves(theirs)])
+    assert fluxion.tree.map(lambda x: x.shape, ours) == jax.tree.map(lambda x: x.shape, theirs)
+    assert ([tree_util.keystr(p) for p, _ in tree_util.tree_leaves_with_path(ours)]
+            == [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(theirs)])
+    assert not tree_util.is_tree_node(type(ours["rng"])) and not jax.tree_util.is_tree_node(type(theirs["rng"]))
+    with pytest.raises(ValueError):
+        jax.tree_util.flatten_one_level(theirs["rng"])
+    with pytest.raises(ValueError):
+        tree_util.flatten_one_level(ours["rng"])
+    # A user's is_leaf still applies; key leaves come out whole either way.
+    assert len(tree_util.tree_leaves(ours, is_leaf=lambda x: isinstance(x, dict))) == 1
+
+
+def test_typed_key_leaves_pass_through_transformations():
+    state = _key_state(fluxion)
+    leaves, treedef = tree_util.tree_flatten(state)
+
+    def draw(leaves):
+        s = tree_util.tree_unflatten(treedef, leaves)
+        return fluxion.random.normal(s["rng"], (2,)) + fluxion.vmap(lambda k: fluxion.random.uniform(k))(s["keys"])[:2]
+
+    eager = draw(leaves)
+    np.testing.assert_array_equal(np.asarray(fluxion.jit(draw)(leaves)), np.asarray(eager))
+    out = fluxion.jit(lambda s: fluxion.tree.map(lambda x: x, s))(state)
+    assert out["keys"].shape == (4,) and str(out["rng"].dtype) == "key<fry>"

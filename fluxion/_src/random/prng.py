@@ -4,8 +4,9 @@ A key is 64 bits of data, stored as uint32[2]. Two representations are accepted 
 
 * raw ("legacy") keys: a uint32 array whose last dimension is 2 (`PRNGKey(seed)`);
 * typed keys: `PRNGKeyArray`, returned by `key(seed)`, whose shape excludes the key data dimension and whose
-  dtype prints as `key<fry>`. It is a pytree whose single leaf is the uint32 data, so jit and vmap see plain
-  arrays (vmap over a batch of typed keys maps the data's leading axis).
+  dtype prints as `key<fry>`. To `fluxion.tree_util` it is a leaf, as in JAX; fluxion's transformations flatten
+  it to its uint32 data, so jit and vmap see plain arrays (vmap over a batch of typed keys maps the data's
+  leading axis).
 
 Functions that return keys return the representation they were given.
 
@@ -33,7 +34,7 @@ from ..config import config
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
-from ..tree_util import register_pytree_node
+from ..tree_util import register_opaque_leaf, register_pytree_node
 from .threefry import key_words, threefry2x32, threefry_2x32
 
 _UINT32 = np.dtype(np.uint32)
@@ -214,6 +215,8 @@ def _basic_index(x, idx: tuple):
 
 
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None), lambda _, children: PRNGKeyArray(children[0]))
+# Users' pytree functions see a key array as one leaf, as in JAX; transformations see its uint32 data.
+register_opaque_leaf(PRNGKeyArray)
 
 
 def is_typed_key(x: Any) -> bool:
