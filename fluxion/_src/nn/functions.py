@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from ... import lax
 from ... import numpy as jnp
 from .. import dtypes
@@ -77,17 +78,20 @@ def relu6(x: Any) -> Any:
 relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, jnp.zeros_like(g)))
 
 
+@staged_as_call("hard_tanh")
 def hard_tanh(x: Any) -> Any:
     """-1 below -1, x on [-1, 1], 1 above 1."""
     x = _arr("hard_tanh", x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@staged_as_call("hard_sigmoid")
 def hard_sigmoid(x: Any) -> Any:
     """relu6(x + 3) / 6."""
     return relu6(x + 3.0) / 6.0
 
 
+@staged_as_call("hard_silu")
 def hard_silu(x: Any) -> Any:
     """x * hard_sigmoid(x) (also called hard swish)."""
     x = _arr("hard_silu", x)
@@ -97,18 +101,21 @@ def hard_silu(x: Any) -> Any:
 hard_swish = hard_silu
 
 
+@staged_as_call("leaky_relu")
 def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
     """x for x >= 0, negative_slope * x otherwise."""
     x = _arr("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@staged_as_call("sparse_plus")
 def sparse_plus(x: Any) -> Any:
     """0 for x <= -1, (x + 1)^2 / 4 on (-1, 1), x for x >= 1."""
     x = _arr("sparse_plus", x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@staged_as_call("sparse_sigmoid")
 def sparse_sigmoid(x: Any) -> Any:
     """clip((x + 1) / 2, 0, 1)."""
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
@@ -118,6 +125,7 @@ def sparse_sigmoid(x: Any) -> Any:
 # Smooth activations
 # --------------------------------------------------------------------------------------------------------------
 
+@staged_as_call("identity")
 def identity(x: Any) -> Any:
     """Returns `x` as an array."""
     return _arr("identity", x)
@@ -128,23 +136,27 @@ def sigmoid(x: Any) -> Any:
     return lax.logistic(_inexact("sigmoid", x))
 
 
+@staged_as_call("softplus")
 def softplus(x: Any) -> Any:
     """log(1 + exp(x)), computed stably as logaddexp(x, 0)."""
     return jnp.logaddexp(x, 0)
 
 
+@staged_as_call("log_sigmoid")
 def log_sigmoid(x: Any) -> Any:
     """log(sigmoid(x)) = -softplus(-x)."""
     x = _arr("log_sigmoid", x)
     return -softplus(-x)
 
 
+@staged_as_call("soft_sign")
 def soft_sign(x: Any) -> Any:
     """x / (|x| + 1)."""
     x = _arr("soft_sign", x)
     return x / (jnp.abs(x) + 1)
 
 
+@staged_as_call("silu")
 def silu(x: Any) -> Any:
     """x * sigmoid(x) (also called swish)."""
     x = _arr("silu", x)
@@ -154,29 +166,34 @@ def silu(x: Any) -> Any:
 swish = silu
 
 
+@staged_as_call("mish")
 def mish(x: Any) -> Any:
     """x * tanh(softplus(x))."""
     x = _arr("mish", x)
     return x * jnp.tanh(softplus(x))
 
 
+@staged_as_call("squareplus")
 def squareplus(x: Any, b: Any = 4) -> Any:
     """(x + sqrt(x^2 + b)) / 2."""
     x = _arr("squareplus", x)
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
+@staged_as_call("elu")
 def elu(x: Any, alpha: Any = 1.0) -> Any:
     """x for x > 0, alpha * (exp(x) - 1) otherwise (the exp branch never sees large x, so no overflow)."""
     x = _arr("elu", x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0.0, x)))
 
 
+@staged_as_call("celu")
 def celu(x: Any, alpha: Any = 1.0) -> Any:
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha)."""
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
+@staged_as_call("selu")
 def selu(x: Any) -> Any:
     """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al. (2017)."""
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
@@ -204,6 +221,7 @@ def tanh(x: Any) -> Any:
     return jnp.tanh(x)
 
 
+@staged_as_call("glu")
 def glu(x: Any, axis: int = -1) -> Any:
     """Gated linear unit: splits `x` in two halves a, b along `axis` and returns a * sigmoid(b).
 
@@ -264,6 +282,7 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False, 
     return out
 
 
+@staged_as_call("logmeanexp")
 def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
     """log(mean(exp(x))) along `axis`."""
     x = _inexact("logmeanexp", x)
@@ -273,6 +292,7 @@ def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = Fa
     return lse - jnp.log(count.astype(lse.dtype))
 
 
+@staged_as_call("log_softmax")
 def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     """x - logsumexp(x) along `axis` (masked entries, if `where` is given, are -inf).
 
@@ -323,6 +343,7 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     return _softmax(x, axis, where)
 
 
+@staged_as_call("standardize")
 def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None, epsilon: Any = 1e-5,
                 where: Any = None) -> Any:
     """(x - mean) / sqrt(variance + epsilon), with mean and variance computed along `axis` if not given.
@@ -341,6 +362,7 @@ def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
 normalize = standardize
 
 
+@staged_as_call("_one_hot")
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
     """One-hot encodings of integer class indices: out[..., c, ...] = (x[...] == c).
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes, errors
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
@@ -306,6 +307,7 @@ def _block_leaves(x):
         yield x
 
 
+@staged_as_call("block")
 def block(arrays):
     """Assembles an array from nested lists of blocks: the innermost lists are joined along the last axis, the
     next level along the second-to-last, and so on; blocks are first given leading unit dimensions up to
@@ -417,6 +419,7 @@ def argpartition(a, kth: int, axis: int = -1):
     return st.transpose(st.concatenate([bottom_ind, ew.convert_element_type(top_ind, idt)], len(perm) - 1), perm)
 
 
+@staged_as_call("sort_complex")
 def sort_complex(a):
     """`a` sorted along its last axis (by real part, then imaginary part), as a complex array."""
     from .sorting import sort

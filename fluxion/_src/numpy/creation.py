@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
@@ -202,6 +203,7 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
     return Array(raw.astype(dt))
 
 
+@staged_as_call("_linspace")
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
     """`num` evenly spaced samples over [start, stop] (traced bounds allowed)."""
     num = int(num)
@@ -233,6 +235,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     return out
 
 
+@staged_as_call("_logspace")
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None, axis: int = 0):
     from .ufuncs import power
     lin = linspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis)

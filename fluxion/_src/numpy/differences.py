@@ -11,6 +11,7 @@ import operator
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array
 from ..lax import elementwise as ew
@@ -30,6 +31,7 @@ def _sl(x, start, stop, axis):
     return st.slice_in_dim(x, max(start, 0), max(stop, max(start, 0)), 1, axis)
 
 
+@staged_as_call("diff")
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     """The `n`-th discrete difference `a[i+1] - a[i]` along `axis` (bool arrays: `a[i+1] != a[i]`).
 
@@ -70,6 +72,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     return arr
 
 
+@staged_as_call("ediff1d")
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened `ary`, with optional values (cast to `ary`'s dtype)
     joined before and after."""
@@ -84,6 +87,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return result
 
 
+@staged_as_call("gradient")
 def gradient(f, *varargs, axis=None, edge_order=None):
     """Numerical gradient of sampled values: central differences inside, one-sided first differences at the ends.
 
@@ -162,6 +166,7 @@ def _with_axis(shape, axis, size):
     return tuple(s)
 
 
+@staged_as_call("trapezoid")
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):
     """Integral of `y` along `axis` by the trapezoidal rule, with sample points `x` (1-d, or shaped like `y`) or
     the constant spacing `dx`."""
@@ -183,6 +188,7 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
     return multiply(0.5, _sum(multiply(dx_arr, pair_sums), axis=-1))
 
 
+@staged_as_call("unwrap")
 def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
     """Unwraps phase angles: adds multiples of `period` so consecutive values along `axis` differ by at most
     `max(discont, period / 2)` (`discont` defaults to `period / 2`).

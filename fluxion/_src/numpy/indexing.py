@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes, errors
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
@@ -611,6 +612,7 @@ def _wrap_or_normalize(i, n: int, mode):
     return _normalized_index(i, n, dt)
 
 
+@staged_as_call("_take")
 def take(a, indices, axis: int | None = None, out=None, mode: str | None = None, unique_indices: bool = False,
          indices_are_sorted: bool = False, fill_value=None):
     """Elements of `a` at `indices` along `axis` (flattened `a` if axis is None).

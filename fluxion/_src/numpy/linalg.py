@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..lax import elementwise as ew
 from ..lax import linalg as ll
@@ -35,12 +36,14 @@ def _square(a, name):
     return a
 
 
+@staged_as_call("cholesky")
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """Cholesky factor of a symmetric positive-definite matrix (lower, or upper with upper=True)."""
     L = ll.cholesky(_inexact(a, "cholesky"), symmetrize_input=symmetrize_input)
     return ll._T(L) if upper else L
 
 
+@staged_as_call("solve")
 def solve(a, b):
     """Solves a x = b; b is (..., n) or (..., n, k). A singular `a` gives inf/NaN as in JAX (see the backend).
 
@@ -59,6 +62,7 @@ def solve(a, b):
     return ll.solve_p.bind(a, b)
 
 
+@staged_as_call("inv")
 def inv(a):
     """Matrix inverse (of the last two dimensions); a singular matrix gives inf/NaN entries as in JAX.
 
@@ -68,11 +72,13 @@ def inv(a):
     return ll.solve_p.bind(a, ll._eye_like(a))
 
 
+@staged_as_call("det")
 def det(a):
     """Determinants of a stack of square matrices (ValueError otherwise); NaN for a NaN matrix."""
     return ll.det_p.bind(_square(a, "det"))
 
 
+@staged_as_call("slogdet")
 def slogdet(a, *, method=None):
     """(sign, log|det|) of square matrices as an `SlogdetResult`; a NaN matrix gives NaN for both."""
     sign, logdet = ll.slogdet_p.bind(_square(a, "slogdet"))
@@ -85,6 +91,7 @@ class SlogdetResult(NamedTuple):
     logabsdet: Any
 
 
+@staged_as_call("eigh")
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix as an `EighResult` (w, v), as NumPy orders
     them; a NaN matrix gives NaN in both."""
@@ -111,10 +118,12 @@ class SVDResult(NamedTuple):
     Vh: Any
 
 
+@staged_as_call("eigvalsh")
 def eigvalsh(a, UPLO: str | None = "L"):
     return eigh(a, UPLO)[0]
 
 
+@staged_as_call("qr")
 def qr(a, mode: str = "reduced"):
     a = _inexact(a, "qr")
     if mode not in ("reduced", "complete", "r"):
@@ -123,6 +132,7 @@ def qr(a, mode: str = "reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
+@staged_as_call("svd")
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """Singular value decomposition: an `SVDResult(U, S, Vh)`, or the singular values alone with
     compute_uv=False; a matrix LAPACK cannot decompose (NaN input) gives NaN in every output."""
@@ -170,6 +180,7 @@ def matrix_power(a, n: int):
     return result
 
 
+@staged_as_call("matrix_rank")
 def matrix_rank(a, rtol=None):
     s = svd(a, compute_uv=False)
     m, n = core.get_aval(asarray_arg(a)).shape[-2:]
@@ -182,6 +193,7 @@ def matrix_rank(a, rtol=None):
                 axis=-1)
 
 
+@staged_as_call("norm")
 def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
     """Vector or matrix norm (NumPy's `ord` conventions: None/2/1/inf/-inf/0/p for vectors; 'fro', 'nuc',
     1, -1, 2, -2, inf, -inf for matrices)."""
@@ -253,6 +265,7 @@ def vector_norm(x, ord=2, axis=None, keepdims=False):
     return norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
+@staged_as_call("_lstsq")
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     """Least-squares solution of a x = b through the SVD of `a`: returns (x, residuals, rank, s).
 
@@ -396,6 +409,7 @@ def multi_dot(arrays, *, precision=None):
     return out
 
 
+@staged_as_call("cond")
 def cond(x, p=None):
     """The condition number of the matrices in the last two axes in norm `p` (None or 2: largest over smallest
     singular value; -2: the reverse; 1, -1, inf, -inf, 'fro', 'nuc': `norm(x, p) * norm(inv(x), p)`). A singular

@@ -6,6 +6,7 @@ import string
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..lax import elementwise as ew
 from ..lax import reductions as red
@@ -234,6 +235,7 @@ def _contract_pair(a, sa, b, sb, rest, pet):
     return out, spec
 
 
+@staged_as_call("kron")
 def kron(a, b):
     a, b = _prep("kron", a, b)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
@@ -12,6 +13,7 @@ from ..lax import structural as st
 from .util import asarray_arg, canonicalize_axis, promote_args_inexact
 
 
+@staged_as_call("isclose")
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     """|a - b| <= atol + rtol * |b| elementwise (infinities equal only to themselves)."""
     a, b = promote_args_inexact("isclose", a, b)
@@ -26,6 +28,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     return close
 
 
+@staged_as_call("allclose")
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     from .reductions import all as _all
     return _all(isclose(a, b, rtol, atol, equal_nan))
@@ -110,6 +113,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@staged_as_call("quantile")
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "linear", keepdims: bool = False):
     """The q-th quantile(s) along `axis` (methods: linear, lower, higher, midpoint, nearest)."""
     from .sorting import sort
@@ -174,5 +178,6 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method: str = "
     return quantile(a, q, axis=axis, method=method, keepdims=keepdims)
 
 
+@staged_as_call("median")
 def median(a, axis=None, out=None, overwrite_input=False, keepdims: bool = False):
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)

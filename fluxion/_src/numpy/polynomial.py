@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
@@ -35,6 +36,7 @@ def _vector(p, name, what="p"):
     return p
 
 
+@staged_as_call("polyval")
 def polyval(p, x, *, unroll: int = 16):
     """p[0] * x**(n-1) + ... + p[n-1] by Horner's rule; `p`'s leading axis indexes the coefficients (further axes
     broadcast against `x`). `unroll` is accepted for compatibility (the loop is unrolled in Python)."""
@@ -55,6 +57,7 @@ def _pad_front(a, n):
     return a if k == n else st.pad(a, Array(np.zeros((), core.get_aval(a).dtype)), [(n - k, 0, 0)])
 
 
+@staged_as_call("polyadd")
 def polyadd(a1, a2):
     """Sum of two polynomials (the shorter one is aligned to the lowest powers)."""
     a1, a2 = promote_dtypes(_vector(arraylike_arg(a1, "polyadd"), "polyadd", "a1"),
@@ -63,6 +66,7 @@ def polyadd(a1, a2):
     return ew.add(_pad_front(a1, n), _pad_front(a2, n))
 
 
+@staged_as_call("polysub")
 def polysub(a1, a2):
     """Difference of two polynomials."""
     a1, a2 = promote_dtypes(_vector(arraylike_arg(a1, "polysub"), "polysub", "a1"),
@@ -251,6 +255,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     return c
 
 
+@staged_as_call("poly")
 def poly(seq_of_zeros):
     """Coefficients of the monic polynomial with the given roots (or, for a square matrix, its characteristic
     polynomial, through its eigenvalues as in `roots`; that case is not differentiable).

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..lax import structural as st
 from .util import arraylike_arg
 
 
+@staged_as_call("matvec")
 def matvec(x1, x2, /):
     """Batched matrix-vector product: `x1` (..., m, n) times `x2` (..., n) gives (..., m), broadcasting the batch.
 

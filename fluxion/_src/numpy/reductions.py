@@ -6,6 +6,7 @@ import builtins
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array
 from ..lax import cumulative as cum
@@ -150,6 +151,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
     return ew.div(total, _keepdims(n, aval.shape, axes, keepdims) if keepdims else n)
 
 
+@staged_as_call("_var")
 def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None, correction=None):
     """Variance over `axis` with `ddof` delta degrees of freedom (`correction` is the Array-API name)."""
     if correction is not None:
@@ -175,6 +177,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     return ew.div(total, _keepdims(n, aval.shape, axes, keepdims) if keepdims else n)
 
 
+@staged_as_call("_std")
 def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None, correction=None):
     """Standard deviation: sqrt of `var`."""
     return ew.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
@@ -230,6 +233,7 @@ def _cumulative(name, fn, a, axis, dtype, promote_integers=False, nan_fill=None)
     return ew._convert_weak(fn(a, axis), result, False)
 
 
+@staged_as_call("cumsum")
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along `axis` (all elements, flattened, for None); integers keep their dtype, unlike `sum`;
     bool accumulates in the default int. The result is not weakly typed."""
@@ -237,18 +241,21 @@ def cumsum(a, axis=None, dtype=None, out=None):
     return _cumulative("cumsum", cum.cumsum, a, axis, dtype)
 
 
+@staged_as_call("cumprod")
 def cumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product along `axis` (see `cumsum` for the dtype rules)."""
     _no_out("cumprod", out)
     return _cumulative("cumprod", cum.cumprod, a, axis, dtype)
 
 
+@staged_as_call("nancumsum")
 def nancumsum(a, axis=None, dtype=None, out=None):
     """`cumsum` with NaNs counted as 0 (JAX's `jnp.nancumsum`)."""
     _no_out("nancumsum", out)
     return _cumulative("nancumsum", cum.cumsum, a, axis, dtype, nan_fill=0)
 
 
+@staged_as_call("nancumprod")
 def nancumprod(a, axis=None, dtype=None, out=None):
     """`cumprod` with NaNs counted as 1 (JAX's `jnp.nancumprod`)."""
     _no_out("nancumprod", out)
@@ -295,6 +302,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
                                  include_initial)
 
 
+@staged_as_call("nansum")
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nansum")
@@ -302,6 +310,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
                keepdims=keepdims, initial=initial, where=where)
 
 
+@staged_as_call("nanmean")
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     from .ufuncs import isnan, logical_not
     a = arraylike_arg(a, "nanmean")
@@ -310,6 +319,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
                 ew.bitwise_and(valid, asarray_arg(where)))
 
 
+@staged_as_call("nanmax")
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nanmax")
@@ -317,6 +327,7 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
                keepdims=keepdims, initial=initial, where=where)
 
 
+@staged_as_call("nanmin")
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nanmin")
@@ -324,12 +335,14 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
                keepdims=keepdims, initial=initial, where=where)
 
 
+@staged_as_call("count_nonzero")
 def count_nonzero(a, axis=None, keepdims=False):
     a = arraylike_arg(a, "count_nonzero")
     nz = ew.ne(a, Array(np.zeros((), core.get_aval(a).dtype), True))
     return sum(nz, axis=axis, keepdims=keepdims)
 
 
+@staged_as_call("_ptp")
 def ptp(a, axis=None, out=None, keepdims=False):
     return ew.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..lax import elementwise as ew
 from .util import asarray_arg
 
 
+@staged_as_call("_geomspace")
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
     """`num` samples of a geometric progression from `start` to `stop` (`stop` included if `endpoint`).
 

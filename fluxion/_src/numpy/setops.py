@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array
 from ..lax import elementwise as ew
@@ -94,6 +95,7 @@ def _sorted_unique(x, equal_nan=True):
 # Membership
 # ---------------------------------------------------------------------------------------------------------------
 
+@staged_as_call("_in1d")
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *, method: str = "auto"):
     """Whether each entry of `element` equals some entry of `test_elements` (NaN is in nothing); shaped like
     `element`. Computed by comparing all pairs, so it needs memory for element.size * test_elements.size booleans.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
@@ -116,12 +117,14 @@ def expand_dims(a, axis):
     return st.expand_dims(a, axes)
 
 
+@staged_as_call("atleast_1d")
 def atleast_1d(*arys):
     out = [reshape(asarray_arg(a), (1,)) if core.get_aval(asarray_arg(a)).ndim == 0 else asarray_arg(a)
            for a in arys]
     return out[0] if len(out) == 1 else out
 
 
+@staged_as_call("atleast_2d")
 def atleast_2d(*arys):
     out = []
     for a in arys:
@@ -131,6 +134,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@staged_as_call("atleast_3d")
 def atleast_3d(*arys):
     out = []
     for a in arys:
@@ -198,14 +202,12 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
 
 
 def hstack(tup, dtype=None):
-    arrs = atleast_1d(*tup)
-    arrs = arrs if isinstance(arrs, list) else [arrs]
+    arrs = [atleast_1d(a) for a in tup]  # one call per array, as JAX stages it
     return concatenate(arrs, 0 if core.get_aval(arrs[0]).ndim == 1 else 1, dtype=dtype)
 
 
 def vstack(tup, dtype=None):
-    arrs = atleast_2d(*tup)
-    arrs = arrs if isinstance(arrs, list) else [arrs]
+    arrs = [atleast_2d(a) for a in tup]  # one call per array, as JAX stages it
     return concatenate(arrs, 0, dtype=dtype)
 
 
@@ -213,8 +215,7 @@ row_stack = vstack
 
 
 def dstack(tup, dtype=None):
-    arrs = atleast_3d(*tup)
-    arrs = arrs if isinstance(arrs, list) else [arrs]
+    arrs = [atleast_3d(a) for a in tup]  # one call per array, as JAX stages it
     return concatenate(arrs, 2, dtype=dtype)
 
 
@@ -309,6 +310,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     return take(a, Array(idx.astype(np.int32)), axis=axis)
 
 
+@staged_as_call("_flip")
 def flip(m, axis=None):
     m = asarray_arg(m, "flip")
     return st.rev(m, canonicalize_axes(axis, core.get_aval(m).ndim))
@@ -342,6 +344,7 @@ def roll(a, shift, axis=None):
     return a
 
 
+@staged_as_call("rot90")
 def rot90(m, k: int = 1, axes=(0, 1)):
     m = asarray_arg(m)
     k %= 4
@@ -355,6 +358,7 @@ def rot90(m, k: int = 1, axes=(0, 1)):
     return flip(swapaxes(m, a0, a1), a1)
 
 
+@staged_as_call("_pad")
 def pad(array, pad_width, mode: str = "constant", **kwargs):
     """Pads `array`; modes 'constant' (constant_values), 'edge', 'reflect', 'symmetric', 'wrap'."""
     array = asarray_arg(array, "pad")
@@ -405,6 +409,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     return out
 
 
+@staged_as_call("diagonal")
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
     """The `offset` diagonal of the 2-D sub-arrays over axis1/axis2 (moved to the last dimension)."""
     a = asarray_arg(a, "diagonal")
@@ -420,6 +425,7 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
     return getitem(a, (Ellipsis, Array(rows.astype(np.int32)), Array(cols.astype(np.int32))))
 
 
+@staged_as_call("_diag")
 def diag(v, k: int = 0):
     v = asarray_arg(v, "diag")
     shape = _shape(v)
@@ -437,6 +443,7 @@ def diag(v, k: int = 0):
     raise ValueError("diag input must be 1d or 2d")
 
 
+@staged_as_call("trace")
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     from .reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
@@ -451,12 +458,14 @@ def _tri_mask(shape, k, lower):
     return st.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
 
 
+@staged_as_call("tril")
 def tril(m, k: int = 0):
     m = asarray_arg(m, "tril")
     shape = _shape(m)
     return ew.select_n(_tri_mask(shape, k, True), st.full(shape, 0, core.get_aval(m).dtype), m)
 
 
+@staged_as_call("triu")
 def triu(m, k: int = 0):
     m = asarray_arg(m, "triu")
     shape = _shape(m)
@@ -485,6 +494,7 @@ def size(a, axis=None) -> int:
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
+@staged_as_call("append")
 def append(arr, values, axis=None):
     if axis is None:
         return concatenate([ravel(asarray_arg(arr)), ravel(asarray_arg(values))])

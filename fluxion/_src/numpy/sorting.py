@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import cumulative as cum
@@ -38,6 +39,7 @@ def _axis_or_flat(a, axis):
     return a, canonicalize_axis(axis, core.get_aval(a).ndim)
 
 
+@staged_as_call("sort")
 def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False):
     """Sorted copy of `a` along `axis` (flattened if None); NaNs last; stable."""
     if order is not None:
@@ -50,6 +52,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     return lsort.sort(a, dimension=axis)
 
 
+@staged_as_call("argsort")
 def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False):
     """Indices that sort `a` along `axis` (stable; with `descending`, ties keep their original order)."""
     if order is not None:
@@ -68,6 +71,7 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
     return perm
 
 
+@staged_as_call("lexsort")
 def lexsort(keys: Sequence, axis: int = -1):
     """Indirect stable sort by several keys; the *last* key is the primary one (as NumPy)."""
     keys = [asarray_arg(k, "lexsort") for k in keys]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array
 from ..lax import elementwise as ew
@@ -32,6 +33,7 @@ def _replace_nan(a, value):
 # Covariance and correlation
 # ---------------------------------------------------------------------------------------------------------------
 
+@staged_as_call("cov")
 def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None):
     """Covariance matrix of the variables in the rows (columns if `rowvar` is False) of `m` (and of `y`).
 
@@ -107,6 +109,7 @@ def _promote_inexact_keep_shapes(*args):
     return _promote_inexact_no_broadcast("cov", *args)
 
 
+@staged_as_call("corrcoef")
 def corrcoef(x, y=None, rowvar: bool = True):
     """Pearson correlation coefficients: `cov(x, y, rowvar)` normalized by the standard deviations, clipped to
     [-1, 1] (real and imaginary parts separately for complex input). A single variable gives `c / c` (1 or NaN)."""
@@ -130,6 +133,7 @@ def corrcoef(x, y=None, rowvar: bool = True):
 # NaN-ignoring reductions
 # ---------------------------------------------------------------------------------------------------------------
 
+@staged_as_call("nanprod")
 def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
     """Product over `axis` treating NaNs as 1."""
     from .reductions import prod
@@ -148,18 +152,21 @@ def _nanarg(name, fn, fill, a, axis, keepdims):
     return where(_all(nan_mask, axis=axis, keepdims=bool(keepdims)), -1, res)
 
 
+@staged_as_call("_nanargmax")
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """Index of the maximum ignoring NaNs; -1 where a slice is all NaN (NumPy raises there)."""
     from .reductions import argmax
     return _nanarg("nanargmax", argmax, -np.inf, a, axis, keepdims)
 
 
+@staged_as_call("_nanargmin")
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """Index of the minimum ignoring NaNs; -1 where a slice is all NaN (NumPy raises there)."""
     from .reductions import argmin
     return _nanarg("nanargmin", argmin, np.inf, a, axis, keepdims)
 
 
+@staged_as_call("nanvar")
 def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, where=None):
     """Variance over `axis` of the non-NaN elements, with `ddof` delta degrees of freedom; NaN where fewer than
     `ddof + 1` values remain. Complex input gives a real result."""
@@ -190,6 +197,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
     return jwhere(less_equal(count, 0), Array(np.asarray(np.nan, rdt), True), result)
 
 
+@staged_as_call("nanstd")
 def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, where=None):
     """Standard deviation of the non-NaN elements: `sqrt(nanvar(...))`."""
     return ew.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where))
@@ -217,6 +225,7 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False, meth
     return _quantile("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims, 100)
 
 
+@staged_as_call("nanmedian")
 def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
     """The median of the non-NaN elements along `axis` (NaN for an all-NaN slice)."""
     return _quantile("nanmedian", a, 0.5, axis, out, overwrite_input, "linear", keepdims, 1)

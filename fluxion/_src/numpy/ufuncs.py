@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array
 from ..custom_derivatives import custom_jvp
@@ -64,6 +65,7 @@ def true_divide(x, y, /):
 divide = true_divide
 
 
+@staged_as_call("floor_divide")
 def floor_divide(x, y, /):
     """`x // y`: rounds toward negative infinity (Python semantics).
 
@@ -105,6 +107,7 @@ def _int_divisor(x, y):
     return y
 
 
+@staged_as_call("remainder")
 def remainder(x, y, /):
     """`x % y` with the sign of the divisor (Python/NumPy semantics); integer `x % 0` is 0 as in JAX."""
     x, y = promote_args("remainder", x, y)
@@ -118,12 +121,14 @@ def remainder(x, y, /):
 mod = remainder
 
 
+@staged_as_call("fmod")
 def fmod(x, y, /):
     """C-style remainder (sign of the dividend); integer `fmod(x, 0)` is 0 as in JAX."""
     x, y = promote_args("fmod", x, y)
     return ew.rem(x, _int_divisor(x, y))
 
 
+@staged_as_call("divmod")
 def divmod(x, y, /):  # noqa: A001
     """`(x // y, x % y)` elementwise, each as `floor_divide` and `remainder` define it."""
     x, y = promote_args("divmod", x, y)
@@ -232,6 +237,7 @@ def sinh(x, /): return _unary(ew.sinh_p, "sinh", x)
 def cosh(x, /): return _unary(ew.cosh_p, "cosh", x)
 def tanh(x, /): return _unary(ew.tanh_p, "tanh", x)
 def arcsinh(x, /): return _unary(ew.asinh_p, "arcsinh", x)
+@staged_as_call("arccosh")
 def arccosh(x, /): return _unary(ew.acosh_p, "arccosh", x)
 def arctanh(x, /): return _unary(ew.atanh_p, "arctanh", x)
 def conjugate(x, /): return asarray_arg(x) if not dtypes.is_complex(core.get_aval(asarray_arg(x)).dtype) \
@@ -288,6 +294,7 @@ def floor(x, /): return _round_float(ew.floor_p, "floor", x)
 def ceil(x, /): return _round_float(ew.ceil_p, "ceil", x)
 
 
+@staged_as_call("trunc")
 def trunc(x, /):
     x = asarray_arg(x, "trunc")
     if not dtypes.is_inexact(core.get_aval(x).dtype):
@@ -298,6 +305,7 @@ def trunc(x, /):
 fix = trunc
 
 
+@staged_as_call("rint")
 def rint(x, /):
     x = asarray_arg(x, "rint")
     if not dtypes.is_inexact(core.get_aval(x).dtype):
@@ -305,6 +313,7 @@ def rint(x, /):
     return ew.round(x, 1)
 
 
+@staged_as_call("round")
 def round(a, decimals: int = 0, out=None):  # noqa: A001
     """Rounds to `decimals` places, halves to even (NumPy semantics)."""
     a = asarray_arg(a, "round")
@@ -327,11 +336,13 @@ def maximum(x, y, /): return _binary(ew.max_p, "maximum", x, y)
 def minimum(x, y, /): return _binary(ew.min_p, "minimum", x, y)
 
 
+@staged_as_call("fmax")
 def fmax(x, y, /):
     x, y = promote_args("fmax", x, y)
     return ew.select_n(isnan(y), ew.select_n(isnan(x), ew.max(x, y), y), x)
 
 
+@staged_as_call("fmin")
 def fmin(x, y, /):
     x, y = promote_args("fmin", x, y)
     return ew.select_n(isnan(y), ew.select_n(isnan(x), ew.min(x, y), y), x)
@@ -345,6 +356,7 @@ def arctan2(x, y, /):
 atan2 = arctan2
 
 
+@staged_as_call("hypot")
 def hypot(x, y, /):
     """sqrt(x**2 + y**2) elementwise without overflow or underflow: the larger magnitude times
     sqrt(1 + (smaller/larger)**2). As in JAX the result is inf where either input is +-inf (even against nan), 0
@@ -412,11 +424,13 @@ def logaddexp2(x, y, /):
     return _logaddexp_2(x, y)
 
 
+@staged_as_call("copysign")
 def copysign(x, y, /):
     x, y = promote_args_inexact("copysign", x, y)
     return ew.select_n(signbit(y), ew.abs(x), ew.neg(ew.abs(x)))
 
 
+@staged_as_call("signbit")
 def signbit(x, /):
     x = asarray_arg(x, "signbit")
     dt = core.get_aval(x).dtype
@@ -439,6 +453,7 @@ def ldexp(x, y, /):
     return ew.mul(x2, exp2(ew.convert_element_type(asarray_arg(y), core.get_aval(x2).dtype)))
 
 
+@staged_as_call("heaviside")
 def heaviside(x, h, /):
     x, h = promote_args_inexact("heaviside", x, h)
     zero = _zero(x)
@@ -448,6 +463,7 @@ def heaviside(x, h, /):
                                                                         core.get_aval(x).dtype))
 
 
+@staged_as_call("sinc")
 def sinc(x, /):
     x = promote_args_inexact("sinc", x)[0]
     pix = ew.mul(x, Array(np.asarray(np.pi, core.get_aval(x).dtype), True))
@@ -484,6 +500,7 @@ def imag(x, /):
     return st.full(a.shape, 0, a.dtype)
 
 
+@staged_as_call("angle")
 def angle(z, deg: bool = False):
     z = asarray_arg(z)
     a = core.get_aval(z)
@@ -553,6 +570,7 @@ def isnan(x, /):
     return ew.ne(x, x)
 
 
+@staged_as_call("isinf")
 def isinf(x, /):
     x = asarray_arg(x, "isinf")
     dt = core.get_aval(x).dtype
@@ -585,6 +603,7 @@ def isfinite(x, /):
     return ew.is_finite(x)
 
 
+@staged_as_call("nan_to_num")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = asarray_arg(x)
     dt = core.get_aval(x).dtype
@@ -606,6 +625,11 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to jnp.where, got "
                          f"{x} and {y}.")
+    return _where(condition, x, y)
+
+
+@staged_as_call("_where")
+def _where(condition, x, y):
     condition = _to_bool(condition)
     x, y = promote_args("where", x, y)
     from .util import broadcast_shapes, broadcast_to_shape
@@ -614,6 +638,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     return ew.select_n(condition, y, x)
 
 
+@staged_as_call("clip")
 def clip(arr, min=None, max=None, /, *, a_min=None, a_max=None):  # noqa: A002
     """Clips `arr` to [min, max] (either may be None)."""
     lo = min if min is not None else a_min

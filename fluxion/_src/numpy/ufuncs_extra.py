@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..staged_call import staged_as_call
 from .. import core, dtypes
 from ..core import Array
 from ..lax import control_flow as cf
@@ -24,6 +25,7 @@ def _int_bits(dt):
     return {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dt).itemsize]
 
 
+@staged_as_call("frexp")
 def frexp(x, /):
     """Mantissa and exponent with `x == mantissa * 2**exponent`, 0.5 <= |mantissa| < 1 (mantissa `x` and exponent 0
     for zeros, infinities and NaN); subnormals are normalized first. The exponent is int32.
@@ -58,6 +60,7 @@ def frexp(x, /):
     return mantissa, ew.convert_element_type(exponent, np.int32)
 
 
+@staged_as_call("modf")
 def modf(x, /, out=None):
     """Fractional and integral parts of `x`, both with the sign of `x` (integers compute in the default float)."""
     from .ufuncs import trunc
@@ -148,6 +151,7 @@ def bitwise_count(x, /):
     return ew.convert_element_type(ew.population_count(absolute(x)), np.uint8)
 
 
+@staged_as_call("iscomplex")
 def iscomplex(x):
     """True where `x` has a nonzero imaginary part (False everywhere for real input)."""
     from .ufuncs import imag
@@ -156,6 +160,7 @@ def iscomplex(x):
     return _like_weak(ew.ne(i, _c(i, 0)), x)
 
 
+@staged_as_call("isreal")
 def isreal(x):
     """True where `x` has a zero imaginary part (True everywhere for real input)."""
     from .ufuncs import imag
@@ -177,6 +182,7 @@ _I0_SERIES_TERMS = 64
 _I0_ASYMPTOTIC_TERMS = 18
 
 
+@staged_as_call("i0")
 def i0(x):
     """Modified Bessel function of the first kind of order zero, I0(x), for real `x` (integers compute in the
     default float). Differentiable (its derivative is I1 up to rounding).
