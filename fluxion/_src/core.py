@@ -948,6 +948,10 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def pretty_print(self, *, name_stack: bool = False) -> str:
+        """The text form; `name_stack=True` annotates each equation with its name stack (see `pp_jaxpr`)."""
+        return pp_jaxpr(self, name_stack=name_stack)
+
 
 # Primitives with side effects (callbacks that print or do I/O). An equation binding one -- or holding a sub-jaxpr
 # that does -- is never removed as dead, merged with an equal one, constant-folded or reordered past another effect.
@@ -1007,6 +1011,10 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(self, *, name_stack: bool = False) -> str:
+        """The text form; `name_stack=True` annotates each equation with its name stack (see `pp_jaxpr`)."""
+        return pp_jaxpr(self.jaxpr, name_stack=name_stack)
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
@@ -1207,5 +1215,23 @@ def _pp_jaxpr(jaxpr: Jaxpr, namer: _Namer, indent: int = 0, column: int | None =
     return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"
 
 
-def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    return _pp_jaxpr(jaxpr, _Namer())
+def pp_jaxpr(jaxpr: Jaxpr, name_stack: bool = False) -> str:
+    """The jaxpr's text; with `name_stack`, one equation per line, each followed by `# [its name stack]` (the
+    names `named_scope`/`named_call` pushed while it was traced). Only the outermost equations are annotated."""
+    if not name_stack:
+        return _pp_jaxpr(jaxpr, _Namer())
+    namer = _Namer()
+    consts = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
+    ins = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    texts = [("    " + _pp_eqn(e, namer, 4, used)).split("\n") for e in jaxpr.eqns]
+    column = max((len(t[0]) for t in texts), default=0) + 1
+    lines = [f"{{ lambda {consts}; {ins}. let"]
+    for eqn, text in zip(jaxpr.eqns, texts):
+        names = eqn.source_info.name_stack if eqn.source_info is not None else ""
+        lines.append(f"{text[0].ljust(column)}# [{names}]")
+        lines.extend(text[1:])
+    outs = ", ".join(namer(v) for v in jaxpr.outvars)
+    lines.append(f"  in ({outs},) }}" if len(jaxpr.outvars) == 1 else f"  in ({outs}) }}")
+    return "\n".join(lines)

@@ -130,6 +130,56 @@ def test_named_call_and_named_scope_compute_the_same():
             pass
 
 
+def _named_program(m):
+    """A function using named_scope (as decorator and context) and named_call, with a jit and a scan inside."""
+    def g(x):
+        return m.numpy.sin(x) * 2
+
+    @m.named_scope("outer")
+    def f(x):
+        y = m.named_call(g, name="inner")(x)
+        y = m.jit(m.named_call(g))(y)
+        with m.named_scope("loop"):
+            y, _ = m.lax.scan(lambda c, _: (m.named_call(g, name="body")(c), None), y, None, length=2)
+        return y + 1
+    return f
+
+
+def _name_stacks(jaxpr):
+    """(primitive, name stack) of each equation, and the same for the jaxprs in its parameters."""
+    out = []
+    for e in jaxpr.eqns:
+        info = e.source_info
+        names = "" if info is None else str(info.name_stack)
+        subs = [_name_stacks(v.jaxpr if hasattr(v, "jaxpr") else v) for v in e.params.values()
+                if hasattr(v, "eqns")]
+        out.append((names, subs))
+    return out
+
+
+def test_named_scopes_reach_jaxpr_equations_like_jax():
+    jax = _jax()
+    x = np.ones(3, np.float32)
+    ours = fluxion.make_jaxpr(_named_program(fluxion))(jnp.asarray(x))
+    theirs = jax.make_jaxpr(_named_program(jax))(jax.numpy.asarray(x))
+
+    def dedup(stacks):  # the two libraries lower some ops to different numbers of equations
+        flat = []
+        for names, subs in stacks:
+            item = (names, tuple(tuple(dedup(s)) for s in subs))
+            if not flat or flat[-1] != item:
+                flat.append(item)
+        return flat
+    assert dedup(_name_stacks(ours.jaxpr)) == dedup(_name_stacks(theirs.jaxpr))
+    text = ours.pretty_print(name_stack=True)
+    assert "# [outer/inner]" in text and "# [outer/loop]" in text
+    assert "#" not in str(ours)
+    # Names never change values, and eager code ignores them.
+    tu.assert_allclose(_named_program(fluxion)(jnp.asarray(x)), np.asarray(_named_program(jax)(x)), rtol=1e-6)
+    tu.assert_allclose(fluxion.jit(_named_program(fluxion))(jnp.asarray(x)),
+                       np.asarray(_named_program(jax)(x)), rtol=1e-6)
+
+
 def test_closure_convert_hoists_captured_arrays():
     w = jnp.asarray(np.arange(3.0, dtype=np.float32))
 

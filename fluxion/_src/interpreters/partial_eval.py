@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import core
+from ..source_info import Recorder
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Tracer, Var, abstract_eval_rules)
 
 
@@ -42,6 +43,7 @@ class JaxprBuilder:
         self.consts: list[tuple[Var, Any]] = []
         self.invars: list[Var] = []
         self.debug_info = debug_info
+        self.names = Recorder()  # the name stack relative to where this trace began
 
     def to_jaxpr(self, out_tracers: Sequence["JaxprTracer"]) -> tuple[Jaxpr, list]:
         outvars = [t._var for t in out_tracers]
@@ -155,7 +157,8 @@ class JaxprTrace(core.Trace):
         if not primitive.multiple_results:  # the common case, without the lists
             a = out.update(weak_type=weak) if out.weak_type != weak else out
             v = Var(a)
-            self.main.payload.eqns.append(JaxprEqn(primitive, invars, [v], dict(params)))
+            b = self.main.payload
+            b.eqns.append(JaxprEqn(primitive, invars, [v], dict(params), b.names.source_info()))
             return JaxprTracer(self, a, v)
         out_tracers = []
         outvars = []
@@ -165,7 +168,8 @@ class JaxprTrace(core.Trace):
             v = Var(a)
             out_tracers.append(JaxprTracer(self, a, v))
             outvars.append(v)
-        self.main.payload.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params)))
+        b = self.main.payload
+        b.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params), b.names.source_info()))
         return out_tracers
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, *, symbolic_zeros=False):

@@ -7,10 +7,10 @@ returns the bare array (``unbox=True``); :func:`unbox` strips boxes from a
 whole tree and :func:`get_partition_spec` turns them into
 :class:`PartitionSpec` trees.
 
-This is metadata only: fluxion has no sharding runtime (no ``Mesh``, no
-``NamedSharding``), so nothing is ever laid out across devices, the ``mesh``
-field is stored but unused, and ``PartitionSpec`` is defined here as a plain
-tuple subclass (equal by value to a tuple of the same axis names). As in
+Specs are ``fluxion.sharding.PartitionSpec`` values and :func:`get_sharding`
+pairs them with a ``fluxion.sharding.Mesh`` into ``NamedSharding`` trees
+(which ``fluxion.device_put`` or ``jit``'s ``out_shardings`` can use); the
+boxes themselves never move data, and their ``mesh`` field is only stored. As in
 Flax, ``nn.scan``/``nn.vmap`` call :func:`add_axis`/:func:`remove_axis` with
 their ``metadata_params`` on the boxes of stacked collections.
 """
@@ -22,28 +22,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fluxion import tree_util
+from fluxion.sharding import NamedSharding, PartitionSpec
 
 from .. import errors, struct
 
 __all__ = ['AxisMetadata', 'PARTITION_NAME', 'PartitionSpec', 'Partitioned', 'add_axis',
-           'get_partition_spec', 'remove_axis', 'replace_boxed', 'unbox', 'with_partitioning']
+           'get_partition_spec', 'get_sharding', 'remove_axis', 'replace_boxed', 'unbox', 'with_partitioning']
 
 # The metadata key under which lifted transforms would name a stacked axis (as in Flax).
 PARTITION_NAME = 'partition_name'
-
-
-class PartitionSpec(tuple):
-    """Per-dimension mesh axis names of an array (None: not partitioned); a tuple subclass.
-
-    ``PartitionSpec('data', None)`` has one entry per array dimension, like
-    ``jax.sharding.PartitionSpec``; fluxion only records it.
-    """
-
-    def __new__(cls, *axes: Any) -> 'PartitionSpec':
-        return super().__new__(cls, axes)
-
-    def __repr__(self) -> str:
-        return f'PartitionSpec{tuple.__repr__(self)}'
 
 
 class AxisMetadata:
@@ -101,6 +88,10 @@ class Partitioned(AxisMetadata):
     def get_partition_spec(self) -> PartitionSpec:
         """``PartitionSpec(*names)``."""
         return PartitionSpec(*self.names)
+
+    def get_sharding(self, mesh: Any) -> NamedSharding:
+        """``NamedSharding(mesh, self.get_partition_spec())``."""
+        return NamedSharding(mesh, self.get_partition_spec())
 
     def _axis_name(self, params: dict) -> Any:
         if PARTITION_NAME not in params:
@@ -176,10 +167,36 @@ def unbox(tree: Any) -> Any:
     return tree_util.tree_map(lambda x: x.unbox() if _is_box(x) else x, tree, is_leaf=_is_box)
 
 
+def _leaf_spec(x: Any) -> Any:
+    """A box's own spec; ``PartitionSpec()`` (replicated) for another array; None for a non-array leaf."""
+    if _is_box(x) and hasattr(x, 'get_partition_spec'):
+        return x.get_partition_spec()
+    return PartitionSpec() if hasattr(x, 'shape') else None
+
+
 def get_partition_spec(tree: Any) -> Any:
-    """The tree with each box replaced by its ``PartitionSpec`` and each other leaf by ``PartitionSpec()``."""
-    def spec(x: Any) -> Any:
-        if _is_box(x) and hasattr(x, 'get_partition_spec'):
-            return x.get_partition_spec()
-        return PartitionSpec()
-    return tree_util.tree_map(spec, tree, is_leaf=_is_box)
+    """The tree with each box replaced by its ``PartitionSpec``, each other array by ``PartitionSpec()``
+    (replicated) and any other leaf by None."""
+    return tree_util.tree_map(_leaf_spec, tree, is_leaf=_is_box)
+
+
+def get_sharding(tree: Any, mesh: Any) -> Any:
+    """The tree of ``fluxion.sharding.NamedSharding`` that lays its leaves out on ``mesh``.
+
+    Each box gives ``NamedSharding(mesh, its spec)`` (a box's own
+    ``get_sharding`` method, if it has one, decides), each other array a
+    replicated sharding, and any other leaf None.
+
+    Args:
+        tree: a variable tree, possibly holding :class:`Partitioned` boxes.
+        mesh: a ``fluxion.sharding.Mesh`` whose axis names the specs use.
+
+    Raises:
+        ValueError: a spec names an axis ``mesh`` does not have (from ``NamedSharding``).
+    """
+    def sharding(x: Any) -> Any:
+        if hasattr(x, 'get_sharding'):
+            return x.get_sharding(mesh)
+        spec = _leaf_spec(x)
+        return None if spec is None else NamedSharding(mesh, spec)
+    return tree_util.tree_map(sharding, tree, is_leaf=_is_box)

@@ -10,10 +10,12 @@ from ..core import FrozenDict as FrozenDict
 from ..core.meta import PARTITION_NAME as PARTITION_NAME
 from ..core.meta import Partitioned as Partitioned
 from ..core.meta import get_partition_spec as get_partition_spec
+from ..core.meta import get_sharding as get_sharding
 from ..core.meta import unbox as unbox
 from ..core.meta import with_partitioning as with_partitioning
 from ..core.scope import Variable as Variable
 from . import initializers as initializers
+from . import kw_only_dataclasses as kw_only_dataclasses
 from .activation import PReLU as PReLU
 from .activation import celu as celu
 from .activation import elu as elu
@@ -66,11 +68,14 @@ from .module import Module as Module
 from .module import apply as apply
 from .module import compact as compact
 from .module import compact_name_scope as compact_name_scope
+from .module import disable_named_call as disable_named_call
+from .module import enable_named_call as enable_named_call
 from .module import init as init
 from .module import init_with_output as init_with_output
 from .module import intercept_methods as intercept_methods
 from .module import merge_param as merge_param
 from .module import nowrap as nowrap
+from .module import override_named_call as override_named_call
 from .module import share_scope as share_scope
 from .normalization import BatchNorm as BatchNorm
 from .normalization import GroupNorm as GroupNorm
@@ -97,6 +102,7 @@ from .spmd import get_logical_axis_rules as get_logical_axis_rules
 from .spmd import logical_axis_rules as logical_axis_rules
 from .spmd import logical_to_mesh as logical_to_mesh
 from .spmd import logical_to_mesh_axes as logical_to_mesh_axes
+from .spmd import logical_to_mesh_sharding as logical_to_mesh_sharding
 from .spmd import set_logical_axis_rules as set_logical_axis_rules
 from .spmd import with_logical_constraint as with_logical_constraint
 from .spmd import with_logical_partitioning as with_logical_partitioning
@@ -114,6 +120,7 @@ from .transforms import grad as grad
 from .transforms import jit as jit
 from .transforms import jvp as jvp
 from .transforms import map_variables as map_variables
+from .transforms import named_call as named_call
 from .transforms import scan as scan
 from .transforms import switch as switch
 from .transforms import value_and_grad as value_and_grad

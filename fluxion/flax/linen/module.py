@@ -38,6 +38,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
+import fluxion
 import fluxion.numpy as jnp
 
 from .. import errors
@@ -98,6 +99,62 @@ def observe_calls(observer: Callable[..., Any]):
         yield
     finally:
         _context.call_observers.remove(observer)
+
+
+# ----------------------------------------------------------------------------
+# Name scopes for module methods.
+# ----------------------------------------------------------------------------
+
+# As in Flax (whose `flax_profile` flag defaults to True), every method of a
+# bound module runs under a `fluxion.named_scope`, so staged equations record
+# which module produced them (`eqn.source_info.name_stack == 'Model/Dense_0'`).
+_use_named_call = True
+
+
+def _profiling_name(module: 'Module', fun: Callable) -> str:
+    """The scope name of a method call: the module's name (its class name if unnamed), plus ``.method``
+    unless the method is ``__call__``."""
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    fn_name = getattr(fun, '__name__', 'unnamed_function')
+    suffix = '' if fn_name == '__call__' else f'.{fn_name}'
+    return f'{module.name or type(module).__name__}{suffix}'
+
+
+def enable_named_call() -> None:
+    """Runs every module method under a ``fluxion.named_scope`` named after the module (the default).
+
+    Equations traced by ``fluxion.jit``/``fluxion.make_jaxpr`` then carry the
+    module path in ``eqn.source_info.name_stack`` (shown by
+    ``jaxpr.pretty_print(name_stack=True)``). Process-wide, as in Flax.
+    """
+    global _use_named_call
+    _use_named_call = True
+
+
+def disable_named_call() -> None:
+    """Stops wrapping module methods in name scopes (see :func:`enable_named_call`)."""
+    global _use_named_call
+    _use_named_call = False
+
+
+@contextlib.contextmanager
+def override_named_call(enable: bool = True):
+    """Turns method name scopes on (or off with ``enable=False``) for the block, then restores the setting."""
+    global _use_named_call
+    saved = _use_named_call
+    _use_named_call = enable
+    try:
+        yield
+    finally:
+        _use_named_call = saved
+
+
+def _named(module: 'Module', fun: Callable) -> contextlib.AbstractContextManager:
+    """The name scope a method call runs in: the module's profiling name, or none when disabled."""
+    if _use_named_call:
+        return fluxion.named_scope(_profiling_name(module, fun))
+    return contextlib.nullcontext()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -471,7 +528,8 @@ class Module:
             if setup is Module.setup:
                 raw(self)
             else:
-                _run_intercepted(raw, self, 'setup', (), {})
+                with _named(self, raw):
+                    _run_intercepted(raw, self, 'setup', (), {})
             state.setup_done = True
         finally:
             state.in_setup = False
@@ -506,7 +564,8 @@ class Module:
             if outermost:
                 self._state.in_compact_method = True
             try:
-                out = _run_intercepted(fun, self, method_name, args, kwargs)
+                with _named(self, fun):
+                    out = _run_intercepted(fun, self, method_name, args, kwargs)
             finally:
                 if outermost:
                     self._state.in_compact_method = False

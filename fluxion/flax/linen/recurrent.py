@@ -465,11 +465,11 @@ class RNN(Module):
 
         keep_history = seq_lengths is not None and return_carry
 
-        def step(cell, carry, x):
+        def scan_fn(cell, carry, x):
             carry, y = cell(carry, x)
             return carry, ((carry, y) if keep_history else y)
 
-        scanned = scan(step, in_axes=time_axis,
+        scanned = scan(scan_fn, in_axes=time_axis,
                        out_axes=(0, time_axis) if keep_history else time_axis,
                        unroll=self.unroll, variable_axes=dict(self.variable_axes),
                        variable_broadcast=self.variable_broadcast,

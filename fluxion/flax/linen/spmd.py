@@ -7,7 +7,8 @@ rules are tried in order, and a rule assigns its mesh axis to the dimension
 with its logical name if that dimension is still unassigned and the mesh
 axis is not used by another dimension yet.
 
-Logical names are not yet connected to ``fluxion.sharding`` meshes:
+:func:`logical_to_mesh_sharding` turns logical specs into
+``fluxion.sharding.NamedSharding`` trees for a mesh.
 :func:`with_logical_constraint` returns its input unchanged (what Flax does
 when no mesh is defined), and :class:`LogicallyPartitioned` only records
 names and rules.
@@ -22,12 +23,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from fluxion import tree_util
+from fluxion.sharding import NamedSharding
 
 from .. import struct
 from ..core.meta import Partitioned, PartitionSpec
 
 __all__ = ['LogicallyPartitioned', 'get_logical_axis_rules', 'logical_axis_rules',
-           'logical_to_mesh', 'logical_to_mesh_axes', 'set_logical_axis_rules', 'with_logical_constraint',
+           'logical_to_mesh', 'logical_to_mesh_axes', 'logical_to_mesh_sharding', 'set_logical_axis_rules', 'with_logical_constraint',
            'with_logical_partitioning']
 
 Rules = Sequence[tuple]
@@ -107,6 +109,20 @@ def logical_to_mesh_axes(array_dim_names: Optional[Sequence[Any]],
 def logical_to_mesh(tree: Any, rules: Optional[Rules] = None) -> Any:
     """Applies :func:`logical_to_mesh_axes` to every ``PartitionSpec`` of a tree of logical specs."""
     return tree_util.tree_map(lambda spec: logical_to_mesh_axes(spec, rules), tree,
+                              is_leaf=lambda x: isinstance(x, PartitionSpec))
+
+
+def logical_to_mesh_sharding(tree: Any, mesh: Any, rules: Optional[Rules] = None) -> Any:
+    """Maps a tree of logical ``PartitionSpec`` values to ``NamedSharding(mesh, mesh spec)`` values.
+
+    Each spec goes through :func:`logical_to_mesh_axes` with ``rules``
+    (default: the current rules), then is paired with ``mesh``.
+
+    Raises:
+        ValueError: a logical name repeats within a spec, or a resulting spec
+            names an axis ``mesh`` lacks.
+    """
+    return tree_util.tree_map(lambda spec: NamedSharding(mesh, spec), logical_to_mesh(tree, rules),
                               is_leaf=lambda x: isinstance(x, PartitionSpec))
 
 

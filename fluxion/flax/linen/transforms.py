@@ -28,9 +28,12 @@ from .. import errors
 from ..core import lift, meta
 from ..core.lift import broadcast
 from ..core.scope import Filter, Scope
+import fluxion
+
+from . import module as _module
 from .module import Module, _contains_module, _map_modules
 
-__all__ = ['add_metadata_axis', 'broadcast', 'cond', 'custom_vjp', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'scan', 'switch',
+__all__ = ['add_metadata_axis', 'broadcast', 'cond', 'custom_vjp', 'fold_rngs', 'grad', 'jit', 'jvp', 'map_variables', 'named_call', 'scan', 'switch',
            'value_and_grad', 'vjp', 'vmap', 'while_loop']
 
 Target = Union[type, Callable[..., Any]]
@@ -422,3 +425,28 @@ def add_metadata_axis(target: Target, variable_axes: Mapping[Filter, int] = {'pa
                                trans_out_fn=lambda t, a=axis: meta.add_axis(t, a, params),
                                mutable=True)
     return target
+
+
+def named_call(class_fn: Callable[..., Any], force: bool = True) -> Callable[..., Any]:
+    """Wraps a module method so its calls run under a name scope of their own.
+
+    The scope is named like the automatic method scopes (the module's name,
+    plus ``.method`` unless the method is ``__call__``) and nests inside the
+    automatic one, so a method ``f`` of module ``M`` records
+    ``'M/M.f/M.f'`` when automatic scopes are on (as in Flax). Calls made
+    while the module's ``setup`` runs are not wrapped.
+
+    Args:
+        class_fn: a function taking the module as first argument.
+        force: if False, wrap only while :func:`enable_named_call` is in effect.
+
+    Returns:
+        The wrapped function.
+    """
+    @functools.wraps(class_fn)
+    def wrapped(self, *args, **kwargs):
+        if (not force and not _module._use_named_call) or self._state.in_setup:
+            return class_fn(self, *args, **kwargs)
+        name = _module._profiling_name(self, class_fn)
+        return fluxion.named_call(class_fn, name=name)(self, *args, **kwargs)
+    return wrapped
