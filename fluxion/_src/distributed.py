@@ -211,6 +211,31 @@ class MPICommunicator:
             out.extend(flat[k * per:(k + 1) * per] for k in range(len(replicas)))
         return out
 
+    def allgather_array(self, value: np.ndarray, what: str) -> list[np.ndarray]:
+        """Gathers one array from every rank (indexed by rank); unlike `allgather_replicas`, shapes and dtypes may
+        differ between ranks (each message carries its own).
+
+        Raises:
+          DistributedTimeoutError: a process did not arrive in time (names the rank).
+          DistributedError: a rank is at a different collective.
+        """
+        a = np.ascontiguousarray(value)
+        header = json.dumps({"seq": self._seq + 1, "what": what, "dtype": a.dtype.str, "shape": list(a.shape)})
+        header = header.encode()
+        messages = self.exchange_bytes(b"".join([_HEADER.pack(len(header)), header, a.tobytes()]), what)
+        out = []
+        for rank, msg in enumerate(messages):
+            (hlen,) = _HEADER.unpack_from(msg)
+            h = json.loads(msg[_HEADER.size:_HEADER.size + hlen])
+            if h["what"] != what:
+                raise DistributedError(f"fluxion.distributed: rank {rank} is at collective '{h['what']}' while rank "
+                                       f"{self.rank} is at '{what}': the processes run different programs")
+            dtype = np.dtype(h["dtype"])
+            count = int(np.prod(h["shape"], dtype=np.int64))
+            out.append(np.frombuffer(msg, dtype=dtype, count=count, offset=_HEADER.size + hlen)
+                       .reshape(h["shape"]))
+        return out
+
     def allgather_json(self, value: Any, what: str, timeout: float | None = None) -> list:
         """Gathers a small JSON-serializable value from every rank (indexed by rank)."""
         msgs = self.exchange_bytes(json.dumps({"what": what, "value": value}).encode(), what, timeout)

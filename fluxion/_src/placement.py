@@ -110,19 +110,49 @@ def _index_key(index: tuple) -> tuple:
     return tuple((s.start, s.stop) for s in index)
 
 
+def _assemble(shape: tuple, dtype, blocks: list, sharding: Sharding, what: str) -> Array:
+    """The global array of `shape` from this process's `blocks` ((index, ndarray) pairs), placed on `sharding`.
+
+    When the sharding spans several processes, the processes exchange their blocks over MPI (one collective: every
+    process must call the constructor with the same sharding), so each one holds the global buffer.
+    """
+    if not blocks:
+        raise ValueError(f"{what}: the sharding has no device in this process")
+    dtype = np.dtype(blocks[0][1].dtype if dtype is None else dtype)
+    if len({d.process_index for d in sharding.device_set}) > 1:
+        from . import distributed
+        comm = distributed.communicator()
+        mine = [[[[s.start, s.stop] for s in index], list(block.shape)] for index, block in blocks]
+        flat = np.concatenate([np.ravel(block).astype(dtype, copy=False) for _, block in blocks])
+        headers = comm.allgather_json(mine, what)
+        payloads = comm.allgather_array(flat, what)
+        blocks = []
+        for header, payload in zip(headers, payloads):
+            offset = 0
+            for bounds, block_shape in header:
+                n = int(np.prod(block_shape, dtype=np.int64))
+                blocks.append((tuple(slice(a, b) for a, b in bounds),
+                               payload[offset:offset + n].reshape(block_shape)))
+                offset += n
+    out = np.empty(shape, dtype=dtype)
+    for index, block in blocks:
+        out[index] = block
+    return place(Array(out), sharding, what)
+
+
 def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_callback: Callable,
                              dtype=None) -> Array:
     """The array of global `shape` whose block on each addressable device is `data_callback(index)` (index: the
-    device's tuple of slices). The callback is called once per distinct block.
+    device's tuple of slices). The callback is called once per distinct block of this process; across processes
+    the blocks are exchanged over MPI (every process must make the same call).
 
     Raises:
       ValueError: a block returned by the callback does not have the sharding's shard shape.
     """
     shape = tuple(int(s) for s in shape)
     sharding = as_sharding(sharding, "make_array_from_callback")
-    _check_fits(sharding, shape)
-    out = None
-    done = {}
+    _check_fits(sharding, shape, "make_array_from_callback")
+    blocks, done = [], set()
     for device, index in sharding.addressable_devices_indices_map(shape).items():
         key = _index_key(index)
         if key in done:
@@ -134,19 +164,16 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_call
         if block.shape != expected:
             raise ValueError(f"Expected shard shape {expected} doesn't match the shape {block.shape} of the block "
                              f"make_array_from_callback's callback returned for index {index} on {device}")
-        if out is None:
-            out = np.empty(shape, dtype=block.dtype)
-        out[index] = block
-        done[key] = True
-    if out is None:
-        raise ValueError("make_array_from_callback: the sharding has no device in this process")
-    return place(Array(out), sharding, "make_array_from_callback")
+        blocks.append((index, block))
+        done.add(key)
+    return _assemble(shape, dtype, blocks, sharding, "make_array_from_callback")
 
 
 def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *,
                                          dtype=None) -> Array:
     """The global array of `shape` assembled from one block per addressable device of `sharding` (`arrays` in the
-    order of `sharding.addressable_devices_indices_map`, i.e. the mesh's device order).
+    order of `sharding.addressable_devices_indices_map`, i.e. the mesh's device order). Across processes each
+    passes its own devices' blocks and they are exchanged over MPI.
 
     Raises:
       ValueError: the number of blocks differs from the number of addressable devices, or a block's shape is not
@@ -154,14 +181,14 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
     """
     shape = tuple(int(s) for s in shape)
     sharding = as_sharding(sharding, "make_array_from_single_device_arrays")
-    _check_fits(sharding, shape)
+    _check_fits(sharding, shape, "make_array_from_single_device_arrays")
     index_map = sharding.addressable_devices_indices_map(shape)
     order = [d for d in sharding._device_order() if d in index_map]
     arrays = list(arrays)
     if len(arrays) != len(order):
         raise ValueError(f"Expected {len(order)} per-device arrays (one per addressable device of the sharding) "
                          f"but make_array_from_single_device_arrays got {len(arrays)}")
-    out = None
+    blocks = []
     for device, block in zip(order, arrays):
         block = np.asarray(block)
         index = index_map[device]
@@ -169,26 +196,67 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
         if block.shape != expected:
             raise ValueError(f"Expected shard shape {expected} doesn't match the single device array shape "
                              f"{block.shape} (make_array_from_single_device_arrays, array for {device})")
-        if out is None:
-            out = np.empty(shape, dtype=dtype or block.dtype)
-        out[index] = block
-    return place(Array(out), sharding, "make_array_from_single_device_arrays")
+        blocks.append((index, block))
+    return _assemble(shape, dtype, blocks, sharding, "make_array_from_single_device_arrays")
+
+
+def _process_boxes(sharding: Sharding, shape: tuple) -> dict:
+    """{process index: the smallest box (tuple of slices) holding every block of that process's devices}."""
+    spans: dict = {}
+    for device, index in sharding.devices_indices_map(shape).items():
+        ranges = [s.indices(n)[:2] for s, n in zip(index, shape)]
+        old = spans.get(device.process_index)
+        spans[device.process_index] = ranges if old is None else [
+            (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(old, ranges)]
+    return {p: tuple(slice(a, b) for a, b in r) for p, r in spans.items()}
+
+
+def _inferred_global_shape(sharding: Sharding, local_shape: tuple) -> tuple:
+    """The global shape when each process holds an equal share of every split dimension: a dimension split into
+    `k` blocks of which this process holds `j` is `local * k / j` long."""
+    if not isinstance(sharding, NamedSharding):
+        return local_shape
+    sharding.check_shape((0,) * len(local_shape))
+    parts = tuple(sharding._num_parts(len(local_shape)))
+    box = _process_boxes(sharding, parts)[devices_mod.process_index()]  # one element per block
+    return tuple(n * k // (b.stop - b.start) for n, k, b in zip(local_shape, parts, box))
 
 
 def make_array_from_process_local_data(sharding: Sharding, local_data: Any, global_shape=None) -> Array:
-    """The global array whose part owned by this process is `local_data`. In a single process the local data is
-    the whole array, so this is `device_put(local_data, sharding)` after checking `global_shape`.
+    """The global array of which this process supplies the part its devices hold.
+
+    Dimension by dimension: where `global_shape` equals `local_data`'s size, the local data spans the whole
+    dimension; elsewhere it is the process's slice of it (the smallest range covering its devices' blocks, e.g.
+    rows 8:16 of 32 for the second of four processes splitting the rows). `global_shape` defaults to the shape
+    that gives every process an equal share. In a multi-process run (`fluxion.distributed.initialize()`) the
+    processes exchange their parts over MPI, so every process ends up with the global array (and its
+    `addressable_shards` are the blocks of its own devices); every process must call this with the same sharding.
 
     Raises:
-      ValueError: `global_shape` differs from the local data's shape; NotImplementedError: more than one process.
+      ValueError: `local_data`'s rank differs from `global_shape`'s, a dimension of it matches neither the global
+        size nor the process's slice, or the spec does not fit `global_shape`.
     """
-    if devices_mod.process_count() > 1:
-        raise NotImplementedError("make_array_from_process_local_data: fluxion supports it in a single process only")
+    sharding = as_sharding(sharding, "make_array_from_process_local_data")
     data = np.asarray(local_data)
-    if global_shape is not None and tuple(global_shape) != data.shape:
-        raise ValueError(f"make_array_from_process_local_data: global_shape {tuple(global_shape)} differs from "
-                         f"the local data's shape {data.shape} (a single process holds the whole array)")
-    return place(Array(data.copy()), sharding, "make_array_from_process_local_data")
+    shape = (_inferred_global_shape(sharding, data.shape) if global_shape is None
+             else tuple(int(n) for n in global_shape))
+    if len(shape) != data.ndim:
+        raise ValueError(f"make_array_from_process_local_data: global_shape {shape} and the local data's shape "
+                         f"{data.shape} have different ranks")
+    _check_fits(sharding, shape, "make_array_from_process_local_data")
+    boxes = _process_boxes(sharding, shape)
+    here = devices_mod.process_index()
+    if here not in boxes:
+        raise ValueError("make_array_from_process_local_data: the sharding has no device in this process")
+    box = list(boxes[here])
+    for d, (n, b) in enumerate(zip(data.shape, box)):
+        if n == shape[d]:
+            box[d] = slice(0, n)  # this process supplies the whole dimension
+        elif n != b.stop - b.start:
+            raise ValueError(f"make_array_from_process_local_data: dimension {d} of the local data has size {n}, "
+                             f"but this process's devices hold {b.start}:{b.stop} of the global size {shape[d]} "
+                             f"(local data shape {data.shape}, global_shape {shape}, sharding {sharding!r})")
+    return _assemble(shape, None, [(tuple(box), data)], sharding, "make_array_from_process_local_data")
 
 
 def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0, min_width: int = 9,
