@@ -9,6 +9,7 @@ traced shape and the value passes through unchanged; the sharding is attached to
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -17,8 +18,8 @@ from . import core
 from . import devices as devices_mod
 from .api_util import as_value
 from .core import Array, Tracer
-from .sharding import (NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, as_sharding,
-                       sharding_layout_text)
+from .sharding import (AxisType, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, as_sharding,
+                       get_abstract_mesh, sharding_layout_text, use_abstract_mesh)
 from .tree_util import tree_flatten, tree_broadcast_prefix, tree_unflatten
 
 
@@ -94,6 +95,97 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
 def reshard(xs: Any, out_shardings: Any) -> Any:
     """Moves `xs` to `out_shardings` (same rules as `with_sharding_constraint`; JAX's `jax.reshard`)."""
     return place_tree(xs, out_shardings, "reshard")
+
+
+def _region_mesh(axes, axis_type: AxisType, who: str, shardings: Any = None):
+    """(previous abstract mesh, the same mesh with `axes` (default: all) switched to `axis_type`, those axes) for
+    `auto_axes`/`explicit_axes`, or None when neither a current mesh nor a NamedSharding in `shardings` gives one.
+
+    Raises:
+      ValueError: the shardings' meshes differ from each other or from the current mesh.
+      NotImplementedError: an axis is Manual (inside shard_map), which cannot become Auto or Explicit (as in JAX).
+    """
+    current = get_abstract_mesh()
+    given = None
+    for s in tree_flatten(shardings, is_leaf=_is_spec_leaf)[0]:
+        if isinstance(s, NamedSharding):
+            m = s.mesh.abstract_mesh
+            if given is not None and given != m:
+                raise ValueError(f"Shardings passed to {who} should have the same mesh. Got one mesh {given} and "
+                                 f"another {s.mesh}")
+            given = m
+    if given is None and current.empty:
+        return None
+    if given is not None and not current.empty and given != current:
+        raise ValueError(f"Context mesh {current} must match the mesh passed to shardings {given}. Recommended "
+                         "approach is to use `fluxion.set_mesh` context manager.")
+    mesh = current if not current.empty else given
+    names = mesh.axis_names if axes is None else ((axes,) if isinstance(axes, str) else tuple(axes))
+    for a in names:
+        if mesh._name_to_type[a] == AxisType.Manual:
+            raise NotImplementedError(f"{who}: going from the Manual axis type to {axis_type.name} is not allowed "
+                                      f"(axis {a!r})")
+    return mesh, mesh.update_axis_types({a: axis_type for a in names}), names
+
+
+def _keyword(value: Any, kwargs: dict, name: str) -> Any:
+    if value is not None:
+        return value
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
+
+
+def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None) -> Callable:
+    """Runs `f` with mesh axes `axes` (default: all axes of the current mesh) of type `Auto` (the compiler chooses
+    how values are split along them), then places the result on `out_sharding` (given here or as a keyword
+    argument of the call). Inside `f`, `fluxion.sharding.get_abstract_mesh()` shows the changed axis types.
+
+    In fluxion axis types never change values, so this is `reshard(f(*args), out_sharding)`; with no current mesh
+    and no NamedSharding in `out_sharding` it is `f(*args)`, as in JAX.
+
+    Raises:
+      TypeError: no `out_sharding` was given. ValueError: meshes disagree (see `_region_mesh`).
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        target = _keyword(out_sharding, kwargs, "out_sharding")
+        region = _region_mesh(axes, AxisType.Auto, "auto_axes", target)
+        if region is None or set(region[0].auto_axes) == set(region[2]):
+            return f(*args, **kwargs)
+        with use_abstract_mesh(region[1]):
+            out = f(*args, **kwargs)
+        return reshard(out, target)
+
+    return wrapped
+
+
+def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None) -> Callable:
+    """Runs `f` with mesh axes `axes` (default: all axes of the current mesh) of type `Explicit`, after placing the
+    positional arguments on `in_sharding` (given here or as a keyword argument of the call; a tree prefix of the
+    arguments tuple). Values are unchanged.
+
+    Raises:
+      TypeError: no `in_sharding` was given. ValueError: there is no current mesh (set one with `set_mesh`).
+    """
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        target = _keyword(in_sharding, kwargs, "in_sharding")
+        region = _region_mesh(axes, AxisType.Explicit, "explicit_axes")
+        if region is None:
+            raise ValueError("Context mesh cannot be empty. Please use `fluxion.set_mesh` API to enter into a mesh "
+                             "context when using `explicit_axes` API.")
+        with use_abstract_mesh(region[1]):
+            args = reshard(args, target)
+            return f(*args, **kwargs)
+
+    return wrapped
 
 
 def check_in_shardings(args: tuple, in_shardings: Any) -> None:

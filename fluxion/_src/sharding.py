@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import devices as devices_mod
+from .mesh_utils import _canonical_axis_sizes, create_device_mesh
 
 
 class AxisType(enum.Enum):
@@ -53,6 +54,97 @@ class DuplicateSpecError(Exception):
 
 class IndivisibleError(ValueError):
     """A sharding splits a dimension into a number of blocks that does not divide it (raised by `shard_shape`)."""
+
+
+class AbstractDevice:
+    """The kind of device an `AbstractMesh` stands for (`device_kind`, `num_cores`, `platform`), without a device.
+
+    fluxion's devices are all `AbstractDevice(device_kind=cpu, num_cores=None, platform=cpu)`; the value is recorded
+    (it is part of an AbstractMesh's identity) and never changes what is computed. Equal when all fields are equal.
+    """
+
+    __slots__ = ("device_kind", "num_cores", "platform")
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str):
+        object.__setattr__(self, "device_kind", device_kind)
+        object.__setattr__(self, "num_cores", num_cores)
+        object.__setattr__(self, "platform", platform)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("AbstractDevice is immutable")
+
+    def _repr(self) -> str:
+        return f"device_kind={self.device_kind}, num_cores={self.num_cores}, platform={self.platform}"
+
+    def __repr__(self) -> str:
+        return f"AbstractDevice({self._repr()})"
+
+    def _key(self):
+        return (self.device_kind, self.num_cores, self.platform)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbstractDevice) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+class ManualAxisType:
+    """How a value relates to the manual mesh axes inside `shard_map`: the axes it `varying` along (differs from
+    device to device), and the axes along which it is `unreduced` (a partial sum still to be added up) or `reduced`.
+
+    JAX attaches this to the types of values inside `shard_map`. fluxion's `shard_map` tracks variation through
+    vmap instead (see shard_map.py), so this class is the value type only: immutable sets with JAX's validation.
+
+    Raises:
+      ValueError: `varying` shares an axis with `unreduced` or `reduced`.
+    """
+
+    __slots__ = ("varying", "unreduced", "reduced")
+
+    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        varying, unreduced, reduced = frozenset(varying), frozenset(unreduced), frozenset(reduced)
+        for name, other in (("unreduced", unreduced), ("reduced", reduced)):
+            if varying & other:
+                raise ValueError(f"varying and {name} cannot have common mesh axes. Got varying={set(varying)} and "
+                                 f"{name}={set(other)}")
+        object.__setattr__(self, "varying", varying)
+        object.__setattr__(self, "unreduced", unreduced)
+        object.__setattr__(self, "reduced", reduced)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ManualAxisType is immutable")
+
+    def __repr__(self) -> str:
+        return f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, reduced={self.reduced})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ManualAxisType) and self.vur_key() == other.vur_key()
+
+    def __hash__(self) -> int:
+        return hash(self.vur_key())
+
+    def vur_key(self) -> tuple:
+        return (self.varying, self.unreduced, self.reduced)
+
+    def update(self, **kwargs) -> "ManualAxisType":
+        """A copy with some of `varying`, `unreduced`, `reduced` replaced."""
+        fields = dict(varying=self.varying, unreduced=self.unreduced, reduced=self.reduced)
+        fields.update(kwargs)
+        return ManualAxisType(**fields)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.varying or self.unreduced or self.reduced)
+
+    @property
+    def vur(self) -> frozenset:
+        """Every axis the value is varying, unreduced or reduced along."""
+        return self.varying | self.unreduced | self.reduced
+
+    def invarying(self, mesh) -> frozenset:
+        """The manual axes of `mesh` along which the value is the same on every device."""
+        return frozenset(mesh.manual_axes) - self.vur
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -259,7 +351,9 @@ class AbstractMesh(_BaseMesh):
         (default `Auto`).
     """
 
-    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types=None):
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types=None, *,
+                 abstract_device: AbstractDevice | None = None):
+        self.abstract_device = abstract_device
         self.axis_sizes = tuple(int(s) for s in axis_sizes)
         self.axis_names = _normalize_axis_names(axis_names, "AbstractMesh")
         if len(self.axis_sizes) != len(self.axis_names):
@@ -268,10 +362,11 @@ class AbstractMesh(_BaseMesh):
         self.axis_types = _normalize_axis_types(self.axis_names, axis_types, AxisType.Auto, "AbstractMesh")
 
     def __repr__(self) -> str:
-        return f"AbstractMesh({self._shape_repr()}, axis_types={self.axis_types})"
+        device = "" if self.abstract_device is None else f", {self.abstract_device._repr()}"
+        return f"AbstractMesh({self._shape_repr()}, axis_types={self.axis_types}{device})"
 
     def _key(self):
-        return (self.axis_sizes, self.axis_names, self.axis_types)
+        return (self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, AbstractMesh) and self._key() == other._key()
@@ -285,7 +380,14 @@ class AbstractMesh(_BaseMesh):
 
     def update_axis_types(self, name_to_type: dict) -> "AbstractMesh":
         types = tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names, self.axis_types))
-        return AbstractMesh(self.axis_sizes, self.axis_names, types)
+        return AbstractMesh(self.axis_sizes, self.axis_names, types, abstract_device=self.abstract_device)
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None, **kwargs) -> "AbstractMesh":
+        """A copy with some of the sizes, names, types (or `abstract_device=`) replaced."""
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            self.axis_types if axis_types is None else axis_types,
+                            abstract_device=kwargs.get("abstract_device", self.abstract_device))
 
 
 class Mesh(_BaseMesh):
@@ -358,7 +460,11 @@ class Mesh(_BaseMesh):
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
-        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+        if not self.axis_names:
+            return AbstractMesh((), ())
+        d = self.devices.flat[0]
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                            abstract_device=AbstractDevice(d.device_kind, None, d.platform))
 
     def update(self, devices=None, axis_names=None, axis_types=None) -> "Mesh":
         return Mesh(self.devices if devices is None else devices, self.axis_names if axis_names is None else
@@ -376,6 +482,7 @@ class Mesh(_BaseMesh):
 class _MeshStack(threading.local):
     def __init__(self):
         self.stack = []
+        self.abstract = []  # use_abstract_mesh
 
 
 _MESH_STACK = _MeshStack()
@@ -388,9 +495,41 @@ def get_mesh():
 
 
 def get_abstract_mesh():
-    """The abstract mesh of `get_mesh()` (an empty `AbstractMesh` when no mesh is set)."""
+    """The mesh set by the innermost `use_abstract_mesh`, else the abstract mesh of `get_mesh()` (an empty
+    `AbstractMesh` when no mesh is set)."""
+    if _MESH_STACK.abstract:
+        return _MESH_STACK.abstract[-1]
     mesh = get_mesh()
     return AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh
+
+
+class use_abstract_mesh:
+    """Context manager: inside the block `get_abstract_mesh()` is `mesh` (what `auto_axes`/`explicit_axes` use to
+    change axis types for a region). The concrete mesh (`get_mesh()`) is unchanged.
+
+    Raises:
+      ValueError: `mesh` is not an AbstractMesh, or (on entering) it has a different number of devices than a
+        non-empty current abstract mesh.
+    """
+
+    __slots__ = ("mesh",)
+
+    def __init__(self, mesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError(f"Expected mesh of type `fluxion.sharding.AbstractMesh`. Got type: {type(mesh)}")
+        self.mesh = mesh
+
+    def __enter__(self):
+        prev = get_abstract_mesh()
+        if not prev.empty and not self.mesh.empty and prev.size != self.mesh.size:
+            raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: {self.mesh} with "
+                             f"size={self.mesh.size} and prev mesh: {prev} with size={prev.size}")
+        _MESH_STACK.abstract.append(self.mesh)
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _MESH_STACK.abstract.pop()
+        return False
 
 
 @contextlib.contextmanager
@@ -430,32 +569,6 @@ def set_mesh(mesh) -> _SetMesh:
     return _SetMesh(prev)
 
 
-def _canonical_axis_sizes(axis_shapes, who: str) -> tuple:
-    try:
-        sizes = tuple(axis_shapes)
-    except TypeError:
-        sizes = None
-    if sizes is None or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in sizes):
-        raise ValueError(f"`axis_shapes` passed to `{who}` should be a sequence of ints. Got {axis_shapes}")
-    return tuple(int(s) for s in sizes)
-
-
-def create_device_mesh(mesh_shape: Sequence[int], devices=None, *, contiguous_submeshes: bool = False,
-                       allow_split_physical_axes: bool = False) -> np.ndarray:
-    """An `np.ndarray` of devices with shape `mesh_shape` (devices in id order; CPU devices have no topology).
-
-    Raises:
-      ValueError: the product of `mesh_shape` differs from the number of devices.
-    """
-    devs = devices_mod.devices() if devices is None else list(devices)
-    shape = _canonical_axis_sizes(mesh_shape, "create_device_mesh")
-    if math.prod(shape) != len(devs):
-        raise ValueError(f"Number of devices {len(devs)} must equal the product of mesh_shape {shape}")
-    out = np.empty(len(devs), dtype=object)
-    out[:] = devs
-    return out.reshape(shape)
-
-
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=None, *, devices=None) -> Mesh:
     """A `Mesh` of shape `axis_shapes` over the first `prod(axis_shapes)` devices (default `fluxion.devices()`).
 
@@ -465,7 +578,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=
       ValueError: `axis_shapes` is not a sequence of ints, or asks for more devices than there are.
     """
     devs = devices_mod.devices() if devices is None else list(devices)
-    shape = _canonical_axis_sizes(axis_shapes, "make_mesh")
+    shape = _canonical_axis_sizes(axis_shapes, "make_mesh", "axis_shapes")
     n = math.prod(shape)
     if n > len(devs):
         raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape {shape}")
@@ -564,6 +677,11 @@ class SingleDeviceSharding(Sharding):
 
     def with_memory_kind(self, kind) -> "SingleDeviceSharding":
         return self
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+    """`SingleDeviceSharding(device)`: the whole array on `device`."""
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 def _check_spec(mesh, spec: PartitionSpec) -> None:
