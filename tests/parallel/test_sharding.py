@@ -168,3 +168,20 @@ def test_pytree_specs_and_none_leaves(eight_devices):
     np.testing.assert_allclose(pred, batch * params["b"])
     eager_new, _ = f(params, batch)
     assert eager_new["w"].sharding.spec == P("y") and eager_new["b"].sharding.spec == P()
+
+
+def test_scaling_benchmark_workloads_run(four_devices):
+    """benchmarks/sharding_scaling.py's workloads run on fluxion (tiny sizes; nothing here is timed)."""
+    import fluxion
+    import fluxion.numpy as jnp
+    sys.path.insert(0, str(HERE.parent.parent))
+    from benchmarks import sharding_scaling as bench
+    for key, (_, fn) in bench.WORKLOADS.items():
+        for devices in (0, 4):
+            samples = fn(fluxion, jnp, devices, True)["samples"]
+            assert samples and all(np.isfinite(s) and s >= 0 for s in samples), (key, devices)
+    fake = {(fw, d): {"matmul": 0.002, "mlp_step": 0.004 if fw == "fluxion" else 0.002}
+            for fw in bench.FRAMEWORKS for d in bench.DEVICE_COUNTS}
+    text = bench.table(fake, quick=True)
+    assert "| sharded matmul, 64x64 float32, rows over the mesh | 1, no sharding | 2.00 | 2.00 | 1.00 |" in text
+    assert "| MLP SGD step 32-16-4, batch 32 over the mesh | 4 | 4.00 | 2.00 | 0.50 |" in text
