@@ -18,7 +18,7 @@ from . import core
 from . import devices as devices_mod
 from .api_util import as_value
 from .core import Array, Tracer
-from .sharding import (AxisType, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, as_sharding,
+from .sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, as_sharding,
                        get_abstract_mesh, sharding_layout_text, use_abstract_mesh)
 from .tree_util import tree_flatten, tree_broadcast_prefix, tree_unflatten
 
@@ -186,6 +186,31 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None) 
             return f(*args, **kwargs)
 
     return wrapped
+
+
+def propagate_shardings(inputs: Any, outputs: Any) -> Any:
+    """The shardings fluxion gives the outputs of an eager `jit` call (XLA's propagation has no counterpart here,
+    so this is a fixed rule, matching what JAX gives for elementwise functions, reductions and update steps):
+
+    when some inputs are Arrays placed with a NamedSharding, every output that is not placed yet takes the sharding
+    of the first such input with the same shape, or else is replicated (`P()`) on the first such input's mesh.
+    Outputs already placed (e.g. by `out_shardings` or `with_sharding_constraint`) keep theirs. Without placed
+    inputs the outputs stay unplaced (`SingleDeviceSharding` on device 0).
+    """
+    by_shape: dict = {}
+    mesh = None
+    for x in tree_flatten(inputs)[0]:
+        s = getattr(x, "_sharding", None) if isinstance(x, Array) else None
+        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
+            mesh = s.mesh if mesh is None else mesh
+            by_shape.setdefault(x.shape, s)
+    if mesh is None:
+        return outputs
+    replicated = NamedSharding(mesh, PartitionSpec())
+    leaves, treedef = tree_flatten(outputs)
+    placed = [Array(y._value, y.weak_type, by_shape.get(y.shape, replicated))
+              if type(y) is Array and y._sharding is None else y for y in leaves]
+    return tree_unflatten(treedef, placed)
 
 
 def check_in_shardings(args: tuple, in_shardings: Any) -> None:

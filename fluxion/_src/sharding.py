@@ -702,6 +702,11 @@ def _check_spec(mesh, spec: PartitionSpec) -> None:
             raise ValueError(f"Unreduced/reduced axis {name} of {spec} is not found in mesh: {mesh.axis_names}.")
 
 
+# Set once the process makes its first NamedSharding: from then on eager `jit` calls give their outputs shardings
+# (placement.propagate_shardings); programs that never shard skip that work.
+MESH_IN_USE = [False]
+
+
 class NamedSharding(Sharding):
     """A sharding given by a mesh and a partition spec.
 
@@ -726,6 +731,7 @@ class NamedSharding(Sharding):
         self.mesh = mesh
         self.spec = spec
         self._memory_kind = memory_kind
+        MESH_IN_USE[0] = True
 
     def __repr__(self) -> str:
         mesh = self.mesh._short_repr() if isinstance(self.mesh, Mesh) else repr(self.mesh)

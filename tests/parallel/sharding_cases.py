@@ -568,3 +568,31 @@ def smap_one_mesh_axis(jax):
 @case
 def smap_bad_axis_name(jax):
     return jax.smap(lambda v: v, in_axes=0, out_axes=0, axis_name=("x", "y"))
+
+
+@case
+def jit_outputs_take_input_shardings(jax):
+    """fluxion's rule for jit outputs without out_shardings (same shape as a placed input: its sharding, else
+    replicated) agrees with JAX's propagation on elementwise maps, reductions and an SGD step."""
+    S, P, jnp = jax.sharding, jax.P, jax.numpy
+    out = []
+    for kind in (S.AxisType.Auto, S.AxisType.Explicit):
+        m = jax.make_mesh((4, 2), ("data", "model"), axis_types=(kind, kind))
+        x = jax.device_put(_data((8, 4)), S.NamedSharding(m, P("data", None)))
+        p = {"w": jax.device_put(_data((4, 6)) / 24, S.NamedSharding(m, P(None, "model"))),
+             "b": jax.device_put(np.ones(6, np.float32), S.NamedSharding(m, P("model")))}
+
+        def loss(q, xb):
+            return jnp.mean(jnp.tanh(xb @ q["w"] + q["b"]) ** 2)
+
+        def step(q, xb):
+            value, g = jax.value_and_grad(loss)(q, xb)
+            return jax.tree_util.tree_map(lambda a, d: a - 0.1 * d, q, g), value
+
+        new, value = jax.jit(step)(p, x)
+        pair = jax.jit(lambda a, c: (c + 1, a - 1))(x, p["w"])
+        total = jax.jit(lambda a: a.sum())(x)
+        out.append((repr(jax.jit(lambda a: a * 2 + 1)(x).sharding.spec), total.sharding == S.NamedSharding(m, P()),
+                    [repr(o.sharding.spec) for o in pair], repr(new["w"].sharding.spec), repr(new["b"].sharding.spec),
+                    repr(value.sharding.spec), new, value))
+    return out
