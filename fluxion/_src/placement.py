@@ -339,7 +339,7 @@ def _inferred_global_shape(sharding: Sharding, local_shape: tuple) -> tuple:
     return tuple(n * k // (b.stop - b.start) for n, k, b in zip(local_shape, parts, box))
 
 
-def make_array_from_process_local_data(sharding: Sharding, local_data: Any, global_shape=None) -> Array:
+def make_array_from_process_local_data(sharding: Any, local_data: Any, global_shape=None) -> Any:
     """The global array of which this process supplies the part its devices hold.
 
     Dimension by dimension: where `global_shape` equals `local_data`'s size, the local data spans the whole
@@ -348,13 +348,31 @@ def make_array_from_process_local_data(sharding: Sharding, local_data: Any, glob
     that gives every process an equal share. In a multi-process run (`fluxion.distributed.initialize()`) the
     processes exchange their parts over MPI, so every process ends up with the global array (and its
     `addressable_shards` are the blocks of its own devices); every process must call this with the same sharding.
+    `local_data` may be a pytree of arrays: `sharding` is then a tree prefix of it (a bare PartitionSpec resolves
+    against the current mesh) and `global_shape` a prefix whose leaves are shape tuples or None.
 
     Raises:
       ValueError: `local_data`'s rank differs from `global_shape`'s, a dimension of it matches neither the global
         size nor the process's slice, or the spec does not fit `global_shape`.
     """
+    leaves, treedef = tree_flatten(local_data)
+    if not leaves or (len(leaves) == 1 and leaves[0] is local_data):
+        return _from_process_local_data(sharding, local_data, global_shape)
+    shardings = ([sharding] * len(leaves) if _is_spec_leaf(sharding)
+                 else tree_broadcast_prefix(sharding, local_data, is_leaf=_is_spec_leaf))
+    shapes = ([global_shape] * len(leaves) if global_shape is None or isinstance(global_shape, tuple)
+              else tree_broadcast_prefix(global_shape, local_data,
+                                         is_leaf=lambda x: x is None or isinstance(x, tuple)))
+    return tree_unflatten(treedef, [_from_process_local_data(s, x, g) for s, x, g in zip(shardings, leaves, shapes)])
+
+
+def _from_process_local_data(sharding: Any, local_data: Any, global_shape) -> Array:
     sharding = as_sharding(sharding, "make_array_from_process_local_data")
     data = np.asarray(local_data)
+    if devices_mod.process_count() == 1 and global_shape is not None and tuple(global_shape) != data.shape:
+        raise ValueError("When calling `make_array_from_process_local_data` on a single process, global_shape should "
+                         f"be None or equal to local_data.shape. Got global_shape={tuple(global_shape)} and "
+                         f"local_data.shape={data.shape}.")
     shape = (_inferred_global_shape(sharding, data.shape) if global_shape is None
              else tuple(int(n) for n in global_shape))
     if len(shape) != data.ndim:

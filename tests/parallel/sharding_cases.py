@@ -596,3 +596,21 @@ def jit_outputs_take_input_shardings(jax):
                     [repr(o.sharding.spec) for o in pair], repr(new["w"].sharding.spec), repr(new["b"].sharding.spec),
                     repr(value.sharding.spec), new, value))
     return out
+
+
+@case
+def make_array_from_process_local_data_trees(jax):
+    m = _auto_mesh(jax)
+    s = jax.sharding.NamedSharding(m, jax.P("x"))
+    data = {"a": _data((4, 3)), "b": (np.arange(8, dtype=np.int32), _data((8, 2)))}
+    out = jax.make_array_from_process_local_data({"a": s, "b": jax.sharding.NamedSharding(m, jax.P("y"))}, data)
+    with jax.set_mesh(m):
+        spec = jax.make_array_from_process_local_data(jax.P("y"), [_data((8,)), _data((4, 2))], [(8,), None])
+    return (out, [repr(x.sharding.spec) for x in jax.tree_util.tree_leaves(out)], spec,
+            [repr(x.sharding.spec) for x in spec])
+
+
+@case
+def make_array_from_process_local_data_wrong_global_shape(jax):
+    s = jax.sharding.NamedSharding(_auto_mesh(jax), jax.P("x"))
+    return jax.make_array_from_process_local_data(s, _data((4, 3)), (8, 3))
