@@ -394,17 +394,26 @@ def _from_process_local_data(sharding: Any, local_data: Any, global_shape) -> Ar
     return _assemble(shape, None, [(tuple(box), data)], sharding, "make_array_from_process_local_data")
 
 
-def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0, min_width: int = 9,
-                             max_width: int = 80, color_map=None) -> None:
-    """Prints the blocks of a 1-D or 2-D array and the devices holding each as a plain-text grid (see
-    `sharding.sharding_layout_text`; JAX draws it with `rich`). `use_color`, `scale`, `min_width`, `max_width` and
-    `color_map` are accepted for compatibility and ignored: the text grid has no colours and equal-width cells.
+def visualize_sharding(shape: Sequence[int], sharding: Sharding, *, use_color: bool = True, scale: float = 1.0,
+                       min_width: int = 9, max_width: int = 80, color_map=None) -> None:
+    """Prints the layout of an array of `shape` placed on `sharding`: the table of `sharding.sharding_layout_text`
+    (the text JAX prints through `rich` when the output is not a terminal). `use_color` and `color_map` are
+    accepted and ignored: the table has no colours.
 
     Raises:
-      ValueError: the array has rank > 2.
+      ValueError: `shape` is not 1-D or 2-D.
+    """
+    print(sharding_layout_text(tuple(shape), sharding, scale=scale, min_width=min_width, max_width=max_width))
+
+
+def visualize_array_sharding(arr: Any, **kwargs) -> None:
+    """`visualize_sharding(arr.shape, arr.sharding, **kwargs)` (an array never placed is on device 0).
+
+    Raises:
+      ValueError: the array is not 1-D or 2-D, or is a traced value (its sharding is unknown while tracing).
     """
     if isinstance(arr, Tracer):
         raise ValueError("visualize_array_sharding needs a concrete array (it was given a traced value)")
     arr = as_value(arr)
     sharding = arr.sharding if isinstance(arr, Array) else SingleDeviceSharding(devices_mod.local_devices()[0])
-    print(sharding_layout_text(arr.shape, sharding))
+    visualize_sharding(arr.shape, sharding, **kwargs)

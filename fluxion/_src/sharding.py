@@ -890,43 +890,63 @@ def shards_of(value: np.ndarray, sharding: Sharding) -> list[Shard]:
 # Text layout of a sharding (`jax.debug.visualize_array_sharding`)
 # ----------------------------------------------------------------------------------------------------------------
 
-def sharding_layout_text(shape: tuple, sharding: Sharding, *, cell_width: int | None = None) -> str:
-    """A plain-text grid of the blocks of a 1-D or 2-D array: one box per block, labelled with the devices holding
-    it (`CPU 0,1` when replicated on devices 0 and 1).
+def _chunk(size: int, index: slice) -> tuple[int, int]:
+    """(block number, block length) of a dimension of `size` cut at `index`."""
+    start, stop, _ = index.indices(size)
+    return (start // (stop - start) if stop > start else 0), stop - start
 
-    JAX draws the same grid with the `rich` library (box-drawing characters, colours, cell sizes proportional to the
-    block sizes); this layout uses `+`, `-` and `|` and equal-size cells.
+
+def sharding_layout_text(shape: tuple, sharding: Sharding, *, scale: float = 1.0, min_width: int = 9,
+                         max_width: int = 80) -> str:
+    """The layout `visualize_array_sharding` prints for a 1-D or 2-D array: a table of box-drawing characters with
+    one cell per block, labelled with the devices holding it (`CPU 0,4` when replicated on devices 0 and 4).
+
+    Cell sizes follow JAX's rule: the picture is `10 * scale` lines high and `2.5` times as wide (in characters)
+    as the array's aspect ratio makes it, each block gets its share, and a cell is at least `min_width` and at most
+    `max_width` characters wide; rows of the 1-D picture are one line high. JAX prints the same table with the
+    `rich` library (without colour when the output is not a terminal). Difference: when the cells of a row add up
+    to more than `max_width` characters, rich narrows them and fluxion does not.
 
     Raises:
-      ValueError: the array has more than 2 dimensions (as in JAX).
+      ValueError: the array is not 1-D or 2-D (as in JAX).
     """
-    if len(shape) > 2:
-        raise ValueError(f"visualize_array_sharding only works for shapes with rank <= 2, got shape {tuple(shape)}")
-    shape2 = (1, 1) if len(shape) == 0 else ((1, shape[0]) if len(shape) == 1 else tuple(shape))
-    indices = sharding.devices_indices_map(tuple(shape))
-    blocks: dict = {}
-    for d in sharding._device_order():
-        idx = indices[d]
-        if len(shape) == 0:
-            rs, cs = slice(None), slice(None)
-        elif len(shape) == 1:
-            rs, cs = slice(None), idx[0]
+    shape = tuple(shape)
+    if len(shape) not in (1, 2):
+        raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
+    base_height = int(10 * scale)
+    base_width = int(base_height * (shape[1] if len(shape) == 2 else 1) / shape[0])
+    cells: dict = {}
+    for device, index in sharding.devices_indices_map(shape).items():
+        if len(shape) == 2:
+            (row, rows), (col, cols) = _chunk(shape[0], index[0]), _chunk(shape[1], index[1])
+            height, width = int(rows / shape[0] * base_height), cols / shape[1]
         else:
-            rs, cs = idx
-        r0, _, _ = rs.indices(shape2[0])
-        c0, _, _ = cs.indices(shape2[1])
-        blocks.setdefault((r0, c0), []).append(d.id)
-    rows = sorted({r for r, _ in blocks})
-    cols = sorted({c for _, c in blocks})
-    labels = {k: "CPU " + ",".join(str(i) for i in v) for k, v in blocks.items()}
-    width = cell_width or max(len(s) for s in labels.values()) + 4
-    sep = "+" + "+".join("-" * width for _ in cols) + "+"
-    lines = [sep]
-    for r in rows:
-        lines.append("|" + "|".join(" " * width for _ in cols) + "|")
-        lines.append("|" + "|".join(labels[(r, c)].center(width) for c in cols) + "|")
-        lines.append("|" + "|".join(" " * width for _ in cols) + "|")
-        lines.append(sep)
+            row, (col, cols) = 0, _chunk(shape[0], index[0])
+            height, width = 1, cols / shape[0]
+        width = min(max(int(width * base_width * 2.5), min_width), max_width)
+        cells.setdefault((row, col), [set(), width, height])[0].add(device.id)
+    nrows = max(r for r, _ in cells) + 1
+    ncols = max(c for _, c in cells) + 1
+    rendered: dict = {}
+    for key, (ids, width, height) in cells.items():
+        label = f"{next(iter(sharding.device_set)).platform.upper()} " + ",".join(map(str, sorted(ids)))
+        left, extra = divmod(width - len(label) - 2, 2)
+        top, extra_v = divmod(height - 2, 2)
+        line = " " * max(left, 0) + label + " " * max(left + extra, 0)
+        blank = " " * len(line)
+        rendered[key] = [blank] * max(top, 0) + [line] + [blank] * max(top + extra_v, 0)
+    widths = [max(len(rendered[r, c][0]) for r in range(nrows)) for c in range(ncols)]
+
+    def rule(left: str, mid: str, right: str) -> str:
+        return left + mid.join("\u2500" * w for w in widths) + right
+
+    lines = [rule("\u250c", "\u252c", "\u2510")]
+    for r in range(nrows):
+        height = max(len(rendered[r, c]) for c in range(ncols))
+        for k in range(height):
+            parts = [(rendered[r, c][k] if k < len(rendered[r, c]) else "").center(widths[c]) for c in range(ncols)]
+            lines.append("\u2502" + "\u2502".join(parts) + "\u2502")
+        lines.append(rule("\u251c", "\u253c", "\u2524") if r < nrows - 1 else rule("\u2514", "\u2534", "\u2518"))
     return "\n".join(lines)
 
 

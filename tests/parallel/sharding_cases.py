@@ -614,3 +614,33 @@ def make_array_from_process_local_data_trees(jax):
 def make_array_from_process_local_data_wrong_global_shape(jax):
     s = jax.sharding.NamedSharding(_auto_mesh(jax), jax.P("x"))
     return jax.make_array_from_process_local_data(s, _data((4, 3)), (8, 3))
+
+
+@case
+def visualize_array_sharding_text(jax):
+    """The printed table, character for character (JAX prints it through `rich`; no colour off a terminal)."""
+    import contextlib
+    import io
+    m = jax.make_mesh((2, 4), ("x", "y"))
+    layouts = [((4, 8), ("x", "y")), ((8,), ("y",)), ((4, 8), ("x", None)), ((4, 8), ()), ((8, 8), (("x", "y"),)),
+               ((16, 4), ("y", "x")), ((8, 16), (None, "y")), ((6,), ())]
+    out = []
+    for shape, spec in layouts:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            jax.debug.visualize_array_sharding(jax.device_put(np.zeros(shape), _sharding_of(jax, m, spec)))
+            jax.debug.visualize_sharding(shape, _sharding_of(jax, m, spec), scale=0.5, min_width=4)
+        out.append(buf.getvalue())
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        jax.debug.visualize_array_sharding(jax.device_put(np.zeros((4, 4)), jax.devices()[2]))
+    return out, buf.getvalue()
+
+
+def _sharding_of(jax, mesh, spec):
+    return jax.sharding.NamedSharding(mesh, jax.P(*spec))
+
+
+@case
+def visualize_array_sharding_rank_3(jax):
+    return jax.debug.visualize_array_sharding(jax.device_put(np.zeros((2, 2, 2)), jax.devices()[0]))

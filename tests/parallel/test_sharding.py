@@ -84,23 +84,6 @@ def test_against_jax(name, oracle, eight_devices):
     _compare(mine[1], ref[1])
 
 
-def test_visualize_array_sharding_text(eight_devices, capsys):
-    """The plain-text layout (JAX draws with `rich`): one cell per block, labelled with its devices."""
-    import fluxion
-    from fluxion.sharding import NamedSharding, PartitionSpec as P
-    m = fluxion.make_mesh((2, 4), ("x", "y"))
-    fluxion.debug.visualize_array_sharding(fluxion.device_put(np.zeros((4, 8)), NamedSharding(m, P("x", "y"))))
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "+" + "+".join(["-" * 9] * 4) + "+"
-    assert lines[2] == "|" + "|".join(f"  CPU {i}  " for i in range(4)) + "|"
-    assert lines[6] == "|" + "|".join(f"  CPU {i}  " for i in range(4, 8)) + "|"
-    fluxion.debug.visualize_array_sharding(fluxion.device_put(np.zeros(8), NamedSharding(m, P("y"))))
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == 5 and out[2] == "|" + "|".join(f"CPU {i},{i + 4}".center(11) for i in range(4)) + "|"
-    with pytest.raises(ValueError, match="rank <= 2"):
-        fluxion.debug.visualize_array_sharding(np.zeros((2, 2, 2)))
-
-
 def test_sharded_values_feed_ordinary_ops(eight_devices):
     """A sharded Array is an ordinary value for every operation (one global buffer)."""
     import fluxion
