@@ -865,6 +865,9 @@ class Shard:
 
     @property
     def data(self):
+        """The block (None for a device of another process, as in JAX's `global_shards`)."""
+        if self._global is None:
+            return None
         from .core import Array
         value = self._global[self.index] if self.index else self._global
         return Array(np.asarray(value))
@@ -878,12 +881,15 @@ def default_sharding() -> SingleDeviceSharding:
     return SingleDeviceSharding(devices_mod.local_devices()[0])
 
 
-def shards_of(value: np.ndarray, sharding: Sharding) -> list[Shard]:
-    """The addressable shards of a global buffer under `sharding`, in the sharding's device order."""
+def shards_of(value: np.ndarray, sharding: Sharding, *, everywhere: bool = False) -> list[Shard]:
+    """The addressable shards of a global buffer under `sharding`, in the sharding's device order; with
+    `everywhere`, the shards of every process's devices (those of other processes without data)."""
     shape = value.shape
-    indices = sharding.addressable_devices_indices_map(shape)
+    indices = sharding.devices_indices_map(shape)
     replicas = replica_ids(sharding, shape)
-    return [Shard(d, indices[d], replicas[d], value) for d in sharding._device_order() if d in indices]
+    here = devices_mod.process_index()
+    return [Shard(d, indices[d], replicas[d], value if d.process_index == here else None)
+            for d in sharding._device_order() if everywhere or d.process_index == here]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -102,6 +102,8 @@ def global_arrays(fluxion, p, n) -> dict:
     out["addressable_shards"] = ([s.device.id for s in shards] == [2 * p, 2 * p + 1]
                                  and all(np.array_equal(np.asarray(s.data), glob[s.index]) for s in shards)
                                  and not a.is_fully_addressable)
+    out["global_shards"] = ([(s.device.id, s.data is None) for s in a.global_shards]
+                            == [(d, d // 2 != p) for d in range(n)])
     cb = fluxion.make_array_from_callback((8, 6), rows, lambda idx: glob[idx])
     out["from_callback"] = np.array_equal(np.asarray(cb), glob)
     idx = rows.addressable_devices_indices_map((8, 6))

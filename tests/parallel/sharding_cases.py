@@ -644,3 +644,9 @@ def _sharding_of(jax, mesh, spec):
 @case
 def visualize_array_sharding_rank_3(jax):
     return jax.debug.visualize_array_sharding(jax.device_put(np.zeros((2, 2, 2)), jax.devices()[0]))
+
+
+@case
+def global_shards_one_process(jax):
+    x = jax.device_put(_data((8, 4)), jax.sharding.NamedSharding(_auto_mesh(jax), jax.P("y")))
+    return [(s.device, s.index, s.replica_id, s.data) for s in x.global_shards]
