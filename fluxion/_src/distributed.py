@@ -6,7 +6,10 @@ Launch the same program on every process with an MPI launcher, e.g. `mpirun -n 2
 * `fluxion.devices()` lists every process's CPU devices (global ids numbered process by process, each with its
   `process_index`); `local_devices()`, `process_index()` and `process_count()` describe this process;
 * each process calls `pmap` on its local shards (leading axis = its number of devices used); the named axis spans
-  all processes, so `lax.psum(x, 'i')` sums over every replica of every process.
+  all processes, so `lax.psum(x, 'i')` sums over every replica of every process;
+* meshes (`make_mesh`) span every process's devices; `make_array_from_process_local_data` and the other
+  `make_array_from_*` constructors exchange each process's blocks (`MPICommunicator.allgather_array`), after which
+  every process holds the global array (see fluxion/_src/placement.py).
 
 Requirements: the `mpi4py` package and an MPI library. The project's setup installs both from PyPI:
 `pip install mpi4py mpich` (the `mpich` wheel provides `libmpi` and the `mpirun`/`mpiexec` launchers). Open MPI

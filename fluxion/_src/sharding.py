@@ -119,12 +119,12 @@ class ManualAxisType:
         return f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, reduced={self.reduced})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, ManualAxisType) and self.vur_key() == other.vur_key()
+        return isinstance(other, ManualAxisType) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(self.vur_key())
+        return hash(self._key())
 
-    def vur_key(self) -> tuple:
+    def _key(self) -> tuple:
         return (self.varying, self.unreduced, self.reduced)
 
     def update(self, **kwargs) -> "ManualAxisType":
@@ -348,7 +348,8 @@ class AbstractMesh(_BaseMesh):
 
     Args:
       axis_sizes: size of each axis. axis_names: one name per axis. axis_types: one `AxisType` per axis
-        (default `Auto`).
+        (default `Auto`). abstract_device: the `AbstractDevice` the mesh stands for (a concrete mesh's
+        `abstract_mesh` records its devices' kind); part of the mesh's identity (equality, repr).
     """
 
     def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types=None, *,
