@@ -79,7 +79,7 @@ from ._src.placement import (make_array_from_callback as make_array_from_callbac
                              make_array_from_process_local_data as make_array_from_process_local_data,
                              make_array_from_single_device_arrays as make_array_from_single_device_arrays,
                              reshard as reshard)
-from ._src.shard_map import shard_map as shard_map  # noqa: E402
+from ._src.shard_map import shard_map as shard_map, smap as smap  # noqa: E402
 
 
 def __getattr__(name: str):

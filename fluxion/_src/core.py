@@ -241,7 +241,9 @@ class Array(ArrayOps):
 
     @property
     def global_shards(self) -> list:
-        return self.addressable_shards
+        """One `Shard` per device of every process; shards of other processes' devices have `data` None."""
+        from .sharding import shards_of
+        return shards_of(np.asarray(self._value), self.sharding, everywhere=True)
 
     @property
     def is_fully_addressable(self) -> bool:

@@ -6,7 +6,10 @@ Launch the same program on every process with an MPI launcher, e.g. `mpirun -n 2
 * `fluxion.devices()` lists every process's CPU devices (global ids numbered process by process, each with its
   `process_index`); `local_devices()`, `process_index()` and `process_count()` describe this process;
 * each process calls `pmap` on its local shards (leading axis = its number of devices used); the named axis spans
-  all processes, so `lax.psum(x, 'i')` sums over every replica of every process.
+  all processes, so `lax.psum(x, 'i')` sums over every replica of every process;
+* meshes (`make_mesh`) span every process's devices; `make_array_from_process_local_data` and the other
+  `make_array_from_*` constructors exchange each process's blocks (`MPICommunicator.allgather_array`), after which
+  every process holds the global array (see fluxion/_src/placement.py).
 
 Requirements: the `mpi4py` package and an MPI library. The project's setup installs both from PyPI:
 `pip install mpi4py mpich` (the `mpich` wheel provides `libmpi` and the `mpirun`/`mpiexec` launchers). Open MPI
@@ -209,6 +212,31 @@ class MPICommunicator:
                 offset += nbytes
             per = len(replicas[0]) if replicas else 0
             out.extend(flat[k * per:(k + 1) * per] for k in range(len(replicas)))
+        return out
+
+    def allgather_array(self, value: np.ndarray, what: str) -> list[np.ndarray]:
+        """Gathers one array from every rank (indexed by rank); unlike `allgather_replicas`, shapes and dtypes may
+        differ between ranks (each message carries its own).
+
+        Raises:
+          DistributedTimeoutError: a process did not arrive in time (names the rank).
+          DistributedError: a rank is at a different collective.
+        """
+        a = np.ascontiguousarray(value)
+        header = json.dumps({"seq": self._seq + 1, "what": what, "dtype": a.dtype.str, "shape": list(a.shape)})
+        header = header.encode()
+        messages = self.exchange_bytes(b"".join([_HEADER.pack(len(header)), header, a.tobytes()]), what)
+        out = []
+        for rank, msg in enumerate(messages):
+            (hlen,) = _HEADER.unpack_from(msg)
+            h = json.loads(msg[_HEADER.size:_HEADER.size + hlen])
+            if h["what"] != what:
+                raise DistributedError(f"fluxion.distributed: rank {rank} is at collective '{h['what']}' while rank "
+                                       f"{self.rank} is at '{what}': the processes run different programs")
+            dtype = np.dtype(h["dtype"])
+            count = int(np.prod(h["shape"], dtype=np.int64))
+            out.append(np.frombuffer(msg, dtype=dtype, count=count, offset=_HEADER.size + hlen)
+                       .reshape(h["shape"]))
         return out
 
     def allgather_json(self, value: Any, what: str, timeout: float | None = None) -> list:

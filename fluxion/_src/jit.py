@@ -24,6 +24,7 @@ import functools
 import inspect
 import logging
 import sys
+import threading
 import warnings
 import weakref
 from typing import Any, Callable, Sequence
@@ -41,6 +42,7 @@ from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
+from .sharding import MESH_IN_USE as _MESH_IN_USE
 from .stages import CompiledFunction, Lowered
 from .traceback_util import filtered as filtered_traceback
 from .tree_util import node_kind, registered_kind, tree_flatten, tree_unflatten
@@ -52,6 +54,13 @@ _RECOMPILE_WARN_THRESHOLD = 20
 # `config.jax_disable_jit` is read through Config.__getattr__ (~0.4 us, a fifth of a cached call), so the dispatch
 # path reads this mirror, which a config hook keeps current.
 _jit_disabled = bool(config.jax_disable_jit)
+
+
+class _Propagating(threading.local):
+    on = False  # inside `_call_propagating` on this thread
+
+
+_propagating = _Propagating()
 
 
 def _set_jit_disabled(value: Any) -> None:
@@ -184,6 +193,8 @@ class JitWrapped:
                 return self._fun(*args, **kwargs)
             if not (_all_eager.value or _thread_state().eager):
                 return self._call_staged(args, kwargs)
+            if _MESH_IN_USE[0] and not _propagating.on:
+                return self._call_propagating(args, kwargs)
             if self._fast_ok and not kwargs:
                 key = []
                 raws = []
@@ -232,6 +243,18 @@ class JitWrapped:
             return self._run_compiled(compiled, leaves, raws)
         except Exception as err:  # noqa: BLE001 -- re-raised with fluxion's internal frames removed
             raise err.with_traceback(filtered_traceback(err))  # noqa: B904
+
+    def _call_propagating(self, args: tuple, kwargs: dict):
+        """An eager call once NamedShardings exist: the outputs get shardings from the arguments' (the rule is in
+        `placement.propagate_shardings`). Not taken before any NamedSharding is made, so unsharded programs pay
+        one flag test."""
+        from .placement import propagate_shardings
+        prev, _propagating.on = _propagating.on, True
+        try:
+            out = self(*args, **kwargs)
+        finally:
+            _propagating.on = prev
+        return propagate_shardings((args, kwargs), out)
 
     def _call_staged(self, args: tuple, kwargs: dict):
         """A call under another transformation: bind the `jit` call primitive on the traced program."""

@@ -257,3 +257,37 @@ def shard_map_legacy(f: Callable, mesh, in_specs, out_specs, check_rep: bool = T
     m = _resolve_mesh(mesh)
     names = frozenset(n for n in m.axis_names if n not in set(auto)) if auto else frozenset()
     return shard_map(f, mesh=m, in_specs=in_specs, out_specs=out_specs, axis_names=names, check_vma=check_rep)
+
+
+def _axis_to_spec(axis_name, axis) -> PartitionSpec:
+    return PartitionSpec() if axis is None else PartitionSpec(*([None] * axis), axis_name)
+
+
+def smap(f: Callable | None = None, /, *, in_axes=_INFER, out_axes, axis_name):
+    """`shard_map` over the one mesh axis `axis_name` of the current mesh, with vmap-style axes: `in_axes` (an int,
+    None, or a tuple with one entry per positional argument) says which dimension of each argument is split over
+    `axis_name`, `out_axes` where the split dimension of each output is (None: the output is replicated). Omitted
+    `in_axes` means: taken from the arguments' NamedShardings. The other mesh axes stay automatic.
+
+    Raises:
+      TypeError: `axis_name` is a list/tuple, or `in_axes`/`out_axes` have leaves other than ints and None.
+      ValueError: there is no current mesh (plus everything `shard_map` raises).
+    """
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+    if in_axes is not _INFER:
+        if in_axes is not None and not isinstance(in_axes, (int, tuple)):
+            raise TypeError("smap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                            f"positional arguments passed to the function, but got {in_axes}.")
+        if not all(isinstance(a, int) for a in tree_flatten(in_axes)[0]):
+            raise TypeError(f"smap in_axes must be an int, None, or (nested) container with those types as leaves, "
+                            f"but got {in_axes}.")
+    if not all(isinstance(a, int) for a in tree_flatten(out_axes)[0]):
+        raise TypeError(f"smap out_axes must be an int, None, or (nested) container with those types as leaves, but "
+                        f"got {out_axes}.")
+    to_spec = functools.partial(_axis_to_spec, axis_name)
+    in_specs = _INFER if in_axes is _INFER else tree_map(to_spec, in_axes, is_leaf=lambda x: x is None)
+    out_specs = tree_map(to_spec, out_axes, is_leaf=lambda x: x is None)
+    return shard_map(f, mesh=None, in_specs=in_specs, out_specs=out_specs, axis_names=frozenset({axis_name}))

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import devices as devices_mod
+from .mesh_utils import _canonical_axis_sizes, create_device_mesh
 
 
 class AxisType(enum.Enum):
@@ -53,6 +54,97 @@ class DuplicateSpecError(Exception):
 
 class IndivisibleError(ValueError):
     """A sharding splits a dimension into a number of blocks that does not divide it (raised by `shard_shape`)."""
+
+
+class AbstractDevice:
+    """The kind of device an `AbstractMesh` stands for (`device_kind`, `num_cores`, `platform`), without a device.
+
+    fluxion's devices are all `AbstractDevice(device_kind=cpu, num_cores=None, platform=cpu)`; the value is recorded
+    (it is part of an AbstractMesh's identity) and never changes what is computed. Equal when all fields are equal.
+    """
+
+    __slots__ = ("device_kind", "num_cores", "platform")
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str):
+        object.__setattr__(self, "device_kind", device_kind)
+        object.__setattr__(self, "num_cores", num_cores)
+        object.__setattr__(self, "platform", platform)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("AbstractDevice is immutable")
+
+    def _repr(self) -> str:
+        return f"device_kind={self.device_kind}, num_cores={self.num_cores}, platform={self.platform}"
+
+    def __repr__(self) -> str:
+        return f"AbstractDevice({self._repr()})"
+
+    def _key(self):
+        return (self.device_kind, self.num_cores, self.platform)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbstractDevice) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+class ManualAxisType:
+    """How a value relates to the manual mesh axes inside `shard_map`: the axes it `varying` along (differs from
+    device to device), and the axes along which it is `unreduced` (a partial sum still to be added up) or `reduced`.
+
+    JAX attaches this to the types of values inside `shard_map`. fluxion's `shard_map` tracks variation through
+    vmap instead (see shard_map.py), so this class is the value type only: immutable sets with JAX's validation.
+
+    Raises:
+      ValueError: `varying` shares an axis with `unreduced` or `reduced`.
+    """
+
+    __slots__ = ("varying", "unreduced", "reduced")
+
+    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        varying, unreduced, reduced = frozenset(varying), frozenset(unreduced), frozenset(reduced)
+        for name, other in (("unreduced", unreduced), ("reduced", reduced)):
+            if varying & other:
+                raise ValueError(f"varying and {name} cannot have common mesh axes. Got varying={set(varying)} and "
+                                 f"{name}={set(other)}")
+        object.__setattr__(self, "varying", varying)
+        object.__setattr__(self, "unreduced", unreduced)
+        object.__setattr__(self, "reduced", reduced)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ManualAxisType is immutable")
+
+    def __repr__(self) -> str:
+        return f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, reduced={self.reduced})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ManualAxisType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return (self.varying, self.unreduced, self.reduced)
+
+    def update(self, **kwargs) -> "ManualAxisType":
+        """A copy with some of `varying`, `unreduced`, `reduced` replaced."""
+        fields = dict(varying=self.varying, unreduced=self.unreduced, reduced=self.reduced)
+        fields.update(kwargs)
+        return ManualAxisType(**fields)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.varying or self.unreduced or self.reduced)
+
+    @property
+    def vur(self) -> frozenset:
+        """Every axis the value is varying, unreduced or reduced along."""
+        return self.varying | self.unreduced | self.reduced
+
+    def invarying(self, mesh) -> frozenset:
+        """The manual axes of `mesh` along which the value is the same on every device."""
+        return frozenset(mesh.manual_axes) - self.vur
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -256,10 +348,13 @@ class AbstractMesh(_BaseMesh):
 
     Args:
       axis_sizes: size of each axis. axis_names: one name per axis. axis_types: one `AxisType` per axis
-        (default `Auto`).
+        (default `Auto`). abstract_device: the `AbstractDevice` the mesh stands for (a concrete mesh's
+        `abstract_mesh` records its devices' kind); part of the mesh's identity (equality, repr).
     """
 
-    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types=None):
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types=None, *,
+                 abstract_device: AbstractDevice | None = None):
+        self.abstract_device = abstract_device
         self.axis_sizes = tuple(int(s) for s in axis_sizes)
         self.axis_names = _normalize_axis_names(axis_names, "AbstractMesh")
         if len(self.axis_sizes) != len(self.axis_names):
@@ -268,10 +363,11 @@ class AbstractMesh(_BaseMesh):
         self.axis_types = _normalize_axis_types(self.axis_names, axis_types, AxisType.Auto, "AbstractMesh")
 
     def __repr__(self) -> str:
-        return f"AbstractMesh({self._shape_repr()}, axis_types={self.axis_types})"
+        device = "" if self.abstract_device is None else f", {self.abstract_device._repr()}"
+        return f"AbstractMesh({self._shape_repr()}, axis_types={self.axis_types}{device})"
 
     def _key(self):
-        return (self.axis_sizes, self.axis_names, self.axis_types)
+        return (self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, AbstractMesh) and self._key() == other._key()
@@ -285,7 +381,14 @@ class AbstractMesh(_BaseMesh):
 
     def update_axis_types(self, name_to_type: dict) -> "AbstractMesh":
         types = tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names, self.axis_types))
-        return AbstractMesh(self.axis_sizes, self.axis_names, types)
+        return AbstractMesh(self.axis_sizes, self.axis_names, types, abstract_device=self.abstract_device)
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None, **kwargs) -> "AbstractMesh":
+        """A copy with some of the sizes, names, types (or `abstract_device=`) replaced."""
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            self.axis_types if axis_types is None else axis_types,
+                            abstract_device=kwargs.get("abstract_device", self.abstract_device))
 
 
 class Mesh(_BaseMesh):
@@ -358,7 +461,11 @@ class Mesh(_BaseMesh):
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
-        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+        if not self.axis_names:
+            return AbstractMesh((), ())
+        d = self.devices.flat[0]
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                            abstract_device=AbstractDevice(d.device_kind, None, d.platform))
 
     def update(self, devices=None, axis_names=None, axis_types=None) -> "Mesh":
         return Mesh(self.devices if devices is None else devices, self.axis_names if axis_names is None else
@@ -376,6 +483,7 @@ class Mesh(_BaseMesh):
 class _MeshStack(threading.local):
     def __init__(self):
         self.stack = []
+        self.abstract = []  # use_abstract_mesh
 
 
 _MESH_STACK = _MeshStack()
@@ -388,9 +496,41 @@ def get_mesh():
 
 
 def get_abstract_mesh():
-    """The abstract mesh of `get_mesh()` (an empty `AbstractMesh` when no mesh is set)."""
+    """The mesh set by the innermost `use_abstract_mesh`, else the abstract mesh of `get_mesh()` (an empty
+    `AbstractMesh` when no mesh is set)."""
+    if _MESH_STACK.abstract:
+        return _MESH_STACK.abstract[-1]
     mesh = get_mesh()
     return AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh
+
+
+class use_abstract_mesh:
+    """Context manager: inside the block `get_abstract_mesh()` is `mesh` (what `auto_axes`/`explicit_axes` use to
+    change axis types for a region). The concrete mesh (`get_mesh()`) is unchanged.
+
+    Raises:
+      ValueError: `mesh` is not an AbstractMesh, or (on entering) it has a different number of devices than a
+        non-empty current abstract mesh.
+    """
+
+    __slots__ = ("mesh",)
+
+    def __init__(self, mesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError(f"Expected mesh of type `fluxion.sharding.AbstractMesh`. Got type: {type(mesh)}")
+        self.mesh = mesh
+
+    def __enter__(self):
+        prev = get_abstract_mesh()
+        if not prev.empty and not self.mesh.empty and prev.size != self.mesh.size:
+            raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: {self.mesh} with "
+                             f"size={self.mesh.size} and prev mesh: {prev} with size={prev.size}")
+        _MESH_STACK.abstract.append(self.mesh)
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _MESH_STACK.abstract.pop()
+        return False
 
 
 @contextlib.contextmanager
@@ -430,32 +570,6 @@ def set_mesh(mesh) -> _SetMesh:
     return _SetMesh(prev)
 
 
-def _canonical_axis_sizes(axis_shapes, who: str) -> tuple:
-    try:
-        sizes = tuple(axis_shapes)
-    except TypeError:
-        sizes = None
-    if sizes is None or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in sizes):
-        raise ValueError(f"`axis_shapes` passed to `{who}` should be a sequence of ints. Got {axis_shapes}")
-    return tuple(int(s) for s in sizes)
-
-
-def create_device_mesh(mesh_shape: Sequence[int], devices=None, *, contiguous_submeshes: bool = False,
-                       allow_split_physical_axes: bool = False) -> np.ndarray:
-    """An `np.ndarray` of devices with shape `mesh_shape` (devices in id order; CPU devices have no topology).
-
-    Raises:
-      ValueError: the product of `mesh_shape` differs from the number of devices.
-    """
-    devs = devices_mod.devices() if devices is None else list(devices)
-    shape = _canonical_axis_sizes(mesh_shape, "create_device_mesh")
-    if math.prod(shape) != len(devs):
-        raise ValueError(f"Number of devices {len(devs)} must equal the product of mesh_shape {shape}")
-    out = np.empty(len(devs), dtype=object)
-    out[:] = devs
-    return out.reshape(shape)
-
-
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=None, *, devices=None) -> Mesh:
     """A `Mesh` of shape `axis_shapes` over the first `prod(axis_shapes)` devices (default `fluxion.devices()`).
 
@@ -465,7 +579,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=
       ValueError: `axis_shapes` is not a sequence of ints, or asks for more devices than there are.
     """
     devs = devices_mod.devices() if devices is None else list(devices)
-    shape = _canonical_axis_sizes(axis_shapes, "make_mesh")
+    shape = _canonical_axis_sizes(axis_shapes, "make_mesh", "axis_shapes")
     n = math.prod(shape)
     if n > len(devs):
         raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape {shape}")
@@ -566,6 +680,11 @@ class SingleDeviceSharding(Sharding):
         return self
 
 
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+    """`SingleDeviceSharding(device)`: the whole array on `device`."""
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
 def _check_spec(mesh, spec: PartitionSpec) -> None:
     seen = set()
     for p in spec.partitions:
@@ -582,6 +701,11 @@ def _check_spec(mesh, spec: PartitionSpec) -> None:
     for name in spec.unreduced | spec.reduced:
         if name not in mesh.axis_names:
             raise ValueError(f"Unreduced/reduced axis {name} of {spec} is not found in mesh: {mesh.axis_names}.")
+
+
+# Set once the process makes its first NamedSharding: from then on eager `jit` calls give their outputs shardings
+# (placement.propagate_shardings); programs that never shard skip that work.
+MESH_IN_USE = [False]
 
 
 class NamedSharding(Sharding):
@@ -608,6 +732,7 @@ class NamedSharding(Sharding):
         self.mesh = mesh
         self.spec = spec
         self._memory_kind = memory_kind
+        MESH_IN_USE[0] = True
 
     def __repr__(self) -> str:
         mesh = self.mesh._short_repr() if isinstance(self.mesh, Mesh) else repr(self.mesh)
@@ -741,6 +866,9 @@ class Shard:
 
     @property
     def data(self):
+        """The block (None for a device of another process, as in JAX's `global_shards`)."""
+        if self._global is None:
+            return None
         from .core import Array
         value = self._global[self.index] if self.index else self._global
         return Array(np.asarray(value))
@@ -754,55 +882,78 @@ def default_sharding() -> SingleDeviceSharding:
     return SingleDeviceSharding(devices_mod.local_devices()[0])
 
 
-def shards_of(value: np.ndarray, sharding: Sharding) -> list[Shard]:
-    """The addressable shards of a global buffer under `sharding`, in the sharding's device order."""
+def shards_of(value: np.ndarray, sharding: Sharding, *, everywhere: bool = False) -> list[Shard]:
+    """The addressable shards of a global buffer under `sharding`, in the sharding's device order; with
+    `everywhere`, the shards of every process's devices (those of other processes without data)."""
     shape = value.shape
-    indices = sharding.addressable_devices_indices_map(shape)
+    indices = sharding.devices_indices_map(shape)
     replicas = replica_ids(sharding, shape)
-    return [Shard(d, indices[d], replicas[d], value) for d in sharding._device_order() if d in indices]
+    here = devices_mod.process_index()
+    return [Shard(d, indices[d], replicas[d], value if d.process_index == here else None)
+            for d in sharding._device_order() if everywhere or d.process_index == here]
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Text layout of a sharding (`jax.debug.visualize_array_sharding`)
 # ----------------------------------------------------------------------------------------------------------------
 
-def sharding_layout_text(shape: tuple, sharding: Sharding, *, cell_width: int | None = None) -> str:
-    """A plain-text grid of the blocks of a 1-D or 2-D array: one box per block, labelled with the devices holding
-    it (`CPU 0,1` when replicated on devices 0 and 1).
+def _chunk(size: int, index: slice) -> tuple[int, int]:
+    """(block number, block length) of a dimension of `size` cut at `index`."""
+    start, stop, _ = index.indices(size)
+    return (start // (stop - start) if stop > start else 0), stop - start
 
-    JAX draws the same grid with the `rich` library (box-drawing characters, colours, cell sizes proportional to the
-    block sizes); this layout uses `+`, `-` and `|` and equal-size cells.
+
+def sharding_layout_text(shape: tuple, sharding: Sharding, *, scale: float = 1.0, min_width: int = 9,
+                         max_width: int = 80) -> str:
+    """The layout `visualize_array_sharding` prints for a 1-D or 2-D array: a table of box-drawing characters with
+    one cell per block, labelled with the devices holding it (`CPU 0,4` when replicated on devices 0 and 4).
+
+    Cell sizes follow JAX's rule: the picture is `10 * scale` lines high and `2.5` times as wide (in characters)
+    as the array's aspect ratio makes it, each block gets its share, and a cell is at least `min_width` and at most
+    `max_width` characters wide; rows of the 1-D picture are one line high. JAX prints the same table with the
+    `rich` library (without colour when the output is not a terminal). Difference: when the cells of a row add up
+    to more than `max_width` characters, rich narrows them and fluxion does not.
 
     Raises:
-      ValueError: the array has more than 2 dimensions (as in JAX).
+      ValueError: the array is not 1-D or 2-D (as in JAX).
     """
-    if len(shape) > 2:
-        raise ValueError(f"visualize_array_sharding only works for shapes with rank <= 2, got shape {tuple(shape)}")
-    shape2 = (1, 1) if len(shape) == 0 else ((1, shape[0]) if len(shape) == 1 else tuple(shape))
-    indices = sharding.devices_indices_map(tuple(shape))
-    blocks: dict = {}
-    for d in sharding._device_order():
-        idx = indices[d]
-        if len(shape) == 0:
-            rs, cs = slice(None), slice(None)
-        elif len(shape) == 1:
-            rs, cs = slice(None), idx[0]
+    shape = tuple(shape)
+    if len(shape) not in (1, 2):
+        raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
+    base_height = int(10 * scale)
+    base_width = int(base_height * (shape[1] if len(shape) == 2 else 1) / shape[0])
+    cells: dict = {}
+    for device, index in sharding.devices_indices_map(shape).items():
+        if len(shape) == 2:
+            (row, rows), (col, cols) = _chunk(shape[0], index[0]), _chunk(shape[1], index[1])
+            height, width = int(rows / shape[0] * base_height), cols / shape[1]
         else:
-            rs, cs = idx
-        r0, _, _ = rs.indices(shape2[0])
-        c0, _, _ = cs.indices(shape2[1])
-        blocks.setdefault((r0, c0), []).append(d.id)
-    rows = sorted({r for r, _ in blocks})
-    cols = sorted({c for _, c in blocks})
-    labels = {k: "CPU " + ",".join(str(i) for i in v) for k, v in blocks.items()}
-    width = cell_width or max(len(s) for s in labels.values()) + 4
-    sep = "+" + "+".join("-" * width for _ in cols) + "+"
-    lines = [sep]
-    for r in rows:
-        lines.append("|" + "|".join(" " * width for _ in cols) + "|")
-        lines.append("|" + "|".join(labels[(r, c)].center(width) for c in cols) + "|")
-        lines.append("|" + "|".join(" " * width for _ in cols) + "|")
-        lines.append(sep)
+            row, (col, cols) = 0, _chunk(shape[0], index[0])
+            height, width = 1, cols / shape[0]
+        width = min(max(int(width * base_width * 2.5), min_width), max_width)
+        cells.setdefault((row, col), [set(), width, height])[0].add(device.id)
+    nrows = max(r for r, _ in cells) + 1
+    ncols = max(c for _, c in cells) + 1
+    rendered: dict = {}
+    for key, (ids, width, height) in cells.items():
+        label = f"{next(iter(sharding.device_set)).platform.upper()} " + ",".join(map(str, sorted(ids)))
+        left, extra = divmod(width - len(label) - 2, 2)
+        top, extra_v = divmod(height - 2, 2)
+        line = " " * max(left, 0) + label + " " * max(left + extra, 0)
+        blank = " " * len(line)
+        rendered[key] = [blank] * max(top, 0) + [line] + [blank] * max(top + extra_v, 0)
+    widths = [max(len(rendered[r, c][0]) for r in range(nrows)) for c in range(ncols)]
+
+    def rule(left: str, mid: str, right: str) -> str:
+        return left + mid.join("\u2500" * w for w in widths) + right
+
+    lines = [rule("\u250c", "\u252c", "\u2510")]
+    for r in range(nrows):
+        height = max(len(rendered[r, c]) for c in range(ncols))
+        for k in range(height):
+            parts = [(rendered[r, c][k] if k < len(rendered[r, c]) else "").center(widths[c]) for c in range(ncols)]
+            lines.append("\u2502" + "\u2502".join(parts) + "\u2502")
+        lines.append(rule("\u251c", "\u253c", "\u2524") if r < nrows - 1 else rule("\u2514", "\u2534", "\u2518"))
     return "\n".join(lines)
 
 

@@ -135,7 +135,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--test-limit", type=int, default=None, help="use only the first N test images")
     p.add_argument("--no-progress", action="store_true", help="disable the progress bar")
     p.add_argument("--data-parallel", action="store_true",
-                   help="pmap over all devices of all processes (under mpirun: across processes)")
+                   help="split each batch over all devices of all processes (under mpirun: across processes) on a "
+                        "mesh with NamedShardings, or with pmap when --pmap is given too")
     return p.parse_args(argv)
 
 

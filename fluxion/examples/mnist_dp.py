@@ -1,22 +1,30 @@
-"""Data-parallel MNIST training with `pmap`: one replica per device, across processes with MPI.
+"""Data-parallel MNIST training over every device of every process (with MPI across processes).
 
-    python -m fluxion.examples.mnist_dp                                   # all local CPU devices
+    python -m fluxion.examples.mnist_dp                                   # all local CPU devices, on a mesh
     FLUXION_NUM_CPU_DEVICES=2 python -m fluxion.examples.mnist_dp --batch-size 64
+    FLUXION_NUM_CPU_DEVICES=2 python -m fluxion.examples.mnist_dp --pmap  # the same training with pmap
     mpirun -n 2 python -m fluxion.examples.mnist_dp --batch-size 64      # 2 processes (x their devices)
 
-It takes the options of `fluxion.examples.mnist` (model, epochs, batch size, ...) plus `--params-out FILE.npz`
-(process 0 writes the final parameters, atomically) and `--benchmark-steps N` (time N training steps on synthetic
-batches instead of training; process 0 prints `data-parallel step: <ms> ms ...`).
+It takes the options of `fluxion.examples.mnist` (model, epochs, batch size, ...) plus `--pmap`, `--params-out
+FILE.npz` (process 0 writes the final parameters, atomically) and `--benchmark-steps N` (time N training steps on
+synthetic batches instead of training; process 0 prints `data-parallel step: <ms> ms ...`).
 
-`--batch-size` is the *global* batch: it is split evenly over all devices of all processes, each replica computes
-the gradient of its share, `lax.pmean` averages the gradients, and every replica applies the same Adam update to
-its copy of the parameters. The batches, their order, the
-initialization and the optimizer are those of `fluxion.examples.mnist`, so the final parameters equal (to float
-rounding) those of single-device training with the same options.
+`--batch-size` is the *global* batch, split evenly over all devices of all processes. Two ways to write it, both
+giving (to float rounding) the parameters of single-device training with the same options (same batches, order,
+initialization and optimizer as `fluxion.examples.mnist`):
 
-The pattern is the one of the Haiku/Flax documentation: parameters replicated by stacking
-(`device_put_replicated`), `pmap(update, axis_name=...)` and `lax.pmean(grads, axis_name)`. Under an MPI launcher
-(`mpirun`/`mpiexec`) the program calls `fluxion.distributed.initialize()` itself. Imports only the public fluxion API.
+* default, the pattern of JAX's sharding tutorials: a 1-D mesh `('batch',)` over all devices, the batch placed with
+  `NamedSharding(mesh, P('batch'))` (each process supplies its rows through `make_array_from_process_local_data`),
+  the state replicated with `NamedSharding(mesh, P())`, and one `jit(train_step, in_shardings=...,
+  out_shardings=...)` on the global batch: the mean gradient over the global batch needs no explicit collective.
+  fluxion keeps one global buffer per array (see the README's Sharding section), so every process computes the
+  whole step;
+* `--pmap`, the pattern of the Haiku/Flax documentation: the state replicated by stacking (`device_put_replicated`),
+  `pmap(update, axis_name=...)` and `lax.pmean(grads, axis_name)`; each replica computes its share, and the
+  collectives cross processes over MPI.
+
+Under an MPI launcher (`mpirun`/`mpiexec`) the program calls `fluxion.distributed.initialize()` itself. Imports only
+the public fluxion API.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from tqdm import tqdm
 
 import fluxion
 from fluxion import lax, optax, random
+from fluxion.sharding import AxisType, NamedSharding, PartitionSpec as P
 from fluxion.examples import mnist
 from fluxion.flax.training import checkpoints
 from fluxion.flax.training.train_state import TrainState
@@ -82,6 +91,77 @@ def unreplicate(tree):
     return fluxion.tree_util.tree_map(lambda x: x[0], tree)
 
 
+class PmapStrategy:
+    """The state stacked once per local device, `pmap` over this process's rows split per device."""
+
+    name = "pmap"
+
+    def __init__(self):
+        self.process, self.num_local = fluxion.process_index(), fluxion.local_device_count()
+        self.step = make_dp_train_step()
+
+    def place_state(self, state):
+        return fluxion.device_put_replicated(state, fluxion.local_devices())
+
+    def place_batch(self, batch: np.ndarray):
+        return local_shard(batch, self.num_local, self.process)
+
+    def loss_value(self, loss) -> float:
+        return float(loss[0])
+
+    def state(self, placed):
+        return unreplicate(placed)
+
+
+class MeshStrategy:
+    """A 1-D mesh over every device of every process: batch rows split over it, the state replicated, one jitted
+    step on the global batch."""
+
+    name = "mesh"
+
+    def __init__(self, axis_name: str = AXIS):
+        self.mesh = fluxion.make_mesh((fluxion.device_count(),), (axis_name,), axis_types=(AxisType.Auto,))
+        self.rows = NamedSharding(self.mesh, P(axis_name))
+        self.replicated = NamedSharding(self.mesh, P())
+
+        def train_step(state, x, y):
+            def loss_fn(params):
+                return mnist.cross_entropy(state.apply_fn(params, x), y)
+
+            loss, grads = fluxion.value_and_grad(loss_fn)(state.params)
+            return state.apply_gradients(grads=grads), loss
+
+        self.step = fluxion.jit(train_step, in_shardings=(self.replicated, self.rows, self.rows),
+                                out_shardings=(self.replicated, self.replicated))
+
+    def place_state(self, state):
+        return fluxion.device_put(state, self.replicated)
+
+    def place_batch(self, batch: np.ndarray):
+        """The global batch from this process's rows (processes own consecutive blocks of the mesh).
+
+        Raises:
+          ValueError: the batch size is not divisible by the number of devices of all processes.
+        """
+        total = fluxion.device_count()
+        if len(batch) % total:
+            raise ValueError(f"the global batch size {len(batch)} must be divisible by the number of devices "
+                             f"{total} (all processes)")
+        per_process = len(batch) // fluxion.process_count()
+        mine = batch[fluxion.process_index() * per_process:(fluxion.process_index() + 1) * per_process]
+        return fluxion.make_array_from_process_local_data(self.rows, mine, batch.shape)
+
+    def loss_value(self, loss) -> float:
+        return float(loss)
+
+    def state(self, placed):
+        return placed
+
+
+def make_strategy(args: argparse.Namespace):
+    return PmapStrategy() if args.pmap else MeshStrategy()
+
+
 def save_params(path: str, params) -> None:
     """Writes the parameter leaves to `path` (.npz, keys = their key paths), atomically."""
     leaves = fluxion.tree_util.tree_flatten_with_path(params)[0]
@@ -99,14 +179,17 @@ def save_params(path: str, params) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """mnist's options plus `--params-out`; `--data-parallel` (the flag of mnist.py) is accepted and implied."""
+    """mnist's options plus `--params-out`, `--benchmark-steps` and `--pmap`; `--data-parallel` (the flag of
+    mnist.py) is accepted and implied."""
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--data-parallel", action="store_true")
     extra.add_argument("--params-out", default=None)
     extra.add_argument("--benchmark-steps", type=int, default=0)
+    extra.add_argument("--pmap", action="store_true")
     known, rest = extra.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     args = mnist.parse_args(rest)
     args.params_out = known.params_out
+    args.pmap = known.pmap
     args.benchmark_steps = known.benchmark_steps
     return args
 
@@ -116,27 +199,26 @@ def benchmark_step(args: argparse.Namespace) -> float:
     on synthetic batches of `args.batch_size` images split over every device of every process."""
     if launched_by_mpi() and not fluxion.distributed.is_initialized():
         fluxion.distributed.initialize()
-    process, num_local = fluxion.process_index(), fluxion.local_device_count()
+    strategy = make_strategy(args)
     rng = np.random.default_rng(args.seed)
     images = rng.integers(0, 256, (args.batch_size, 28, 28), dtype=np.uint8)
     labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, args.batch_size)]
     model = mnist.MODELS[args.model]()
     state = TrainState.create(apply_fn=model.apply, params=model.init(random.PRNGKey(args.seed), images[:1]),
                               tx=optax.adam(learning_rate=args.learning_rate))
-    replicated = fluxion.device_put_replicated(state, fluxion.local_devices())
-    train_step = make_dp_train_step()
-    xb, yb = local_shard(images, num_local, process), local_shard(labels, num_local, process)
-    replicated, loss = train_step(replicated, xb, yb)  # warm-up: traces and compiles
+    placed = strategy.place_state(state)
+    xb, yb = strategy.place_batch(images), strategy.place_batch(labels)
+    placed, loss = strategy.step(placed, xb, yb)  # warm-up: traces and compiles
     times = []
     for _ in range(max(args.benchmark_steps, 1)):
         t0 = time.perf_counter()
-        replicated, loss = train_step(replicated, xb, yb)
-        float(loss[0])
+        placed, loss = strategy.step(placed, xb, yb)
+        strategy.loss_value(loss)
         times.append(time.perf_counter() - t0)
     step = float(np.median(times))
-    if process == 0:
-        print(f"data-parallel step: {step * 1e3:.2f} ms ({args.model}, global batch {args.batch_size}, "
-              f"{fluxion.device_count()} device(s), {fluxion.process_count()} process(es))")
+    if fluxion.process_index() == 0:
+        print(f"data-parallel step: {step * 1e3:.2f} ms ({args.model}, {strategy.name}, global batch "
+              f"{args.batch_size}, {fluxion.device_count()} device(s), {fluxion.process_count()} process(es))")
     return step
 
 
@@ -148,8 +230,7 @@ def train_data_parallel(args: argparse.Namespace) -> dict:
     """
     if launched_by_mpi() and not fluxion.distributed.is_initialized():
         fluxion.distributed.initialize()
-    process, num_local = fluxion.process_index(), fluxion.local_device_count()
-    lead = process == 0
+    lead = fluxion.process_index() == 0
     t_start = time.perf_counter()
     (x_train, y_train), (x_test, y_test) = mnist.load_data(args)
     n = len(x_train)
@@ -166,9 +247,10 @@ def train_data_parallel(args: argparse.Namespace) -> dict:
         start_epoch = int(state.step) // max(steps_per_epoch, 1)
     if lead:
         print(f"Data-parallel training on {fluxion.device_count()} device(s) in {fluxion.process_count()} "
-              f"process(es); global batch {args.batch_size}, {args.batch_size // fluxion.device_count()} per device")
-    replicated = fluxion.device_put_replicated(state, fluxion.local_devices())
-    train_step = make_dp_train_step()
+              f"process(es); global batch {args.batch_size}, {args.batch_size // fluxion.device_count()} per device "
+              f"({'pmap' if args.pmap else 'mesh + NamedSharding'})")
+    strategy = make_strategy(args)
+    placed = strategy.place_state(state)
     predict = mnist.make_predict(model)
     history = []
     for epoch in range(start_epoch, args.epochs):
@@ -179,27 +261,25 @@ def train_data_parallel(args: argparse.Namespace) -> dict:
                    disable=args.no_progress or not lead, file=sys.stdout, mininterval=0.5)
         for i in bar:
             b = idxs[i * args.batch_size:(i + 1) * args.batch_size]
-            xb = local_shard(x_train[b], num_local, process)
-            yb = local_shard(eye[y_train[b]], num_local, process)
-            replicated, loss = train_step(replicated, xb, yb)
-            loss_sum += float(loss[0])
+            placed, loss = strategy.step(placed, strategy.place_batch(x_train[b]), strategy.place_batch(eye[y_train[b]]))
+            loss_sum += strategy.loss_value(loss)
             if i % 50 == 0:
                 bar.set_postfix(loss=f"{loss_sum / (i + 1):.4f}")
         epoch_time = time.perf_counter() - t0
         mean_loss = loss_sum / max(steps_per_epoch, 1)
         record = dict(epoch=epoch + 1, loss=mean_loss, epoch_time=epoch_time)
         if lead:
-            params = unreplicate(replicated).params
+            params = strategy.state(placed).params
             record.update(train_acc=mnist.accuracy(predict, params, x_train, y_train),
                           test_acc=mnist.accuracy(predict, params, x_test, y_test))
             print(f"Epoch {epoch + 1}/{args.epochs} loss {mean_loss:.4f} acc train/test: "
                   f"{record['train_acc']:.4f}/{record['test_acc']:.4f} ({steps_per_epoch / epoch_time:.0f} "
                   f"steps/s, {epoch_time:.1f} s)")
             if args.checkpoint_dir:
-                final = unreplicate(replicated)
+                final = strategy.state(placed)
                 checkpoints.save_checkpoint(args.checkpoint_dir, final, step=int(final.step), keep=2)
         history.append(record)
-    state = unreplicate(replicated)
+    state = strategy.state(placed)
     if lead and args.params_out:
         save_params(args.params_out, state.params)
     wall = time.perf_counter() - t_start

@@ -2,7 +2,7 @@
 
 From the bottom (see fluxion/_src/README.md):
 
-0. base: config, errors, dtypes, tree_util, devices, distributed, array_methods, traceback_util
+0. base: config, errors, dtypes, tree_util, devices, distributed, array_methods, traceback_util, mesh_utils
 1. core: Primitive, traces and tracers, abstract values, jaxprs
 2. interpreters: ad, batching, partial_eval, the SPMD runtime, custom-derivative handling
 3. lax: primitives and their rules (and the PRNG's primitives)
@@ -30,6 +30,7 @@ LAYERS = [
     ("fluxion._src.config", 0), ("fluxion._src.errors", 0), ("fluxion._src.dtypes", 0),
     ("fluxion._src.tree_util", 0), ("fluxion._src.devices", 0), ("fluxion._src.distributed", 0),
     ("fluxion._src.array_methods", 0), ("fluxion._src.traceback_util", 0), ("fluxion._src.source_info", 0),
+    ("fluxion._src.mesh_utils", 0),
     ("fluxion._src.sharding", 1),
     ("fluxion._src.core", 1),
     ("fluxion._src.interpreters", 2),

@@ -34,6 +34,8 @@ MODULES = {
     "jax.scipy.special": "fluxion.scipy.special",
     "jax.scipy.stats": "fluxion.scipy.stats",
     "jax.scipy.linalg": "fluxion.scipy.linalg",
+    "jax.sharding": "fluxion.sharding",
+    "jax.experimental.mesh_utils": "fluxion.experimental.mesh_utils",
     "flax.linen": "fluxion.flax.linen",
     "flax.nnx": "fluxion.flax.nnx",
     "optax": "fluxion.optax",

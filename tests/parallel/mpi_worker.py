@@ -54,6 +54,7 @@ def collectives() -> None:
     gpsum = np.asarray(fluxion.pmap(fluxion.grad(lambda v: jnp.sum(lax.psum(v, "i") ** 2)), axis_name="i")(local))
     checks["grad_psum"] = bool(np.allclose(gpsum, rep(2 * n * glob.sum(0))[rows], rtol=1e-5))
     checks["data_parallel"] = data_parallel(fluxion, jnp, lax, p, nloc)
+    checks.update(global_arrays(fluxion, p, n))
     emit(rank=p, process_count=nproc, local_devices=[repr(d) for d in fluxion.local_devices()],
          devices=[[d.id, d.process_index] for d in fluxion.devices()], checks=checks)
 
@@ -84,6 +85,31 @@ def data_parallel(fluxion, jnp, lax, p, nloc) -> bool:
         replicated = update(replicated, x[mine].reshape(nloc, 2, 4), y[mine].reshape(nloc, 2, 3))
     return all(np.allclose(np.asarray(replicated[k])[i], np.asarray(reference[k]), rtol=1e-5, atol=1e-6)
                for k in params for i in range(nloc))
+
+
+def global_arrays(fluxion, p, n) -> dict:
+    """Global arrays built from per-process parts (exchanged over MPI) == the array every process could build."""
+    from fluxion.sharding import NamedSharding, PartitionSpec as P
+    mesh = fluxion.make_mesh((n // 2, 2), ("a", "b"))  # process p owns mesh row p
+    glob = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+    rows = NamedSharding(mesh, P("a", "b"))
+    out = {}
+    a = fluxion.make_array_from_process_local_data(rows, glob[4 * p:4 * p + 4])  # global shape inferred: (8, 6)
+    out["local_data_inferred"] = a.shape == (8, 6) and np.array_equal(np.asarray(a), glob)
+    full_cols = fluxion.make_array_from_process_local_data(rows, glob[4 * p:4 * p + 4], (8, 6))
+    out["local_data_full_dim"] = np.array_equal(np.asarray(full_cols), glob)
+    shards = a.addressable_shards
+    out["addressable_shards"] = ([s.device.id for s in shards] == [2 * p, 2 * p + 1]
+                                 and all(np.array_equal(np.asarray(s.data), glob[s.index]) for s in shards)
+                                 and not a.is_fully_addressable)
+    out["global_shards"] = ([(s.device.id, s.data is None) for s in a.global_shards]
+                            == [(d, d // 2 != p) for d in range(n)])
+    cb = fluxion.make_array_from_callback((8, 6), rows, lambda idx: glob[idx])
+    out["from_callback"] = np.array_equal(np.asarray(cb), glob)
+    idx = rows.addressable_devices_indices_map((8, 6))
+    single = fluxion.make_array_from_single_device_arrays((8, 6), rows, [glob[idx[d]] for d in mesh.local_devices])
+    out["from_single_device_arrays"] = np.array_equal(np.asarray(single), glob)
+    return out
 
 
 def missing(flag: str) -> None:

@@ -421,3 +421,232 @@ def make_array_from_single_device_arrays_wrong_shape(jax):
 def make_array_from_callback_wrong_block(jax):
     s = jax.sharding.NamedSharding(jax.make_mesh((2, 4), ("x", "y")), jax.P("x"))
     return jax.make_array_from_callback((4, 2), s, lambda idx: np.ones((3, 2), np.float32))
+
+
+# -- the rest of jax.sharding and jax.experimental.mesh_utils ------------------------------------------------------
+
+def _mesh_utils(jax):
+    from importlib import import_module
+    return import_module(jax.__name__ + ".experimental.mesh_utils")
+
+
+@case
+def abstract_device_and_abstract_mesh(jax):
+    S = jax.sharding
+    m = jax.make_mesh((2, 4), ("x", "y"))
+    dev = S.AbstractDevice(device_kind="cpu", num_cores=None, platform="cpu")
+    plain = S.AbstractMesh((2, 4), ("x", "y"), (S.AxisType.Explicit,) * 2)
+    with_dev = S.AbstractMesh((2, 4), ("x", "y"), (S.AxisType.Explicit,) * 2, abstract_device=dev)
+    return (repr(m.abstract_mesh), repr(dev), dev == m.abstract_mesh.abstract_device, m.abstract_mesh == plain,
+            m.abstract_mesh == with_dev, repr(with_dev.update(axis_sizes=(4, 2))),
+            repr(plain.update_axis_types({"y": S.AxisType.Auto})), plain.abstract_device)
+
+
+@case
+def manual_axis_type(jax):
+    M = jax.sharding.ManualAxisType
+    a = M(varying={"x"}, unreduced={"y"})
+    return (repr(a), repr(M()), a == M(varying=frozenset({"x"}), unreduced={"y"}), repr(a.update(varying={"z"})),
+            sorted(a.vur), sorted(a.invarying(jax.sharding.AbstractMesh((2, 4), ("x", "y"),
+                                                                         (jax.sharding.AxisType.Manual,) * 2))))
+
+
+@case
+def manual_axis_type_overlap(jax):
+    return jax.sharding.ManualAxisType(varying={"x"}, reduced={"x"})
+
+
+@case
+def make_single_device_sharding(jax):
+    s = jax.sharding.make_single_device_sharding(jax.devices()[3])
+    x = jax.device_put(_data((2, 3)), s)
+    return (repr(s), s == jax.sharding.SingleDeviceSharding(jax.devices()[3]), x.sharding == s,
+            [sh.device for sh in x.addressable_shards], s.shard_shape((2, 3)))
+
+
+@case
+def use_abstract_mesh_contexts(jax):
+    S = jax.sharding
+    am = S.AbstractMesh((8,), ("z",))
+    with S.use_abstract_mesh(am):
+        inside = repr(S.get_abstract_mesh())
+    with jax.set_mesh(jax.make_mesh((2, 4), ("x", "y"))):
+        same_size = S.AbstractMesh((4, 2), ("a", "b"))
+        with S.use_abstract_mesh(same_size):
+            swapped = repr(S.get_abstract_mesh())
+        restored = repr(S.get_abstract_mesh())
+    return inside, swapped, restored, repr(S.get_abstract_mesh())
+
+
+@case
+def use_abstract_mesh_size_change(jax):
+    S = jax.sharding
+    with jax.set_mesh(jax.make_mesh((2, 4), ("x", "y"))):
+        with S.use_abstract_mesh(S.AbstractMesh((4,), ("z",))):
+            pass
+
+
+@case
+def use_abstract_mesh_needs_abstract(jax):
+    return jax.sharding.use_abstract_mesh(jax.make_mesh((2, 4), ("x", "y")))
+
+
+@case
+def auto_and_explicit_axes(jax):
+    S, P = jax.sharding, jax.P
+    seen = []
+
+    def body(a):
+        seen.append(repr(S.get_abstract_mesh().axis_types))
+        return a * 2 + 1
+
+    x = _data((8, 4))
+    with jax.set_mesh(jax.make_mesh((2, 4), ("x", "y"))):
+        a = jax.device_put(x, P("x", "y"))
+        eager = S.auto_axes(body, out_sharding=P("x", None))(a)
+        jitted = jax.jit(S.auto_axes(body, axes="y", out_sharding=P("x", None)))(a)
+        by_call = S.auto_axes(body)(a, out_sharding=P(None, "y"))
+    with jax.set_mesh(_auto_mesh(jax)):
+        b = jax.jit(S.explicit_axes(body, in_sharding=P("x", None)))(x)
+    return eager, eager.sharding.spec == P("x", None), jitted, by_call.sharding.spec == P(None, "y"), b, seen
+
+
+@case
+def auto_axes_without_out_sharding(jax):
+    with jax.set_mesh(jax.make_mesh((2, 4), ("x", "y"))):
+        return jax.sharding.auto_axes(lambda a: a)(_data())
+
+
+@case
+def explicit_axes_without_mesh(jax):
+    return jax.sharding.explicit_axes(lambda a: a, in_sharding=jax.P("x"))(_data())
+
+
+@case
+def create_hybrid_device_mesh_processes(jax):
+    mu = _mesh_utils(jax)
+    return [[d.id for d in row] for row in mu.create_hybrid_device_mesh((2, 4), (1, 1), process_is_granule=True)]
+
+
+@case
+def create_hybrid_device_mesh_too_few_granules(jax):
+    return _mesh_utils(jax).create_hybrid_device_mesh((2, 2), (2, 1), process_is_granule=True)
+
+
+@case
+def create_hybrid_device_mesh_no_slices(jax):
+    return _mesh_utils(jax).create_hybrid_device_mesh((2, 4), (1, 1))
+
+
+@case
+def device_kind_handler(jax):
+    mu = _mesh_utils(jax)
+    calls = []
+
+    def reversed_order(shape, devices, *, contiguous_submeshes):
+        calls.append((shape, len(devices), contiguous_submeshes))
+        return np.array(devices[::-1], dtype=object).reshape(shape)
+
+    kind = jax.devices()[0].device_kind
+    had = kind in mu.device_kind_handler_dict
+    mu.device_kind_handler_dict[kind] = reversed_order
+    try:
+        grid = mu.create_device_mesh((4, 2))
+    finally:
+        del mu.device_kind_handler_dict[kind]
+    return had, [[d.id for d in row] for row in grid], calls, [[d.id for d in r] for r in mu.create_device_mesh((2, 4))]
+
+
+@case
+def smap_one_mesh_axis(jax):
+    with jax.set_mesh(_auto_mesh(jax)):
+        total = jax.smap(lambda v, w: jax.lax.psum(v * w, "y"), in_axes=(1, None), out_axes=None, axis_name="y")
+        scaled = jax.jit(jax.smap(lambda v: v * jax.lax.axis_index("x"), in_axes=0, out_axes=0, axis_name="x"))
+        return total(_data((4, 8)), np.float32(2)), scaled(_data())
+
+
+@case
+def smap_bad_axis_name(jax):
+    return jax.smap(lambda v: v, in_axes=0, out_axes=0, axis_name=("x", "y"))
+
+
+@case
+def jit_outputs_take_input_shardings(jax):
+    """fluxion's rule for jit outputs without out_shardings (same shape as a placed input: its sharding, else
+    replicated) agrees with JAX's propagation on elementwise maps, reductions and an SGD step."""
+    S, P, jnp = jax.sharding, jax.P, jax.numpy
+    out = []
+    for kind in (S.AxisType.Auto, S.AxisType.Explicit):
+        m = jax.make_mesh((4, 2), ("data", "model"), axis_types=(kind, kind))
+        x = jax.device_put(_data((8, 4)), S.NamedSharding(m, P("data", None)))
+        p = {"w": jax.device_put(_data((4, 6)) / 24, S.NamedSharding(m, P(None, "model"))),
+             "b": jax.device_put(np.ones(6, np.float32), S.NamedSharding(m, P("model")))}
+
+        def loss(q, xb):
+            return jnp.mean(jnp.tanh(xb @ q["w"] + q["b"]) ** 2)
+
+        def step(q, xb):
+            value, g = jax.value_and_grad(loss)(q, xb)
+            return jax.tree_util.tree_map(lambda a, d: a - 0.1 * d, q, g), value
+
+        new, value = jax.jit(step)(p, x)
+        pair = jax.jit(lambda a, c: (c + 1, a - 1))(x, p["w"])
+        total = jax.jit(lambda a: a.sum())(x)
+        out.append((repr(jax.jit(lambda a: a * 2 + 1)(x).sharding.spec), total.sharding == S.NamedSharding(m, P()),
+                    [repr(o.sharding.spec) for o in pair], repr(new["w"].sharding.spec), repr(new["b"].sharding.spec),
+                    repr(value.sharding.spec), new, value))
+    return out
+
+
+@case
+def make_array_from_process_local_data_trees(jax):
+    m = _auto_mesh(jax)
+    s = jax.sharding.NamedSharding(m, jax.P("x"))
+    data = {"a": _data((4, 3)), "b": (np.arange(8, dtype=np.int32), _data((8, 2)))}
+    out = jax.make_array_from_process_local_data({"a": s, "b": jax.sharding.NamedSharding(m, jax.P("y"))}, data)
+    with jax.set_mesh(m):
+        spec = jax.make_array_from_process_local_data(jax.P("y"), [_data((8,)), _data((4, 2))], [(8,), None])
+    return (out, [repr(x.sharding.spec) for x in jax.tree_util.tree_leaves(out)], spec,
+            [repr(x.sharding.spec) for x in spec])
+
+
+@case
+def make_array_from_process_local_data_wrong_global_shape(jax):
+    s = jax.sharding.NamedSharding(_auto_mesh(jax), jax.P("x"))
+    return jax.make_array_from_process_local_data(s, _data((4, 3)), (8, 3))
+
+
+@case
+def visualize_array_sharding_text(jax):
+    """The printed table, character for character (JAX prints it through `rich`; no colour off a terminal)."""
+    import contextlib
+    import io
+    m = jax.make_mesh((2, 4), ("x", "y"))
+    layouts = [((4, 8), ("x", "y")), ((8,), ("y",)), ((4, 8), ("x", None)), ((4, 8), ()), ((8, 8), (("x", "y"),)),
+               ((16, 4), ("y", "x")), ((8, 16), (None, "y")), ((6,), ())]
+    out = []
+    for shape, spec in layouts:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            jax.debug.visualize_array_sharding(jax.device_put(np.zeros(shape), _sharding_of(jax, m, spec)))
+            jax.debug.visualize_sharding(shape, _sharding_of(jax, m, spec), scale=0.5, min_width=4)
+        out.append(buf.getvalue())
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        jax.debug.visualize_array_sharding(jax.device_put(np.zeros((4, 4)), jax.devices()[2]))
+    return out, buf.getvalue()
+
+
+def _sharding_of(jax, mesh, spec):
+    return jax.sharding.NamedSharding(mesh, jax.P(*spec))
+
+
+@case
+def visualize_array_sharding_rank_3(jax):
+    return jax.debug.visualize_array_sharding(jax.device_put(np.zeros((2, 2, 2)), jax.devices()[0]))
+
+
+@case
+def global_shards_one_process(jax):
+    x = jax.device_put(_data((8, 4)), jax.sharding.NamedSharding(_auto_mesh(jax), jax.P("y")))
+    return [(s.device, s.index, s.replica_id, s.data) for s in x.global_shards]

@@ -69,12 +69,15 @@ def _mnist_available() -> bool:
 
 
 @pytest.mark.skipif(not _mnist_available(), reason="MNIST files not present (datasets/mnist or FLUXION_DATA_DIR)")
-def test_mnist_data_parallel_matches_single_device_training(four_devices):
-    """fluxion.examples.mnist_dp (Flax TrainState + Adam, pmean of grads) on 4 devices == examples.mnist."""
+@pytest.mark.parametrize("strategy", [[], ["--pmap"]], ids=["mesh", "pmap"])
+def test_mnist_data_parallel_matches_single_device_training(four_devices, strategy, capsys):
+    """fluxion.examples.mnist_dp (Flax TrainState + Adam; on a mesh with NamedShardings, or pmap with a pmean of
+    grads) on 4 devices == examples.mnist."""
     from fluxion.examples import mnist, mnist_dp
     args = ["--train-limit", "256", "--test-limit", "64", "--epochs", "1", "--batch-size", "64", "--no-progress"]
     ref = mnist.main(args)
-    out = mnist_dp.main(args + ["--data-parallel"])
+    out = mnist_dp.main(args + ["--data-parallel"] + strategy)
+    assert ("(pmap)" if strategy else "(mesh + NamedSharding)") in capsys.readouterr().out
     assert int(out["state"].step) == int(ref["state"].step) == 4
     ref_leaves = fluxion.tree_util.tree_leaves(ref["state"].params)
     dp_leaves = fluxion.tree_util.tree_leaves(out["state"].params)

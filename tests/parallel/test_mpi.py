@@ -120,12 +120,13 @@ def test_killed_rank_never_hangs_the_others(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists(os.path.join(REPO, "datasets", "mnist", "train-images-idx3-ubyte.gz")),
                     reason="MNIST files not in datasets/mnist")
-def test_mnist_data_parallel_two_processes_matches_single_process(tmp_path):
+@pytest.mark.parametrize("strategy", [[], ["--pmap"]], ids=["mesh", "pmap"])
+def test_mnist_data_parallel_two_processes_matches_single_process(tmp_path, strategy):
     _launcher()
     out = tmp_path / "params.npz"
     args = ["--train-limit", "256", "--test-limit", "64", "--epochs", "1", "--batch-size", "64", "--no-progress"]
-    proc, _, _ = _run(["-m", "fluxion.examples.mnist_dp", "--data-parallel", "--params-out", str(out)] + args,
-                      {"FLUXION_NUM_CPU_DEVICES": "1"})
+    proc, _, _ = _run(["-m", "fluxion.examples.mnist_dp", "--data-parallel", "--params-out", str(out)] + args
+                      + strategy, {"FLUXION_NUM_CPU_DEVICES": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Data-parallel training on 2 device(s) in 2 process(es)" in proc.stdout
     import fluxion
