@@ -222,6 +222,23 @@ def test_get_sharding_and_logical_to_mesh_sharding_equal_flax():
     assert kernel.get_sharding(_mesh(fluxion)) == ours[0]['params']['Dense_0']['kernel']
 
 
+def _unboxed_sharding(nn, jnp, lib, apply_constraint):
+    mesh = _mesh(lib)
+    box = nn.Partitioned(jnp.arange(6.0).reshape(2, 3), (None, 'model'), mesh=mesh)
+    out = box.unbox(apply_constraint=apply_constraint)
+    return np.asarray(out), out.sharding
+
+
+@pytest.mark.parametrize('apply_constraint', [True, False])
+def test_partitioned_unbox_applies_the_constraint_like_flax(apply_constraint):
+    o_val, o_sharding = _unboxed_sharding(fnn, fjnp, fluxion, apply_constraint)
+    t_val, t_sharding = _unboxed_sharding(flax_linen, jax.numpy, jax, apply_constraint)
+    np.testing.assert_array_equal(o_val, t_val)
+    assert type(o_sharding).__name__ == type(t_sharding).__name__
+    if apply_constraint:
+        assert tuple(o_sharding.spec) == tuple(t_sharding.spec) == (None, 'model')
+
+
 def test_shardings_name_missing_mesh_axes():
     variables = _partitioned(fnn, fjnp, logical=False).init(fkey(0), fjnp.asarray(X))
     mesh = fluxion.sharding.Mesh(np.array(fluxion.devices()[:1], dtype=object), ('data',))

@@ -10,7 +10,7 @@ whole tree and :func:`get_partition_spec` turns them into
 Specs are ``fluxion.sharding.PartitionSpec`` values and :func:`get_sharding`
 pairs them with a ``fluxion.sharding.Mesh`` into ``NamedSharding`` trees
 (which ``fluxion.device_put`` or ``jit``'s ``out_shardings`` can use); the
-boxes themselves never move data, and their ``mesh`` field is only stored. As in
+boxes themselves never move data (``Partitioned.unbox`` applies a sharding constraint when a mesh is known). As in
 Flax, ``nn.scan``/``nn.vmap`` call :func:`add_axis`/:func:`remove_axis` with
 their ``metadata_params`` on the boxes of stacked collections.
 """
@@ -21,7 +21,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fluxion import tree_util
+from fluxion import lax, sharding, tree_util
 from fluxion.sharding import NamedSharding, PartitionSpec
 
 from .. import errors, struct
@@ -70,15 +70,21 @@ class Partitioned(AxisMetadata):
     Attributes:
         value: the array (or pytree of arrays).
         names: one mesh axis name (str, a tuple of names, or None) per dimension.
-        mesh: recorded for Flax compatibility; unused (no sharding runtime).
+        mesh: the ``fluxion.sharding.Mesh`` the names refer to, or None for the mesh set with
+            ``fluxion.sharding.set_mesh`` / ``use_mesh`` (if any).
     """
 
     value: Any
     names: tuple = struct.field(pytree_node=False)
     mesh: Any = struct.field(default=None, pytree_node=False)
 
-    def unbox(self) -> Any:
-        """The bare value."""
+    def unbox(self, apply_constraint: bool = True) -> Any:
+        """The bare value; with ``apply_constraint`` and a mesh (the box's, or one set globally), constrained to
+        this box's sharding with ``fluxion.lax.with_sharding_constraint``, as Flax does (values never change)."""
+        if apply_constraint and (self.mesh is not None or sharding.get_mesh() is not None):
+            spec = self.get_partition_spec()
+            target = NamedSharding(self.mesh, spec) if self.mesh is not None else spec
+            return lax.with_sharding_constraint(self.value, target)
         return self.value
 
     def replace_boxed(self, value: Any) -> 'Partitioned':
