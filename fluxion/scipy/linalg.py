@@ -6,5 +6,8 @@ from .._src.scipy.linalg import (
     qr as qr, solve as solve, solve_triangular as solve_triangular, svd as svd)
 from .._src.scipy.special_matrices import (
     circulant as circulant, companion as companion, convolution_matrix as convolution_matrix, dft as dft,
-    fiedler as fiedler, hadamard as hadamard, hankel as hankel, helmert as helmert, hilbert as hilbert,
+    fiedler as fiedler, fiedler_companion as fiedler_companion, hadamard as hadamard, hankel as hankel, helmert as helmert, hilbert as hilbert,
     invhilbert as invhilbert, invpascal as invpascal, leslie as leslie, pascal as pascal, toeplitz as toeplitz)
+from .._src.scipy.matrix_functions import (
+    funm as funm, rsf2csf as rsf2csf, solve_sylvester as solve_sylvester, sqrtm as sqrtm)
+from .._src.scipy.schur import hessenberg as hessenberg, schur as schur
