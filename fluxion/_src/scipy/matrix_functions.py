@@ -27,6 +27,31 @@ def _mH(x):  # noqa: N802 (the conjugate transpose of the last two axes)
 
 # --- rsf2csf --------------------------------------------------------------------------------------------------------
 
+def _rotate_rows(t, m, cs, sn):
+    """Rows m-1, m of T, from column m-1 on, replaced by G @ rows with G = [[conj(cs), sn], [-sn, cs]]."""
+    n = t.shape[-1]
+    cs, sn = cs[..., None], sn[..., None]
+    r0, r1 = t[..., m - 1, :], t[..., m, :]
+    keep = jnp.arange(n) < m - 1
+    new0 = jnp.where(keep, r0, jnp.conj(cs) * r0 + sn * r1)
+    new1 = jnp.where(keep, r1, -sn * r0 + cs * r1)
+    rows = jnp.arange(n)[:, None]
+    return jnp.where(rows == m - 1, new0[..., None, :], jnp.where(rows == m, new1[..., None, :], t))
+
+
+def _rotate_columns(x, m, cs, sn, limit):
+    """Columns m-1, m of x (only rows <= `limit` unless it is None) replaced by columns @ G^H."""
+    n = x.shape[-1]
+    cs, sn = cs[..., None], sn[..., None]
+    c0, c1 = x[..., :, m - 1], x[..., :, m]
+    n0, n1 = cs * c0 + sn * c1, -jnp.conj(sn) * c0 + jnp.conj(cs) * c1
+    if limit is not None:
+        inside = jnp.arange(x.shape[-2]) <= limit
+        n0, n1 = jnp.where(inside, n0, c0), jnp.where(inside, n1, c1)
+    cols = jnp.arange(n)[None, :]
+    return jnp.where(cols == m - 1, n0[..., :, None], jnp.where(cols == m, n1[..., :, None], x))
+
+
 def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple:  # noqa: N803 (SciPy's argument names)
     """Converts a real Schur form (T quasi-upper-triangular, Z orthogonal, A = Z T Z^T) into the complex one
     (T upper triangular, Z unitary, A = Z T Z^H): returns (T, Z), both complex.
@@ -69,23 +94,9 @@ def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple:  # noqa: N803 (
         cs, sn = mu / safe_r, c / safe_r
         cs = jnp.where(coupled, cs, jnp.ones_like(cs))
         sn = jnp.where(coupled, sn, jnp.zeros_like(sn))
-        cs_, sn_ = cs[..., None], sn[..., None]
-        # Rows m-1, m (columns >= m-1) of T become G @ rows with G = [[conj(cs), sn], [-sn, cs]].
-        r0, r1 = t[..., m - 1, :], t[..., m, :]
-        new0, new1 = jnp.conj(cs_) * r0 + sn_ * r1, -sn_ * r0 + cs_ * r1
-        keep = jnp.arange(n) < m - 1
-        new0, new1 = jnp.where(keep, r0, new0), jnp.where(keep, r1, new1)
-        t = jnp.where(rows == m - 1, new0[..., None, :], jnp.where(rows == m, new1[..., None, :], t))
-        # Columns m-1, m (rows <= m) of T, and of Z, become cols @ G^H.
-        def right(x, limit):
-            c0, c1 = x[..., :, m - 1], x[..., :, m]
-            n0, n1 = cs_ * c0 + sn_ * c1, -jnp.conj(sn_) * c0 + jnp.conj(cs_) * c1
-            if limit is not None:
-                inside = jnp.arange(n) <= limit
-                n0, n1 = jnp.where(inside, n0, c0), jnp.where(inside, n1, c1)
-            return jnp.where(cols == m - 1, n0[..., :, None], jnp.where(cols == m, n1[..., :, None], x))
-        t = right(t, m)
-        z = right(z, None)
+        t = _rotate_rows(t, m, cs, sn)
+        t = _rotate_columns(t, m, cs, sn, limit=m)
+        z = _rotate_columns(z, m, cs, sn, limit=None)
         t = jnp.where((rows == m) & (cols == m - 1), jnp.zeros_like(t), t)
     return t, z
 
