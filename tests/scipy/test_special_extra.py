@@ -1,0 +1,211 @@
+"""Table-driven tests of the error-function relatives and oscillatory integrals of `fluxion.scipy.special`
+(`wofz`, `dawsn`, `fresnel`, `sici`, `spence`, `owens_t`) against SciPy and real `jax.scipy.special`.
+
+One record per function and domain (see scipy_testing.py): values in float64 and float32 against SciPy, values,
+dtypes and weak types against JAX, derivatives (JAX's closed forms) against finite differences to second order,
+eager against jit, and vmap against a Python loop. The domains reach past every switch between a series and an
+asymptotic form. Edge values and errors have their own tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import fluxion
+import fluxion.scipy.special as fsp
+from fluxion._src import test_util as tu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scipy_testing.py is here
+from scipy_testing import DOMAINS, Rec, differentiated, draw  # noqa: E402
+
+sp = pytest.importorskip("scipy.special")
+
+# Domains reaching the far branches of these functions (registered here: only these records use them).
+DOMAINS.update({
+    "far": lambda rng, s: rng.uniform(-30.0, 30.0, s),        # sici beyond 4, fresnel beyond 1.6
+    "dilog": lambda rng, s: rng.uniform(0.02, 9.0, s),        # spence on all three of its reductions
+    "owen_h": lambda rng, s: rng.uniform(-4.0, 4.0, s),
+    "owen_a": lambda rng, s: rng.uniform(-4.0, 4.0, s),       # |a| <= 1 (quadrature) and > 1 (Owen's identity)
+})
+
+
+def _f(name):
+    return lambda m: getattr(m, name)
+
+
+def R(name, *domains, **kw):  # noqa: N802
+    return Rec(name, kw.pop("fn", _f(name)), domains, **kw)
+
+
+def _wofz_complex(m):
+    return lambda x, y: m.wofz(x + 1j * y)
+
+
+RECORDS = [
+    R("wofz", "real", rtol=1e-12, rtol32=2e-5, vmap=True),
+    R("wofz_complex", "real", "real", fn=_wofz_complex, rtol=1e-12, rtol32=2e-5, vmap=True),
+    R("dawsn", "real", rtol=1e-12, vmap=True),
+    R("dawsn_far", "far", fn=_f("dawsn"), rtol=1e-12),
+    R("dawsn_small", "loc", fn=_f("dawsn"), rtol=1e-13),
+    R("fresnel", "real", rtol=1e-12, vmap=True),
+    R("fresnel_far", "far", fn=_f("fresnel"), rtol=1e-9, rtol32=1e-4, grad_tol=1e-4),
+    R("sici", "real", rtol=1e-12, vmap=True),
+    R("sici_far", "far", fn=_f("sici"), rtol=1e-12, grad_tol=1e-4),
+    R("spence", "dilog", rtol=1e-13, vmap=True),
+    R("owens_t", "owen_h", "owen_a", rtol=1e-12, vmap=True),
+]
+BY_NAME = {r.name: r for r in RECORDS}
+
+
+def _scipy(rec):
+    if rec.name == "sici" or rec.name == "sici_far":
+        # SciPy's real sici gives Ci(x) + i pi for x < 0 as a NaN; JAX (and fluxion) return Ci(|x|).
+        return lambda x: (sp.sici(x)[0], sp.sici(np.abs(x))[1])
+    return rec.fn(sp)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=str)
+def test_values_float64_against_scipy(rec, rng):
+    args = draw(rec, rng)
+    with tu.enable_x64():
+        got = rec.fn(fsp)(*args)
+    want = _scipy(rec)(*args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert np.asarray(g).dtype in (np.float64, np.complex128)
+        tu.assert_allclose(np.asarray(g), np.asarray(w), rtol=rec.rtol, atol=1e-14, check_dtypes=False)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=str)
+def test_values_float32_against_scipy(rec, rng):
+    args = draw(rec, rng, np.float32)
+    got = rec.fn(fsp)(*args)
+    want = _scipy(rec)(*[np.asarray(a, np.float64) for a in args])
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert np.asarray(g).dtype in (np.float32, np.complex64)
+        tu.assert_allclose(np.asarray(g), np.asarray(w).astype(np.asarray(g).dtype), rtol=rec.rtol32, atol=1e-6,
+                           check_dtypes=False)
+
+
+def _jax_special():
+    jax = pytest.importorskip("jax")
+    import jax.scipy.special as jsp
+    return jax, jsp
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=str)
+def test_values_and_dtypes_against_jax(rec, rng):
+    jax, jsp = _jax_special()
+    args = draw(rec, rng)
+    with tu.enable_x64(jax.config):
+        got = rec.fn(fsp)(*args)
+        want = rec.fn(jsp)(*args)
+        tu.assert_allclose(got, jax.tree_util.tree_map(np.asarray, want), rtol=max(rec.rtol, 1e-12), atol=1e-14)
+    args32 = draw(rec, rng, np.float32)
+    got, want = rec.fn(fsp)(*args32), rec.fn(jsp)(*args32)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
+
+
+@pytest.mark.parametrize("name", ["wofz", "dawsn", "fresnel", "sici", "spence", "owens_t"])
+def test_python_scalars_like_jax(name):
+    jax, jsp = _jax_special()
+    nargs = 2 if name == "owens_t" else 1
+    got, want = getattr(fsp, name)(*[1.5] * nargs), getattr(jsp, name)(*[1.5] * nargs)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
+        tu.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, check_dtypes=False)
+
+
+@pytest.mark.parametrize("rec", [r for r in RECORDS if r.order], ids=str)
+def test_derivatives_against_finite_differences(rec, rng):
+    args = draw(rec, rng)
+    with tu.enable_x64():
+        build, dyn = differentiated(rec, args)
+        tu.check_grads(build(fsp), dyn, order=rec.order, atol=rec.grad_tol, rtol=rec.grad_tol, rng=rng)
+
+
+@pytest.mark.parametrize("name", ["dawsn", "fresnel", "sici", "owens_t"])
+def test_derivatives_match_jax(name, rng):
+    jax, jsp = _jax_special()
+    rec = BY_NAME[name]
+    args = draw(rec, rng)
+    with tu.enable_x64(jax.config):
+        def total(m, grad):
+            f = rec.fn(m)
+            return grad(lambda *a: sum(v.sum() for v in jax.tree_util.tree_leaves(f(*a))),
+                        argnums=tuple(range(len(args))))
+        got = total(fsp, fluxion.grad)(*args)
+        want = total(jsp, jax.grad)(*args)
+        tu.assert_allclose(got, tuple(np.asarray(w) for w in want), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=str)
+def test_jit_matches_eager(rec, rng):
+    args = draw(rec, rng, np.float32)
+    build, dyn = differentiated(rec, args)
+    tu.check_jit(build(fsp), dyn, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("rec", [r for r in RECORDS if r.vmap], ids=str)
+def test_vmap_matches_loop(rec, rng):
+    args = [np.stack([a, a[::-1]]) for a in draw(rec, rng, np.float32)]
+    tu.check_batching(rec.fn(fsp), args, rtol=1e-6, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Edges, tails and errors
+# --------------------------------------------------------------------------------------------------------------
+
+EDGES = {
+    "dawsn": ([0.0, -0.0, 1e-12, 0.19999, 0.2, 1e3, -1e8, np.nan],),
+    "fresnel": ([0.0, 1e-8, 1.5999, 1.6, 1e4, -1e4, np.inf, -np.inf, np.nan],),
+    "sici": ([0.0, 1e-10, 3.9999, 4.0, 4.0001, 1e3, -1e3, np.inf, np.nan],),
+    "spence": ([0.0, 1e-300, 0.5, 1.0, 2.0, 2.0001, 1e10, -1.0, np.inf, np.nan],),
+    "owens_t": ([0.0, 0.0, 1.0, 2.0, -3.0, 5.0, 0.5, np.nan], [0.0, 1.0, 1.0, 1.0, -2.5, 0.1, np.inf, 1.0]),
+    "wofz": ([0.0, 1e-10, 5.0, -5.0, 1e4],),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGES))
+def test_edges_against_scipy(name):
+    args = [np.asarray(a, np.float64) for a in EDGES[name]]
+    with tu.enable_x64():
+        got = getattr(fsp, name)(*args)
+    want = getattr(sp, name)(*args)
+    if name == "sici":
+        want = (want[0], sp.sici(np.abs(args[0]))[1])
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        tu.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-300, check_dtypes=False)
+
+
+def test_where_jax_and_scipy_differ():
+    with tu.enable_x64():
+        si, ci = fsp.sici(np.array([-2.0, -np.inf, 0.0]))
+        # Ci of a negative argument is Ci(|x|) (JAX's real part); Ci(-inf) is NaN, Ci(0) = -inf.
+        tu.assert_allclose(ci, np.array([sp.sici(2.0)[1], np.nan, -np.inf]))
+        tu.assert_allclose(si, np.array([-sp.sici(2.0)[0], -np.pi / 2, 0.0]))
+        assert np.isnan(np.asarray(fsp.spence(-0.5)))  # SciPy continues spence to negative x; JAX gives NaN
+
+
+def test_errors():
+    for name in ("dawsn", "sici"):
+        with pytest.raises(ValueError, match="complex"):
+            getattr(fsp, name)(np.array([1 + 1j]))
+    with pytest.raises(NotImplementedError, match="complex"):
+        fsp.fresnel(np.array([1 + 1j]))
+    with pytest.raises(TypeError, match="int32"):
+        fsp.spence(np.array([1, 2], np.int32))
+    with pytest.raises(ValueError, match="complex"):
+        fsp.owens_t(np.array([1 + 1j]), 1.0)
+
+
+def test_wofz_promotes_to_complex_like_jax():
+    jax, jsp = _jax_special()
+    for x in (np.float32(0.5), np.array([1, 2], np.int32), np.complex64(0.5 + 1j)):
+        got, want = fsp.wofz(x), jsp.wofz(x)
+        assert got.dtype == want.dtype
+        tu.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, check_dtypes=False)
