@@ -324,7 +324,8 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False, con
     a is (..., M, N) and K = min(M, N); R is (..., K, N). For "left", c is (..., K, P) (a 1-D c is a column) and
     the product is (..., M, P); for "right", c is (..., P, M) (a 1-D c is a row) and the product, c @ Q restricted
     to Q's first K columns, is (..., P, K). Batch dimensions broadcast. Q is the economic factor of `qr`, so the
-    signs follow LAPACK's Householder convention (as JAX's and SciPy's).
+    signs follow LAPACK's Householder convention (as JAX's and SciPy's). Unlike JAX's (LAPACK's geqrf/ormqr have
+    no derivative rules there), it is differentiable wherever `qr` is, i.e. for M >= N.
 
     Raises:
       ValueError: for an unknown mode or shapes that do not fit. NotImplementedError: for `pivoting=True`

@@ -85,15 +85,17 @@ def rsf2csf(T: Any, Z: Any, check_finite: bool = True) -> tuple:  # noqa: N803 (
         a, b = t[..., m - 1, m - 1], t[..., m - 1, m]
         c, d = t[..., m, m - 1], t[..., m, m]
         coupled = jnp.abs(c) > eps * (jnp.abs(a) + jnp.abs(d))
+        # Uncoupled entries compute on the stand-in block [[0, 1], [-1, 0]] and are discarded: the real ones may
+        # have c = 0, where |c| and the rotation are not differentiable (NaN would leak through the select).
+        a, d = (jnp.where(coupled, v, jnp.zeros_like(v)) for v in (a, d))
+        b, c = jnp.where(coupled, b, jnp.ones_like(b)), jnp.where(coupled, c, -jnp.ones_like(c))
         # An eigenvalue of the block minus T[m, m]: (a - d)/2 + sqrt(((a - d)/2)^2 + b c), with the principal
         # square root (the eigenvalue of positive imaginary part for a real block, as LAPACK lists it first).
         half = 0.5 * (a - d)
         mu = half + jnp.sqrt(half * half + b * c)
-        r = jnp.sqrt(jnp.abs(mu) ** 2 + jnp.abs(c) ** 2).astype(dt)
-        safe_r = jnp.where(coupled, r, jnp.ones_like(r))
-        cs, sn = mu / safe_r, c / safe_r
-        cs = jnp.where(coupled, cs, jnp.ones_like(cs))
-        sn = jnp.where(coupled, sn, jnp.zeros_like(sn))
+        r = jnp.sqrt(jnp.real(mu * jnp.conj(mu)) + jnp.real(c * jnp.conj(c))).astype(dt)
+        cs = jnp.where(coupled, mu / r, jnp.ones_like(mu))
+        sn = jnp.where(coupled, c / r, jnp.zeros_like(c))
         t = _rotate_rows(t, m, cs, sn)
         t = _rotate_columns(t, m, cs, sn, limit=m)
         z = _rotate_columns(z, m, cs, sn, limit=None)
