@@ -11,3 +11,4 @@ from .._src.scipy.special import (
 from .._src.scipy.special_integrals import (
     dawsn as dawsn, fresnel as fresnel, owens_t as owens_t, sici as sici, spence as spence, wofz as wofz)
 from .._src.scipy.hypergeometric import hyp1f1 as hyp1f1
+from .._src.scipy.harmonics import sph_harm_y as sph_harm_y

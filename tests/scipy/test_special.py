@@ -327,7 +327,6 @@ def test_errors():
 # Names of jax.scipy.special not mirrored, and why.
 MISSING_WITH_REASON = {
     "hyp2f1": "Gauss hypergeometric function: not implemented yet",
-    "sph_harm_y": "spherical harmonics: not implemented yet",
 }
 
 

@@ -1,5 +1,6 @@
-"""Table-driven tests of the error-function relatives and oscillatory integrals of `fluxion.scipy.special`
-(`wofz`, `dawsn`, `fresnel`, `sici`, `spence`, `owens_t`) against SciPy and real `jax.scipy.special`.
+"""Table-driven tests of the error-function relatives, oscillatory integrals, `hyp1f1` and `sph_harm_y` of
+`fluxion.scipy.special` (`wofz`, `dawsn`, `fresnel`, `sici`, `spence`, `owens_t`) against SciPy and real
+`jax.scipy.special`.
 
 One record per function and domain (see scipy_testing.py): values in float64 and float32 against SciPy, values,
 dtypes and weak types against JAX, derivatives (JAX's closed forms) against finite differences to second order,
@@ -33,6 +34,7 @@ DOMAINS.update({
     "hyp_x": lambda rng, s: rng.uniform(0.0, 25.0, s),        # hyp1f1's power series
     "hyp_neg": lambda rng, s: rng.uniform(-40.0, 0.0, s),     # Kummer's transformation
     "hyp_far": lambda rng, s: rng.uniform(100.0, 200.0, s),   # the asymptotic expansion
+    "polar": lambda rng, s: rng.uniform(0.05, 3.09, s),       # a colatitude in (0, pi)
 })
 
 
@@ -46,6 +48,9 @@ def R(name, *domains, **kw):  # noqa: N802
 
 def _wofz_complex(m):
     return lambda x, y: m.wofz(x + 1j * y)
+
+
+_DEGREES, _ORDERS = np.array([0, 1, 2, 3, 5]), np.array([0, -1, 2, -3, 4])
 
 
 RECORDS = [
@@ -66,6 +71,10 @@ RECORDS = [
     R("hyp1f1_negative", "small_pos", "pos", "hyp_neg", fn=_f("hyp1f1"), rtol=1e-12, rtol32=1e-4, order=0,
       jax=False),
     R("hyp1f1_far", "small_pos", "pos", "hyp_far", fn=_f("hyp1f1"), rtol=1e-11, rtol32=1e-4, order=0),
+    # The degree bound n_max is given so that n may be traced (vmap); SciPy has no such argument.
+    R("sph_harm_y", "count", "count", "polar", "angle_pos", fixed={0: _DEGREES, 1: _ORDERS},
+      fn=lambda m: (lambda n, o, t, p: m.sph_harm_y(n, o, t, p) if m.__name__.startswith("scipy")
+                    else m.sph_harm_y(n, o, t, p, n_max=5)), rtol=1e-12, vmap=True),
 ]
 BY_NAME = {r.name: r for r in RECORDS}
 
@@ -92,7 +101,7 @@ def test_values_float64_against_scipy(rec, rng):
 def test_values_float32_against_scipy(rec, rng):
     args = draw(rec, rng, np.float32)
     got = rec.fn(fsp)(*args)
-    want = _scipy(rec)(*[np.asarray(a, np.float64) for a in args])
+    want = _scipy(rec)(*[np.asarray(a, np.float64) if a.dtype.kind == "f" else a for a in args])
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         assert np.asarray(g).dtype in (np.float32, np.complex64)
         tu.assert_allclose(np.asarray(g), np.asarray(w).astype(np.asarray(g).dtype), rtol=rec.rtol32, atol=1e-6,
@@ -117,6 +126,24 @@ def test_values_and_dtypes_against_jax(rec, rng):
     got, want = rec.fn(fsp)(*args32), rec.fn(jsp)(*args32)
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
+
+
+def test_sph_harm_y_static_degree_and_clipping_like_jax(rng):
+    jax, jsp = _jax_special()
+    n = rng.integers(0, 8, 40)
+    m = np.array([rng.integers(-k, k + 1) for k in n])
+    theta, phi = rng.uniform(0, np.pi, 40), rng.uniform(0, 2 * np.pi, 40)
+    with tu.enable_x64(jax.config):
+        for kw in ({}, {"n_max": 4}):  # n_max below max(n) clips degree and order in the Legendre factor, as JAX
+            tu.assert_allclose(fsp.sph_harm_y(n, m, theta, phi, **kw), np.asarray(jsp.sph_harm_y(n, m, theta, phi,
+                                                                                                   **kw)),
+                               rtol=1e-12, atol=1e-14)
+        tu.assert_allclose(fsp.sph_harm_y(n, m, 0.3, phi), np.asarray(jsp.sph_harm_y(n, m, 0.3, phi)), rtol=1e-12,
+                           atol=1e-14)
+    with pytest.raises(fluxion.errors.ConcretizationTypeError):
+        fluxion.jit(lambda k: fsp.sph_harm_y(k, 0 * k, np.ones(3), np.ones(3)))(np.arange(3))
+    with pytest.raises(NotImplementedError, match="diff_n"):
+        fsp.sph_harm_y(n, m, theta, phi, diff_n=1)
 
 
 @pytest.mark.parametrize("name", ["wofz", "dawsn", "fresnel", "sici", "spence", "owens_t", "hyp1f1"])
