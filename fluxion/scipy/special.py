@@ -10,5 +10,5 @@ from .._src.scipy.special import (
     rel_entr as rel_entr, softmax as softmax, xlog1py as xlog1py, xlogy as xlogy, zeta as zeta)
 from .._src.scipy.special_integrals import (
     dawsn as dawsn, fresnel as fresnel, owens_t as owens_t, sici as sici, spence as spence, wofz as wofz)
-from .._src.scipy.hypergeometric import hyp1f1 as hyp1f1
+from .._src.scipy.hypergeometric import hyp1f1 as hyp1f1, hyp2f1 as hyp2f1
 from .._src.scipy.harmonics import sph_harm_y as sph_harm_y

@@ -1,6 +1,6 @@
-"""Table-driven tests of the error-function relatives, oscillatory integrals, `hyp1f1` and `sph_harm_y` of
-`fluxion.scipy.special` (`wofz`, `dawsn`, `fresnel`, `sici`, `spence`, `owens_t`) against SciPy and real
-`jax.scipy.special`.
+"""Table-driven tests of the error-function relatives, oscillatory integrals, hypergeometric functions and
+spherical harmonics of `fluxion.scipy.special` (`wofz`, `dawsn`, `fresnel`, `sici`, `spence`, `owens_t`, `hyp1f1`, `hyp2f1`,
+`sph_harm_y`) against SciPy and real `jax.scipy.special`.
 
 One record per function and domain (see scipy_testing.py): values in float64 and float32 against SciPy, values,
 dtypes and weak types against JAX, derivatives (JAX's closed forms) against finite differences to second order,
@@ -35,6 +35,9 @@ DOMAINS.update({
     "hyp_neg": lambda rng, s: rng.uniform(-40.0, 0.0, s),     # Kummer's transformation
     "hyp_far": lambda rng, s: rng.uniform(100.0, 200.0, s),   # the asymptotic expansion
     "polar": lambda rng, s: rng.uniform(0.05, 3.09, s),       # a colatitude in (0, pi)
+    "gauss_x": lambda rng, s: rng.uniform(-0.5, 0.85, s),     # hyp2f1 where JAX's plain series converges
+    "gauss_wide": lambda rng, s: rng.uniform(-5.0, 0.99, s),  # Pfaff's transformation and the connection formulas
+    "gauss_near_one": lambda rng, s: rng.uniform(0.7, 0.99, s),
 })
 
 
@@ -71,6 +74,16 @@ RECORDS = [
     R("hyp1f1_negative", "small_pos", "pos", "hyp_neg", fn=_f("hyp1f1"), rtol=1e-12, rtol32=1e-4, order=0,
       jax=False),
     R("hyp1f1_far", "small_pos", "pos", "hyp_far", fn=_f("hyp1f1"), rtol=1e-11, rtol32=1e-4, order=0),
+    R("hyp2f1", "small_pos", "small_pos", "pos", "gauss_x", rtol=1e-11, rtol32=1e-4, order=1, vmap=True),
+    # Beyond JAX's accurate range (it sums the plain series): SciPy only, values only (the parameter derivatives
+    # are, as JAX's, series in x that converge slowly near |x| = 1).
+    R("hyp2f1_wide", "small_pos", "small_pos", "pos", "gauss_wide", fn=_f("hyp2f1"), rtol=1e-10, rtol32=1e-4,
+      order=0, jax=False),
+    # Integer c - a - b (2 and -1) near x = 1: the limiting connection formula, directly and after Euler's.
+    R("hyp2f1_integer_d", "small_pos", "small_pos", "gauss_near_one", rtol=1e-10, rtol32=1e-3, order=0, jax=False,
+      fn=lambda m: (lambda a, b, x: m.hyp2f1(a, b, a + b + 2.0, x))),
+    R("hyp2f1_negative_integer_d", "small_pos", "small_pos", "gauss_near_one", rtol=1e-10, rtol32=1e-3, order=0,
+      jax=False, fn=lambda m: (lambda a, b, x: m.hyp2f1(a + 1.0, b + 1.0, a + b + 1.0, x))),
     # The degree bound n_max is given so that n may be traced (vmap); SciPy has no such argument.
     R("sph_harm_y", "count", "count", "polar", "angle_pos", fixed={0: _DEGREES, 1: _ORDERS},
       fn=lambda m: (lambda n, o, t, p: m.sph_harm_y(n, o, t, p) if m.__name__.startswith("scipy")
@@ -146,11 +159,12 @@ def test_sph_harm_y_static_degree_and_clipping_like_jax(rng):
         fsp.sph_harm_y(n, m, theta, phi, diff_n=1)
 
 
-@pytest.mark.parametrize("name", ["wofz", "dawsn", "fresnel", "sici", "spence", "owens_t", "hyp1f1"])
+@pytest.mark.parametrize("name", ["wofz", "dawsn", "fresnel", "sici", "spence", "owens_t", "hyp1f1", "hyp2f1"])
 def test_python_scalars_like_jax(name):
     jax, jsp = _jax_special()
-    nargs = {"owens_t": 2, "hyp1f1": 3}.get(name, 1)
-    got, want = getattr(fsp, name)(*[1.5] * nargs), getattr(jsp, name)(*[1.5] * nargs)
+    nargs = {"owens_t": 2, "hyp1f1": 3, "hyp2f1": 4}.get(name, 1)
+    args = [1.5, 0.5, 2.5, 0.25][:nargs] if nargs > 1 else [1.5]
+    got, want = getattr(fsp, name)(*args), getattr(jsp, name)(*args)
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
         tu.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, check_dtypes=False)
@@ -164,7 +178,7 @@ def test_derivatives_against_finite_differences(rec, rng):
         tu.check_grads(build(fsp), dyn, order=rec.order, atol=rec.grad_tol, rtol=rec.grad_tol, rng=rng)
 
 
-@pytest.mark.parametrize("name", ["dawsn", "fresnel", "sici", "owens_t", "hyp1f1"])
+@pytest.mark.parametrize("name", ["dawsn", "fresnel", "sici", "owens_t", "hyp1f1", "hyp2f1"])
 def test_derivatives_match_jax(name, rng):
     jax, jsp = _jax_special()
     rec = BY_NAME[name]
@@ -235,6 +249,18 @@ def test_hyp1f1_special_cases_follow_jax():
         got, want = fsp.hyp1f1(a, b, x), jsp.hyp1f1(a, b, x)
         tu.assert_allclose(got, np.asarray(want), rtol=1e-14)
     tu.assert_allclose(np.asarray(got), np.array([1.0, 1.0, np.inf, np.exp(2.0), 1.0]), rtol=1e-14)
+
+
+def test_hyp2f1_special_cases_follow_jax():
+    jax, jsp = _jax_special()
+    # x = 0; x = 1 with c - a - b > 0 (Gauss's sum), = 0 and < 0 (inf); a = b = c = 0; c a negative integer;
+    # b = c and a = c (closed forms); x > 1 (inf); a terminating series.
+    cases = np.array([[1.0, 2, 3, 0], [1, 2, 3.5, 1], [1, 2, 3, 1], [1, 2, 2.5, 1], [0, 0, 0, 0.5], [1, 2, -1, 0.5],
+                      [1, 2, 2, 0.5], [2, 1, 2, 0.5], [1, 2, 3, 1.5], [-3, 2, 3.5, 0.9]]).T
+    with tu.enable_x64(jax.config):
+        got, want = fsp.hyp2f1(*cases), jsp.hyp2f1(*cases)
+        tu.assert_allclose(got, np.asarray(want), rtol=1e-12)
+    tu.assert_allclose(np.asarray(got)[[1, 9]], sp.hyp2f1(*cases[:, [1, 9]]), rtol=1e-12)
 
 
 def test_errors():
