@@ -82,7 +82,7 @@ def wofz(z: Any) -> Any:
 
     Real inputs are promoted to complex (float32 to complex64, float64 and integers under x64 to complex128), as
     JAX does. Computed by Weideman's 32-term rational approximation (SIAM J. Numer. Anal. 31(5), 1994) in the
-    upper half plane and the reflection w(-z) = 2 exp(-z^2) - w(z) below it; the accuracy is about 1e-13
+    upper half plane and the reflection w(-z) = 2 exp(-z^2) - w(z) below it; the accuracy is a few 1e-13
     relative near the real axis (SciPy's Faddeeva package is more accurate far into the lower half plane, where
     exp(-z^2) overflows in both). Derivative: w'(z) = -2 z w(z) + 2i / sqrt(pi).
     """
