@@ -8,3 +8,7 @@ from .._src.scipy.special import (
     log_softmax as log_softmax, loggamma as loggamma, logit as logit, logsumexp as logsumexp,
     multigammaln as multigammaln, ndtr as ndtr, ndtri as ndtri, poch as poch, polygamma as polygamma,
     rel_entr as rel_entr, softmax as softmax, xlog1py as xlog1py, xlogy as xlogy, zeta as zeta)
+from .._src.scipy.special_integrals import (
+    dawsn as dawsn, fresnel as fresnel, owens_t as owens_t, sici as sici, spence as spence, wofz as wofz)
+from .._src.scipy.hypergeometric import hyp1f1 as hyp1f1, hyp2f1 as hyp2f1
+from .._src.scipy.harmonics import sph_harm_y as sph_harm_y

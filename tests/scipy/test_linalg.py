@@ -305,18 +305,7 @@ def test_errors():
         fla.lu_solve(fla.lu_factor(np.eye(3)), np.ones(2))
 
 
-MISSING_WITH_REASON = {
-    "eigh_tridiagonal": "needs a tridiagonal eigensolver: not implemented yet",
-    "expm_frechet": "not implemented yet",
-    "fiedler_companion": "special-matrix constructors: not implemented yet",
-    "funm": "needs the Schur decomposition (no primitive): not implemented",
-    "hessenberg": "needs a Hessenberg-reduction primitive: not implemented",
-    "qr_multiply": "not implemented yet",
-    "rsf2csf": "needs the Schur decomposition (no primitive): not implemented",
-    "schur": "needs a Schur-decomposition primitive (none exists; the task forbids new ones unless unavoidable)",
-    "solve_sylvester": "needs the Schur decomposition (no primitive): not implemented",
-    "sqrtm": "JAX computes it from the complex Schur form; no Schur primitive exists: not implemented",
-}
+MISSING_WITH_REASON: dict[str, str] = {}
 
 
 def test_coverage_of_jax_scipy_linalg():

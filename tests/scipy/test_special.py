@@ -325,17 +325,7 @@ def test_errors():
 
 
 # Names of jax.scipy.special not mirrored, and why.
-MISSING_WITH_REASON = {
-    "dawsn": "needs a Dawson-integral approximation (Cephes rational coefficients): not implemented yet",
-    "fresnel": "Fresnel integrals: not implemented yet",
-    "hyp1f1": "confluent hypergeometric function: not implemented yet",
-    "hyp2f1": "Gauss hypergeometric function: not implemented yet",
-    "owens_t": "Owen's T function: not implemented yet",
-    "sici": "sine and cosine integrals: not implemented yet",
-    "spence": "Spence's dilogarithm: not implemented yet",
-    "sph_harm_y": "spherical harmonics: not implemented yet",
-    "wofz": "the Faddeeva function needs complex special-function support: not implemented yet",
-}
+MISSING_WITH_REASON: dict[str, str] = {}
 
 
 def test_coverage_of_jax_scipy_special():

@@ -16,6 +16,7 @@ import numpy as np
 from ... import lax
 from ... import numpy as jnp
 from .. import dtypes
+from ..api import jvp
 from ..numpy.util import broadcast_shapes
 
 
@@ -315,6 +316,46 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a
     return jnp.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
+def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False) -> tuple:
+    """The QR factorization a = Q R together with a product by Q: returns (Q @ c, R) for mode "left" and
+    (c @ Q, R) for mode "right", with conj(Q) in place of Q if `conjugate`.
+
+    a is (..., M, N) and K = min(M, N); R is (..., K, N). For "left", c is (..., K, P) (a 1-D c is a column) and
+    the product is (..., M, P); for "right", c is (..., P, M) (a 1-D c is a row) and the product, c @ Q restricted
+    to Q's first K columns, is (..., P, K). Batch dimensions broadcast. Q is the economic factor of `qr`, so the
+    signs follow LAPACK's Householder convention (as JAX's and SciPy's). Unlike JAX's (LAPACK's geqrf/ormqr have
+    no derivative rules there), it is differentiable wherever `qr` is, i.e. for M >= N.
+
+    Raises:
+      ValueError: for an unknown mode or shapes that do not fit. NotImplementedError: for `pivoting=True`
+      (fluxion's QR does not pivot).
+    """
+    if mode not in ("right", "left"):
+        raise ValueError(f"qr_multiply: mode must be 'right' or 'left', got {mode!r}")
+    if pivoting:
+        raise NotImplementedError("qr_multiply: pivoting=True is not implemented (fluxion's QR does not pivot)")
+    a, c = _promote(_inexact("qr_multiply", a), _inexact("qr_multiply", c))
+    if a.ndim < 2:
+        raise ValueError(f"qr_multiply: a must be a (stack of) matrices, got shape {a.shape}")
+    vector = c.ndim == 1
+    if vector:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"qr_multiply: shapes are not compatible for Q @ c: a has shape {a.shape}, so Q has {k} "
+                         f"columns, but c has {c.shape[-2]} rows")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"qr_multiply: shapes are not compatible for c @ Q: a has shape {a.shape}, so Q has {m} "
+                         f"rows, but c has {c.shape[-1]} columns")
+    q, r = lax.linalg.qr(a, full_matrices=False)
+    if conjugate:
+        q = jnp.conj(q)
+    out = jnp.matmul(q, c) if mode == "left" else jnp.matmul(c, q)
+    return (out.reshape(-1) if vector else out), r
+
+
 # --- expm ---------------------------------------------------------------------------------------------------------
 
 # Coefficients b_0..b_13 of the [13/13] Pade approximant of exp and its scaling threshold theta_13
@@ -354,6 +395,83 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     for i in range(max_squarings):
         r = jnp.where((i < s)[..., None, None], r @ r, r)
     return r
+
+
+def expm_frechet(A: Any, E: Any, *, method: str | None = None, compute_expm: bool = True) -> Any:  # noqa: N803
+    """The Frechet derivative of the matrix exponential at A in the direction E: (expm(A), L(A, E)), or L(A, E)
+    alone without `compute_expm`. Computed, as JAX does, as the forward-mode derivative (`jvp`) of `expm`, so it
+    is itself differentiable. A and E are (..., n, n); `method` is accepted and ignored (SciPy's block-enlargement
+    method and this one agree to rounding).
+
+    Raises:
+      ValueError: if A or E is not a (stack of) square matrices, or their shapes differ.
+    """
+    del method
+    a, e = jnp.asarray(A), jnp.asarray(E)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"expm_frechet: expected A to be a (stack of) square matrices, got A.shape={a.shape}")
+    if e.ndim < 2 or e.shape[-1] != e.shape[-2]:
+        raise ValueError(f"expm_frechet: expected E to be a (stack of) square matrices, got E.shape={e.shape}")
+    if a.shape != e.shape:
+        raise ValueError(f"expm_frechet: expected A and E to have the same shape, got A.shape={a.shape}, "
+                         f"E.shape={e.shape}")
+    a, e = _promote(_inexact("expm_frechet", a), _inexact("expm_frechet", e))
+    value, derivative = jvp(expm, (a,), (e,))
+    return (value, derivative) if compute_expm else derivative
+
+
+# --- eigh_tridiagonal ---------------------------------------------------------------------------------------------
+
+def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str = "a",
+                     select_range: tuple | None = None, tol: float | None = None, key: Any = None) -> Any:
+    """Eigenvalues (ascending) and, unless `eigvals_only`, eigenvectors (columns) of the real symmetric
+    tridiagonal matrix with diagonal d (n,) and off-diagonal e (n-1,). `select="i"` keeps the eigenvalues of
+    indices select_range[0]..select_range[1] (inclusive, static).
+
+    The tridiagonal matrix is formed densely and diagonalized by `lax.linalg.eigh` (LAPACK's symmetric solver);
+    JAX instead bisects Sturm sequences and finds vectors by inverse iteration. Eigenvalues agree to rounding;
+    each eigenvector is determined up to sign and the signs may differ from JAX's. `tol` and `key` (JAX's bisection
+    tolerance and its inverse-iteration seed) are accepted and ignored. Unlike JAX's (whose bisection carries no
+    derivative), the result is differentiable. Complex input uses the real part of d and |e| (the matrix is
+    Hermitian-similar to that real one), as JAX; the eigenvectors are then those of the real matrix.
+
+    Raises:
+      TypeError: if d and e have different dtypes, or a dtype other than float32/float64/complex64/complex128.
+      ValueError: for select="i" without a non-empty `select_range`, or an unknown `select`.
+      NotImplementedError: for select="v" (as JAX).
+    """
+    del tol, key
+    d, e = jnp.asarray(d), jnp.asarray(e)
+    if d.dtype != e.dtype:
+        raise TypeError(f"eigh_tridiagonal: diagonal and off-diagonal values must have the same dtype, got "
+                        f"{d.dtype} and {e.dtype}")
+    if d.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise TypeError(f"eigh_tridiagonal: only float32, float64, complex64 and complex128 inputs are supported, "
+                        f"got {d.dtype}")
+    if d.ndim != 1 or e.shape != (max(d.shape[0] - 1, 0),):
+        raise ValueError(f"eigh_tridiagonal: expected d of shape (n,) and e of shape (n-1,), got {d.shape} and "
+                         f"{e.shape}")
+    if select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
+    if select not in ("a", "i"):
+        raise ValueError(f"eigh_tridiagonal: select must be one of 'a', 'i' or 'v', got {select!r}")
+    n = d.shape[0]
+    if select == "i":
+        if select_range is None:
+            raise ValueError("eigh_tridiagonal: for select='i', select_range must be specified")
+        lo, hi = int(select_range[0]), int(select_range[1])
+        if lo > hi:
+            raise ValueError("eigh_tridiagonal: empty index range in select_range")
+    else:
+        lo, hi = 0, n - 1
+    if dtypes.is_complex(d.dtype):
+        d, e = jnp.real(d), jnp.abs(e)
+    matrix = jnp.diag(d)
+    if n > 1:
+        matrix = matrix + jnp.diag(e, 1) + jnp.diag(e, -1)
+    vectors, values = lax.linalg.eigh(matrix)
+    values, vectors = values[lo:hi + 1], vectors[:, lo:hi + 1]
+    return values if eigvals_only else (values, vectors)
 
 
 # --- block_diag ---------------------------------------------------------------------------------------------------
@@ -410,5 +528,6 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
     return unitary, p
 
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor",
-           "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigh_tridiagonal", "expm",
+           "expm_frechet", "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "qr_multiply", "solve",
+           "solve_triangular", "svd"]

@@ -85,6 +85,45 @@ def companion(a: Any) -> Any:
     return jnp.concatenate([first[..., None, :], below], axis=-2)
 
 
+def fiedler_companion(a: Any) -> Any:
+    """The Fiedler companion matrix of the polynomial with coefficients a (highest degree first; normalized by
+    a[0]): a pentadiagonal matrix with the same characteristic polynomial as `companion(a)`, from the product of
+    Fiedler's elementary factors (M. Fiedler, "A note on companion matrices", Linear Algebra Appl. 372, 2003).
+    With n = len(a) - 1 and b = a / a[0]: C[0, 0] = -b[1], C[1, 0] = 1; for even i, C[i, i+1] = -b[i+2] and
+    C[i, i+2] = 1; for even i >= 2, C[i, i-1] = -b[i+1]; for odd i >= 3, C[i, i-2] = 1 (entries past n - 1 are
+    dropped). a (..., n+1) gives (..., n, n); a single coefficient gives a (..., 0, 0) matrix.
+
+    Raises:
+      ValueError: if the last axis of a is empty.
+    """
+    a = _vector(a)
+    if not dtypes.is_inexact(a.dtype):
+        a = a.astype(dtypes.default_float_dtype())
+    if a.shape[-1] == 0:
+        raise ValueError(f"fiedler_companion: the last axis of 'a' must be non-empty, got shape {a.shape}")
+    n = a.shape[-1] - 1
+    b = a / a[..., :1]
+    if n == 0:
+        return jnp.zeros(a.shape[:-1] + (0, 0), a.dtype)
+    # Each entry is either a constant 1, a coefficient -b[k] or zero; build the (static) pattern in NumPy and
+    # gather the coefficients through it.
+    source = np.zeros((n, n), np.int64)  # index into [0, 1, -b[1], ..., -b[n]]: 0 -> 0, 1 -> 1, k+1 -> -b[k]
+    source[0, 0] = 2
+    if n > 1:
+        source[1, 0] = 1
+    for i in range(0, n, 2):
+        if i + 1 < n:
+            source[i, i + 1] = i + 3
+        if i + 2 < n:
+            source[i, i + 2] = 1
+        if i >= 2:
+            source[i, i - 1] = i + 2
+    for i in range(3, n, 2):
+        source[i, i - 2] = 1
+    values = jnp.concatenate([jnp.zeros_like(b[..., :1]), jnp.ones_like(b[..., :1]), -b[..., 1:]], axis=-1)
+    return jnp.take(values, jnp.asarray(source.reshape(-1)), axis=-1).reshape(a.shape[:-1] + (n, n))
+
+
 def dft(n: int, scale: str | None = None, *, dtype: Any = None) -> Any:
     """The n x n discrete Fourier transform matrix exp(-2 pi i j k / n), scaled by 1/sqrt(n) ("sqrtn") or 1/n
     ("n"); complex64 by default (complex128 with x64 or an explicit dtype).
