@@ -423,7 +423,7 @@ class _Shared(nnx.Module):
     def __init__(self, rngs):
         self.a = nnx.Linear(2, 2, rngs=rngs)
         self.b = self.a                      # a shared submodule is stored once
-        self.layers = [nnx.Linear(2, 3, rngs=rngs), nnx.BatchNorm(3, rngs=rngs)]
+        self.layers = nnx.data([nnx.Linear(2, 3, rngs=rngs), nnx.BatchNorm(3, rngs=rngs)])
         self.counter = nnx.Variable(jnp.zeros(()))
         self.name = 'shared'
 

@@ -21,8 +21,6 @@ from .filters import OfType as OfType
 from .filters import PathContains as PathContains
 from .filters import WithTag as WithTag
 from .graph import GraphDef as GraphDef
-from .graph import Object as Object
-from .graph import Pytree as Pytree
 from .graph import call as call
 from .graph import clone as clone
 from .graph import find_duplicates as find_duplicates
@@ -39,6 +37,19 @@ from .graph import state as state
 from .graph import unflatten as unflatten
 from .graph import update as update
 from .graph import variables as variables
+from .pytreelib import Data as Data
+from .pytreelib import Object as Object
+from .pytreelib import Pytree as Pytree
+from .pytreelib import Static as Static
+from .pytreelib import check_pytree as check_pytree
+from .pytreelib import data as data
+from .pytreelib import dataclass as dataclass
+from .pytreelib import has_data as has_data
+from .pytreelib import is_data as is_data
+from .pytreelib import register_data_type as register_data_type
+from .pytreelib import static as static
+from . import pytreelib as pytreelib
+from . import pytreelib as object  # noqa: A001  (Flax's old name for the module)
 from .helpers import Dict as Dict
 from .helpers import List as List
 from .helpers import Sequential as Sequential

@@ -26,20 +26,11 @@ import numpy as np
 from fluxion import tree_util
 
 from . import filters as filterlib
+from .pytreelib import Pytree
 from .state import FlatState, State, _sort_key, from_flat_state, split_state, to_flat_state
 from .variables import Variable
 
 
-class Object:
-    """Base class of every object that takes part in the graph (Modules, Rngs, Optimizer, Metrics).
-
-    Subclasses are plain mutable Python objects: attributes are set and read
-    normally; ``nnx.split``/``state``/``update`` and the ``nnx`` transforms see
-    their Variables, arrays and child nodes.
-    """
-
-
-Pytree = Object
 
 
 def is_array(x: Any) -> bool:
@@ -48,7 +39,7 @@ def is_array(x: Any) -> bool:
 
 
 def _holds_state(x: Any) -> bool:
-    if isinstance(x, (Object, Variable)) or is_array(x):
+    if isinstance(x, (Pytree, Variable)) or is_array(x):
         return True
     if isinstance(x, (list, tuple)):
         return any(_holds_state(v) for v in x)
@@ -61,9 +52,14 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), '_fields')
 
 
+def _is_plain_leaf(x: Any) -> bool:
+    leaves = tree_util.tree_leaves(x)
+    return len(leaves) == 1 and leaves[0] is x
+
+
 def is_graph_node(x: Any) -> bool:
     """True for Objects and for lists/tuples/dicts that (transitively) hold nodes, variables or arrays."""
-    if isinstance(x, Object):
+    if isinstance(x, Pytree):
         return True
     return isinstance(x, (list, tuple, dict, State)) and _holds_state(x)
 
@@ -74,7 +70,7 @@ def is_node(x: Any) -> bool:
 
 def _children(node: Any) -> list[tuple[Any, Any]]:
     """The (key, value) pairs of a node, keys in sorted order (Flax's order, which fixes state paths)."""
-    if isinstance(node, Object):
+    if isinstance(node, Pytree):
         items = vars(node).items()
     elif isinstance(node, (dict, State)):
         items = node.items()
@@ -138,10 +134,12 @@ class VariableDef:
 
 @dataclasses.dataclass(frozen=True)
 class NodeDef:
-    """A graph node: its type, index and the definitions of its attributes in sorted order."""
+    """A graph node: its type, index, the definitions of its attributes in sorted order and, for pytree-mode
+    objects, the data/static status of each attribute (``((name, is_data), ...)``)."""
     type: type
     index: int
     attributes: tuple
+    status: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -191,10 +189,23 @@ def _make_def(node: Any, path: tuple, seen: dict, leaves: list) -> Any:
         if id(node) in seen:
             return NodeRef(seen[id(node)])
         seen[id(node)] = index = len(seen)
-        attrs = []
+        pytree_mode = isinstance(node, Pytree) and type(node)._pytree__is_pytree
+        attrs, status = [], []
         for key, value in _children(node):
+            if pytree_mode:
+                is_data = node._pytree__status(key)
+                status.append((str(key), is_data))
+                if not is_data:
+                    # Static attributes stay in the GraphDef whatever they hold (Flax's StaticElem).
+                    attrs.append((key, Static(value)))
+                    continue
+                if _is_plain_leaf(value) and not is_node(value) and not is_array(value):
+                    # A data attribute holding a plain leaf (nnx.data(42)) is a state leaf.
+                    leaves.append((path + (key,), value))
+                    attrs.append((key, ArrayAttr()))
+                    continue
             attrs.append((key, _make_def(value, path + (key,), seen, leaves)))
-        return NodeDef(type(node), index, tuple(attrs))
+        return NodeDef(type(node), index, tuple(attrs), tuple(status) if pytree_mode else None)
     if is_array(node):
         leaves.append((path, node))
         return ArrayAttr()
@@ -269,9 +280,11 @@ def _build(d: Any, path: tuple, flat: dict, built: dict) -> Any:
         built[d.index] = leaf
         return leaf
     cls = d.type
-    if issubclass(cls, Object):
+    if issubclass(cls, Pytree):
         obj = cls.__new__(cls)
         built[d.index] = obj
+        if d.status is not None:
+            object.__setattr__(obj, '_pytree__nodes', {**cls._pytree__class_nodes, **dict(d.status)})
         for key, sub in d.attributes:
             vars(obj)[key] = _build(sub, path + (key,), flat, built)
         return obj
@@ -316,13 +329,13 @@ def merge(graphdef: GraphDef, state: Any = None, /, *states: Any) -> Any:
 
 
 def _get_child(node: Any, key: Any) -> Any:
-    if isinstance(node, Object):
+    if isinstance(node, Pytree):
         return vars(node)[key]
     return getattr(node, key) if _is_namedtuple(node) and isinstance(key, str) else node[key]
 
 
 def _set_child(node: Any, key: Any, value: Any) -> None:
-    if isinstance(node, Object):
+    if isinstance(node, Pytree):
         vars(node)[key] = value
     elif isinstance(node, (dict, State)):
         node[key] = value
@@ -333,7 +346,7 @@ def _set_child(node: Any, key: Any, value: Any) -> None:
 
 
 def _has_child(node: Any, key: Any) -> bool:
-    if isinstance(node, Object):
+    if isinstance(node, Pytree):
         return key in vars(node)
     if isinstance(node, (dict, State)):
         return key in node
@@ -409,7 +422,7 @@ def pop(node: Any, *filters: Any) -> Any:
                 parent = node
                 for key in path[:-1]:
                     parent = _get_child(parent, key)
-                del (vars(parent) if isinstance(parent, Object) else parent)[path[-1]]
+                del (vars(parent) if isinstance(parent, Pytree) else parent)[path[-1]]
                 break
     states = tuple(from_flat_state(b) for b in buckets)
     return states[0] if len(states) == 1 else states

@@ -14,7 +14,8 @@ from typing import Any
 import fluxion.numpy as jnp
 
 from . import filters as filterlib
-from .graph import Object, _children, iter_graph, merge, split
+from .graph import _children, iter_graph, merge, split
+from .pytreelib import Pytree
 from .variables import Perturbation, Variable, variable_type_from_name
 
 
@@ -30,7 +31,7 @@ def _as_variable_type(t: Any) -> type:
     return variable_type_from_name(t, allow_register=True) if isinstance(t, str) else t
 
 
-class Module(Object):
+class Module(Pytree):
     """Base class of layers and models.
 
     Besides plain attribute storage it offers :meth:`sow` and :meth:`perturb`

@@ -20,7 +20,7 @@ import fluxion.numpy as jnp
 from fluxion import random
 
 from . import filters as filterlib
-from .graph import Object
+from .pytreelib import Pytree
 from .variables import Variable
 
 
@@ -48,7 +48,7 @@ def _as_key(key: Any, argname: str) -> Any:
                      f'array or uint32 raw key data')
 
 
-class RngStream(Object):
+class RngStream(Pytree):
     """One named random stream: ``stream()`` returns a fresh key; ``stream.key``/``stream.count`` are its state."""
 
     def __init__(self, key: Any, *, tag: str):
@@ -103,7 +103,7 @@ for _name in _SAMPLERS:
     setattr(RngStream, _name, _bind_sampler(_name))
 
 
-class Rngs(Object):
+class Rngs(Pytree):
     """A set of named :class:`RngStream` objects: ``Rngs(0)``, ``Rngs(params=0, dropout=1)``.
 
     ``rngs.name()`` (or ``rngs['name']()``) draws the next key of that stream,
