@@ -18,7 +18,7 @@ but not Flax's internal bookkeeping attributes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,8 @@ from fluxion import tree_util
 
 from . import filters as filterlib
 from .pytreelib import Pytree
-from .state import FlatState, State, _sort_key, from_flat_state, split_state, to_flat_state
+from .state import (FlatState, State, _flatten_state_with_keys, _sort_key, _unflatten_state, from_flat_state,
+                    split_state, to_flat_state)
 from .variables import Variable
 
 
@@ -126,10 +127,12 @@ class NodeRef:
 
 @dataclasses.dataclass(frozen=True)
 class VariableDef:
-    """A Variable: its type, its index (for shared references) and its metadata."""
+    """A Variable: its type, its index (for shared references), its metadata and, inside an update context,
+    the index of the outer Variable it stands for."""
     type: type
     index: int
     metadata: Static
+    outer_index: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +143,7 @@ class NodeDef:
     index: int
     attributes: tuple
     status: tuple | None = None
+    outer_index: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -178,17 +182,50 @@ class GraphDef:
 tree_util.register_pytree_node(GraphDef, lambda g: ((), g), lambda g, _: g)
 
 
-def _make_def(node: Any, path: tuple, seen: dict, leaves: list) -> Any:
+class RefMap:
+    """Object -> index of the nodes and Variables met while flattening (by identity; keeps them alive)."""
+
+    def __init__(self) -> None:
+        self._index: dict[int, int] = {}
+        self._objects: list = []
+
+    def __contains__(self, obj: Any) -> bool:
+        return id(obj) in self._index
+
+    def __getitem__(self, obj: Any) -> int:
+        return self._index[id(obj)]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def add(self, obj: Any, index: int | None = None) -> int:
+        """Records ``obj`` under ``index`` (default: the next free index) and returns the index."""
+        index = len(self._objects) if index is None else index
+        self._index[id(obj)] = index
+        self._objects.append(obj)
+        return index
+
+    def get(self, obj: Any, default: Any = None) -> Any:
+        return self._index.get(id(obj), default)
+
+    def items(self) -> Iterator[tuple[Any, int]]:
+        return ((obj, self._index[id(obj)]) for obj in self._objects)
+
+
+def _make_def(node: Any, path: tuple, seen: RefMap, leaves: list, outer: Any = None) -> Any:
+    """The definition of ``node``; ``outer`` (inner object -> outer index, inside an update context) marks the
+    nodes that stand for an object outside the transform."""
     if isinstance(node, Variable):
-        if id(node) in seen:
-            return NodeRef(seen[id(node)])
-        seen[id(node)] = len(seen)
+        if node in seen:
+            return NodeRef(seen[node])
+        index = seen.add(node)
         leaves.append((path, node))
-        return VariableDef(type(node), seen[id(node)], Static(tuple(node._var_metadata.items())))
+        return VariableDef(type(node), index, Static(tuple(node._var_metadata.items())),
+                           None if outer is None else outer.get(node))
     if is_graph_node(node):
-        if id(node) in seen:
-            return NodeRef(seen[id(node)])
-        seen[id(node)] = index = len(seen)
+        if node in seen:
+            return NodeRef(seen[node])
+        index = seen.add(node)
         pytree_mode = isinstance(node, Pytree) and type(node)._pytree__is_pytree
         attrs, status = [], []
         for key, value in _children(node):
@@ -199,24 +236,30 @@ def _make_def(node: Any, path: tuple, seen: dict, leaves: list) -> Any:
                     # Static attributes stay in the GraphDef whatever they hold (Flax's StaticElem).
                     attrs.append((key, Static(value)))
                     continue
-                if _is_plain_leaf(value) and not is_node(value) and not is_array(value):
+                if not is_node(value) and not is_array(value) and _is_plain_leaf(value):
                     # A data attribute holding a plain leaf (nnx.data(42)) is a state leaf.
                     leaves.append((path + (key,), value))
                     attrs.append((key, ArrayAttr()))
                     continue
-            attrs.append((key, _make_def(value, path + (key,), seen, leaves)))
-        return NodeDef(type(node), index, tuple(attrs), tuple(status) if pytree_mode else None)
+            attrs.append((key, _make_def(value, path + (key,), seen, leaves, outer)))
+        return NodeDef(type(node), index, tuple(attrs), tuple(status) if pytree_mode else None,
+                       None if outer is None else outer.get(node))
     if is_array(node):
         leaves.append((path, node))
         return ArrayAttr()
     return Static(node)
 
 
-def flatten(node: Any, /) -> tuple[GraphDef, Any]:
-    """The GraphDef and the :class:`FlatState` (``(path, leaf)`` pairs, leaves the live Variables) of a node."""
-    seen: dict = {}
+def flatten(node: Any, /, *, ref_index: RefMap | None = None, ref_outer_index: Any = None) -> tuple[GraphDef, Any]:
+    """The GraphDef and the :class:`FlatState` (``(path, leaf)`` pairs, leaves the live Variables) of a node.
+
+    ``ref_index`` (a :class:`RefMap`) is shared by the flattens of one split
+    context, so an object met in an earlier call becomes a reference;
+    ``ref_outer_index`` is used by update contexts (see ``nnx.update_context``).
+    """
+    seen = RefMap() if ref_index is None else ref_index
     leaves: list = []
-    root = _make_def(node, (), seen, leaves)
+    root = _make_def(node, (), seen, leaves, ref_outer_index)
     return GraphDef(root), FlatState(leaves)
 
 
@@ -261,7 +304,15 @@ def state(node: Any, *filters: Any) -> Any:
     return filter_state(full, *filters)
 
 
-def _build(d: Any, path: tuple, flat: dict, built: dict) -> Any:
+def _outer(d: Any, outer: Any) -> Any:
+    """The outer object ``d`` stands for (update contexts), if it is still of the recorded type."""
+    if outer is None or d.outer_index is None or d.outer_index not in outer:
+        return None
+    obj = outer[d.outer_index]
+    return obj if type(obj) is d.type else None
+
+
+def _build(d: Any, path: tuple, flat: dict, built: dict, outer: Any = None, copy: bool = False) -> Any:
     if isinstance(d, NodeRef):
         return built[d.index]
     if isinstance(d, Static):
@@ -275,33 +326,49 @@ def _build(d: Any, path: tuple, flat: dict, built: dict) -> Any:
         if path not in flat:
             raise ValueError(f'merge: no value in the state for the {d.type.__name__} at path {path!r}')
         leaf = flat[path]
-        if not isinstance(leaf, Variable):
+        existing = _outer(d, outer)
+        if existing is not None:
+            # Update context, final merge: the outer Variable takes the new value and metadata in place.
+            if isinstance(leaf, Variable):
+                existing.copy_from(leaf)
+            else:
+                existing.set_value(leaf)
+            leaf = existing
+        elif not isinstance(leaf, Variable):
             leaf = d.type(leaf, **dict(d.metadata.value))
+        elif copy:
+            leaf = leaf.copy()
         built[d.index] = leaf
         return leaf
     cls = d.type
+    obj = _outer(d, outer)
     if issubclass(cls, Pytree):
-        obj = cls.__new__(cls)
+        if obj is None:
+            obj = cls.__new__(cls)
+        else:
+            vars(obj).clear()
         built[d.index] = obj
         if d.status is not None:
             object.__setattr__(obj, '_pytree__nodes', {**cls._pytree__class_nodes, **dict(d.status)})
         for key, sub in d.attributes:
-            vars(obj)[key] = _build(sub, path + (key,), flat, built)
+            vars(obj)[key] = _build(sub, path + (key,), flat, built, outer, copy)
         return obj
     if cls is list or issubclass(cls, list):
-        obj = cls()
+        obj = cls() if obj is None else obj
+        obj.clear()
         built[d.index] = obj
         for key, sub in d.attributes:
-            obj.append(_build(sub, path + (key,), flat, built))
+            obj.append(_build(sub, path + (key,), flat, built, outer, copy))
         return obj
     if issubclass(cls, (dict, State)):
-        obj = cls()
+        obj = cls() if obj is None else obj
+        obj.clear()
         built[d.index] = obj
         for key, sub in d.attributes:
-            obj[key] = _build(sub, path + (key,), flat, built)
+            obj[key] = _build(sub, path + (key,), flat, built, outer, copy)
         return obj
     # Tuples are immutable: a tuple that refers to itself is impossible, so build children first.
-    values = [_build(sub, path + (key,), flat, built) for key, sub in d.attributes]
+    values = [_build(sub, path + (key,), flat, built, outer, copy) for key, sub in d.attributes]
     if hasattr(cls, '_fields'):
         obj = cls(**{key: v for (key, _), v in zip(d.attributes, values)})
     else:
@@ -310,22 +377,128 @@ def _build(d: Any, path: tuple, flat: dict, built: dict) -> Any:
     return obj
 
 
-def merge(graphdef: GraphDef, state: Any = None, /, *states: Any) -> Any:
+def merge(graphdef: Any, /, *states: Any, copy: bool = False) -> Any:
     """Rebuilds a node from its GraphDef and state(s) (the inverse of :func:`split`).
 
-    The new node holds the Variable objects of the given states (as in Flax);
-    raw values in the state are wrapped in the Variable type the GraphDef records.
+    The first argument may also be a :class:`GraphState` (from :func:`unpack`),
+    then every state must be a GraphState of the same GraphDef.  The new node
+    holds the Variable objects of the given states (as in Flax), or copies of
+    them with ``copy=True``; raw values in the state are wrapped in the
+    Variable type the GraphDef records.
 
     Raises:
-      ValueError: the states lack a leaf the GraphDef needs.
+      TypeError: the first argument is neither a GraphDef nor a GraphState, or no state is given.
+      ValueError: the states lack a leaf the GraphDef needs; GraphStates of different GraphDefs.
     """
-    if not isinstance(graphdef, GraphDef):
-        raise TypeError(f'merge expects a GraphDef first, got {type(graphdef).__name__}')
+    graphdef, states = _graphdef_and_states(graphdef, states)
+    return _build(graphdef.root, (), _flat_of(states), {}, copy=copy)
+
+
+def _graphdef_and_states(first: Any, states: tuple) -> tuple:
+    if isinstance(first, GraphState):
+        all_states = (first, *states)
+        for gs in all_states:
+            if not isinstance(gs, GraphState):
+                raise ValueError(f'Expected GraphState object, got {type(gs)}')
+            if gs.graphdef != first.graphdef:
+                raise ValueError('GraphDef must be the same for all GraphState objects')
+        return first.graphdef, tuple(gs.state for gs in all_states)
+    if not isinstance(first, GraphDef):
+        raise TypeError(f'Expected a GraphDef or GraphState object, got: {first!r}')
+    if not states:
+        raise TypeError("merge() missing 1 required positional argument: 'state'")
+    return first, states
+
+
+def _flat_of(states: tuple) -> dict:
     flat: dict = {}
-    for s in (state, *states):
+    for s in states:
         if s is not None:
             flat.update(to_flat_state(s))
-    return _build(graphdef.root, (), flat, {})
+    return flat
+
+
+class GraphState(MutableMapping):
+    """A :class:`State` bundled with the GraphDef it belongs to (what :func:`unpack` returns).
+
+    Reads and writes go to the State (``gs['kernel']``, ``gs.kernel``);
+    ``nnx.merge(gs)`` or ``nnx.merge(gs_1, gs_2)`` rebuilds the node.  A
+    pytree: its leaves are the State's, the GraphDef is static.
+
+    Raises:
+      ValueError: ``state`` is not a State.
+    """
+
+    __slots__ = ('_graphdef', '_state')
+
+    def __init__(self, graphdef: GraphDef, state: State):
+        if not isinstance(state, State):
+            raise ValueError(f'Expected a State object, got {type(state).__name__}')
+        object.__setattr__(self, '_graphdef', graphdef)
+        object.__setattr__(self, '_state', state)
+
+    @property
+    def graphdef(self) -> GraphDef:
+        return self._graphdef
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._state, name, value)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._state[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._state[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._state[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def __repr__(self) -> str:
+        return f'GraphState({self._state!r})'
+
+
+def _graph_state_flatten_with_keys(gs: GraphState) -> tuple:
+    children, keys = _flatten_state_with_keys(gs._state)
+    return children, (gs._graphdef, keys)
+
+
+def _graph_state_unflatten(aux: tuple, children: Any) -> GraphState:
+    graphdef, keys = aux
+    return GraphState(graphdef, _unflatten_state(keys, children))
+
+
+tree_util.register_pytree_with_keys(GraphState, _graph_state_flatten_with_keys, _graph_state_unflatten)
+
+PureState = tuple[GraphDef, State]
+"""The type of a ``(graphdef, state)`` pair as returned by ``split`` (a typing alias)."""
+
+
+def unpack(node: Any, /, *filters: Any) -> Any:
+    """Like :func:`split` but each State comes bundled with the GraphDef as a :class:`GraphState`.
+
+    Returns one GraphState for zero or one filter, a tuple for several.
+    ``nnx.merge(*unpack(node, ...))`` rebuilds the node.
+
+    Raises:
+      ValueError: as :func:`split`.
+    """
+    gdef, *states = split(node, *filters)
+    if len(states) == 1:
+        return GraphState(gdef, states[0])
+    return tuple(GraphState(gdef, s) for s in states)
 
 
 def _get_child(node: Any, key: Any) -> Any:

@@ -59,7 +59,7 @@ class Variable:
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
-        tree_util.register_pytree_node(cls, _flatten_variable, _unflatten_variable)
+        _register(cls)
 
     # -- metadata ---------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -236,7 +236,16 @@ def _unflatten_variable(aux: tuple, children: Any) -> Variable:
     return new
 
 
-tree_util.register_pytree_node(Variable, _flatten_variable, _unflatten_variable)
+def _flatten_variable_with_keys(v: Variable) -> tuple:
+    # The value's key is ``.value``, as in Flax (paths read ``.../kernel/value``).
+    return ((tree_util.GetAttrKey('value'), v.raw_value),), (type(v), tuple(v._var_metadata.items()))
+
+
+def _register(cls: type) -> None:
+    tree_util.register_pytree_with_keys(cls, _flatten_variable_with_keys, _unflatten_variable, _flatten_variable)
+
+
+_register(Variable)
 
 #: Flax 0.12 removed ``VariableState``; it survives as an alias of :class:`Variable`.
 VariableState = Variable
