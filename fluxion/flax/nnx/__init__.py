@@ -8,19 +8,34 @@ transforms so that mutations made in traced code (counter increments, batch
 statistics, optimizer steps) reach the original objects.
 """
 
+import importlib as _importlib
+
 from ..linen.pooling import avg_pool as avg_pool
 from ..linen.pooling import max_pool as max_pool
 from ..linen.pooling import min_pool as min_pool
 from ..linen.pooling import pool as pool
 from .filters import All as All
-from .filters import Any_ as Any
+from .filters import Any as Any
 from .filters import Everything as Everything
 from .filters import Not as Not
 from .filters import Nothing as Nothing
 from .filters import OfType as OfType
 from .filters import PathContains as PathContains
 from .filters import WithTag as WithTag
+from .contexts import MergeContext as MergeContext
+from .contexts import SplitContext as SplitContext
+from .contexts import UpdateContext as UpdateContext
+from .contexts import current_update_context as current_update_context
+from .contexts import merge_context as merge_context
+from .contexts import split_context as split_context
+from .contexts import update_context as update_context
 from .graph import GraphDef as GraphDef
+from .graph import GraphState as GraphState
+from .graph import PureState as PureState
+from .graph import unpack as unpack
+from .graph_tools import as_pure as as_pure
+from .graph_tools import pure as pure
+from .graph_tools import recursive_map as recursive_map
 from .graph import call as call
 from .graph import clone as clone
 from .graph import find_duplicates as find_duplicates
@@ -54,6 +69,7 @@ from .helpers import Dict as Dict
 from .helpers import List as List
 from .helpers import Sequential as Sequential
 from .helpers import TrainState as TrainState
+from .module import M as M
 from .module import Module as Module
 from .module import iter_children as iter_children
 from .module import iter_module_children as iter_module_children
@@ -80,6 +96,7 @@ from .state import restore_int_paths as restore_int_paths
 from .state import split_state as split_state
 from .state import to_flat_state as to_flat_state
 from .state import to_pure_dict as to_pure_dict
+from .variables import A as A
 from .variables import BatchStat as BatchStat
 from .variables import Cache as Cache
 from .variables import Intermediate as Intermediate
@@ -173,3 +190,10 @@ from .nn.lora import LoRA as LoRA
 from .nn.lora import LoRALinear as LoRALinear
 from .nn.lora import LoRAParam as LoRAParam
 from .training.ema import EMA as EMA
+from . import deprecations as deprecations
+from . import filters as filterlib
+from . import graphlib as graphlib
+from . import rngs as rnglib
+# ``nnx.state`` and ``nnx.variables`` are the graph functions, so name these two submodules through importlib.
+statelib = _importlib.import_module('.state', __name__)
+variablelib = _importlib.import_module('.variables', __name__)

@@ -9,7 +9,7 @@ Variable reachable from the module.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import fluxion.numpy as jnp
 
@@ -170,3 +170,7 @@ def with_attributes(node: Any, /, *, only: Any = ..., raise_if_not_found: bool =
 
 #: Flax's name for :func:`iter_children` on any graph node.
 iter_module_children = iter_children
+
+
+M = TypeVar('M', bound=Module)
+"""A type variable bound to :class:`Module` (``nnx.M``), for typing functions that return their module."""

@@ -17,12 +17,16 @@ Differences from Flax: sharding metadata is kept but ignored (one device);
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, TypeVar
 
 from fluxion import tree_util
 
 _NAME_TO_TYPE: dict[str, type] = {}
 _TYPE_TO_NAME: dict[type, str] = {}
+
+
+A = TypeVar('A')
+"""The type variable Flax's typing uses for a Variable's value (``nnx.A``)."""
 
 
 class VariableMetadata:
