@@ -367,6 +367,27 @@ def case_deprecated(lib, lj):
             'name': old.__name__, 'doc_kept': 'Doubles.' in old.__doc__}
 
 
+def case_to_tree_from_tree(lib, lj):
+    ext = lib.extract if lib is nnx else __import__('flax.nnx.extract', fromlist=['x'])
+    a = lib.Linear(2, 2, rngs=lib.Rngs(0))
+    b = lib.Sequential(a, lib.Linear(2, 1, rngs=lib.Rngs(1)))
+    tree = {'a': a, 'b': b, 'x': lj.ones(3), 'n': 5}
+    t = lib.to_tree(tree)
+    back = lib.from_tree(t)
+    prefixed = lib.to_tree((a, b), prefix=(0, 0))
+    return {'types': {k: type(v).__name__ for k, v in t.items() if k != 'x'},
+            'a_state': _state_paths(lib, t['a'].state), 'b_state': _state_paths(lib, t['b'].state),
+            'leaves': len(_tu(lib).tree_leaves(t)), 'shared': back['b'].layers[0] is back['a'],
+            'new_objects': back['a'] is not a, 'x': _np(back['x']), 'n': back['n'],
+            'values': _state_paths(lib, lib.state(back['b'])), 'prefixed_types': tuple(
+                type(v).__name__ for v in prefixed),
+            'aliasing_error': _error(lambda: lib.to_tree((a, b), prefix=(0, 1))),
+            'no_graphdef_error': _error(lambda: lib.NodeStates.from_states(1).graphdef),
+            'two_states_error': _error(lambda: lib.NodeStates.from_states(1, 2).state),
+            'bad_leaf_error': _error(lambda: lib.from_tree({'a': 1}, map_non_graph_nodes=True)),
+            'is_tree_node': ext.is_tree_node(t['a'])}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 
@@ -395,3 +416,4 @@ def test_graph_machinery_matches_flax(name):
     ours = CASES[name](nnx, fjnp)
     theirs = CASES[name](fnnx, jax.numpy)
     _assert_same(ours, theirs, name)
+

@@ -191,6 +191,10 @@ from .nn.lora import LoRALinear as LoRALinear
 from .nn.lora import LoRAParam as LoRAParam
 from .training.ema import EMA as EMA
 from . import deprecations as deprecations
+from . import extract as extract
+from .extract import NodeStates as NodeStates
+from .extract import from_tree as from_tree
+from .extract import to_tree as to_tree
 from . import filters as filterlib
 from . import graphlib as graphlib
 from . import rngs as rnglib
