@@ -388,6 +388,44 @@ def case_to_tree_from_tree(lib, lj):
             'is_tree_node': ext.is_tree_node(t['a'])}
 
 
+def case_tree_mode(lib, lj):
+    class Block(lib.Module):
+        def __init__(self):
+            self.lin = lib.Linear(2, 3, rngs=lib.Rngs(0))
+            self.bn = lib.BatchNorm(3, rngs=lib.Rngs(1))
+            self.count = lib.data(3)
+            self.name = 'block'
+
+    class Plain(lib.Object):
+        def __init__(self):
+            self.w = lib.Param(lj.ones(1))
+
+    m = Block()
+    gdef, params, rest = lib.split(m, lib.Param, ..., graph=False)
+    back = lib.merge(gdef, params, rest)
+    shared = Block()
+    shared.again = shared.lin
+    with lib.set_graph_mode(False):
+        in_context = lib.set_graph_mode.current_value()
+        ctx_paths = _state_paths(lib, lib.state(m))
+        ctx_error = _error(lambda: lib.split(shared))
+    restored = lib.set_graph_mode.current_value()
+
+    @lib.set_graph_updates(False)
+    def inside():
+        return lib.set_graph_updates.current_value()
+
+    return {'params': _state_paths(lib, params), 'rest': _state_paths(lib, rest),
+            'back_type': type(back).__name__, 'back_state': _state_paths(lib, lib.state(back)),
+            'back_name': back.name, 'fresh': back.lin is not m.lin and back.lin.kernel is m.lin.kernel,
+            'in_context': in_context, 'ctx_paths': ctx_paths, 'shared_error': ctx_error, 'restored': restored,
+            'graph_mode_shared_ok': _error(lambda: lib.split(shared)),
+            'object_error': _error(lambda: lib.split(Plain(), graph=False)),
+            'decorated': inside(), 'after_decorated': lib.set_graph_updates.current_value(),
+            'unpack': _state_paths(lib, lib.unpack(m, graph=False)),
+            'graphdef_differs': lib.graphdef(m, graph=False) != lib.graphdef(m)}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

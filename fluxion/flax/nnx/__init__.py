@@ -30,6 +30,8 @@ from .contexts import merge_context as merge_context
 from .contexts import split_context as split_context
 from .contexts import update_context as update_context
 from .graph import GraphDef as GraphDef
+from .modes import set_graph_mode as set_graph_mode
+from .modes import set_graph_updates as set_graph_updates
 from .graph import GraphState as GraphState
 from .graph import PureState as PureState
 from .graph import unpack as unpack

@@ -26,6 +26,7 @@ import numpy as np
 from fluxion import tree_util
 
 from . import filters as filterlib
+from .modes import resolve_graph
 from .pytreelib import Pytree
 from .state import (FlatState, State, _flatten_state_with_keys, _sort_key, _unflatten_state, from_flat_state,
                     split_state, to_flat_state)
@@ -250,17 +251,79 @@ def _make_def(node: Any, path: tuple, seen: RefMap, leaves: list, outer: Any = N
     return Static(node)
 
 
-def flatten(node: Any, /, *, ref_index: RefMap | None = None, ref_outer_index: Any = None) -> tuple[GraphDef, Any]:
+def flatten(node: Any, /, *, ref_index: RefMap | None = None, ref_outer_index: Any = None,
+            graph: bool | None = None) -> tuple[GraphDef, Any]:
     """The GraphDef and the :class:`FlatState` (``(path, leaf)`` pairs, leaves the live Variables) of a node.
 
-    ``ref_index`` (a :class:`RefMap`) is shared by the flattens of one split
-    context, so an object met in an earlier call becomes a reference;
-    ``ref_outer_index`` is used by update contexts (see ``nnx.update_context``).
+    ``graph=False`` (or ``set_graph_mode(False)``) flattens in tree mode (see
+    :func:`split`).  ``ref_index`` (a :class:`RefMap`) is shared by the
+    flattens of one split context, so an object met in an earlier call becomes
+    a reference; ``ref_outer_index`` is used by update contexts (see
+    ``nnx.update_context``).
+
+    Raises:
+      ValueError: tree mode meets a shared Variable or a ``pytree=False`` object.
     """
+    if not resolve_graph(graph):
+        return _tree_flatten(node)
     seen = RefMap() if ref_index is None else ref_index
     leaves: list = []
     root = _make_def(node, (), seen, leaves, ref_outer_index)
     return GraphDef(root), FlatState(leaves)
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeNodeDef:
+    """The GraphDef root of a tree-mode split: the pytree structure, the state path of each leaf (in leaf
+    order) and, for Variable leaves, their type and metadata."""
+    treedef: Any
+    paths: tuple
+    variables: tuple
+
+
+def _path_entry(key: Any) -> Any:
+    for attr in ('name', 'idx', 'key'):
+        if hasattr(key, attr):
+            return getattr(key, attr)
+    return key
+
+
+def _tree_flatten(node: Any) -> tuple[GraphDef, FlatState]:
+    def is_leaf(x: Any) -> bool:
+        if isinstance(x, Pytree) and not type(x)._pytree__is_pytree:
+            raise ValueError(f"Cannot use 'flatten' with graph=False on a '{type(x).__name__}' instance that has "
+                             'pytree=False. Pytree subclasses with pytree=False are not registered as pytrees and '
+                             'cannot be used in tree-mode; use graph mode (graph=True) instead.')
+        return isinstance(x, Variable)
+    with_path, treedef = tree_util.tree_flatten_with_path(node, is_leaf=is_leaf)
+    paths = tuple(tuple(_path_entry(k) for k in path) for path, _ in with_path)
+    seen: dict[int, tuple] = {}
+    for path, (_, leaf) in zip(paths, with_path):
+        if isinstance(leaf, Variable):
+            if id(leaf) in seen:
+                raise ValueError(f"Duplicate {type(leaf).__name__} found at paths:\n\n  - {seen[id(leaf)]}\n"
+                                 f"  - {path}\n\nTree mode (graph=False) does not support shared references; "
+                                 'use graph mode (graph=True) instead.')
+            seen[id(leaf)] = path
+    variables = tuple((type(leaf), Static(tuple(leaf._var_metadata.items()))) if isinstance(leaf, Variable)
+                      else None for _, leaf in with_path)
+    gdef = GraphDef(TreeNodeDef(treedef, paths, variables))
+    order = sorted(range(len(paths)), key=lambda i: tuple(_sort_key(k) for k in paths[i]))
+    return gdef, FlatState([(paths[i], with_path[i][1]) for i in order])
+
+
+def _tree_unflatten(d: TreeNodeDef, flat: dict, copy: bool) -> Any:
+    leaves = []
+    for path, var in zip(d.paths, d.variables):
+        if path not in flat:
+            raise ValueError(f'merge: no value in the state for the leaf at path {path!r}')
+        leaf = flat[path]
+        if var is not None and not isinstance(leaf, Variable):
+            leaf = var[0](leaf, **dict(var[1].value))
+        elif copy and isinstance(leaf, Variable):
+            leaf = leaf.copy()
+        leaves.append(leaf)
+    return tree_util.tree_unflatten(d.treedef, leaves)
 
 
 def unflatten(graphdef: GraphDef, state: Any, /) -> Any:
@@ -268,22 +331,28 @@ def unflatten(graphdef: GraphDef, state: Any, /) -> Any:
     return merge(graphdef, state if isinstance(state, State) else from_flat_state(state))
 
 
-def graphdef(node: Any, /) -> GraphDef:
-    """The GraphDef of a graph node."""
-    return flatten(node)[0]
+def graphdef(node: Any, /, *, graph: bool | None = None) -> GraphDef:
+    """The GraphDef of a graph node (``graph`` as in :func:`split`)."""
+    return flatten(node, graph=graph)[0]
 
 
-def split(node: Any, *filters: Any) -> tuple:
+def split(node: Any, *filters: Any, graph: bool | None = None) -> tuple:
     """Splits a node into ``(graphdef, state)`` or, with filters, ``(graphdef, state_1, ..., state_n)``.
 
     The states hold the node's live Variable objects (as in Flax), so writing
     to them writes to the node.  With filters each leaf goes to the first
     filter that matches.
 
+    ``graph=False`` (default: ``set_graph_mode``'s value, ``True``) splits in
+    tree mode: the node is taken apart as a pytree (modules through their data
+    attributes, Variables as leaves), so state paths are the pytree paths;
+    shared Variables and ``pytree=False`` objects are errors there.
+
     Raises:
-      ValueError: with filters, a leaf matches none (end with ``...`` to keep the rest).
+      ValueError: with filters, a leaf matches none (end with ``...`` to keep the rest); in tree mode, a shared
+        Variable or a ``pytree=False`` object.
     """
-    gdef, leaves = flatten(node)
+    gdef, leaves = flatten(node, graph=graph)
     state = from_flat_state(leaves)
     if not filters:
         return gdef, state
@@ -291,12 +360,12 @@ def split(node: Any, *filters: Any) -> tuple:
     return (gdef, *states) if isinstance(states, tuple) else (gdef, states)
 
 
-def state(node: Any, *filters: Any) -> Any:
+def state(node: Any, *filters: Any, graph: bool | None = None) -> Any:
     """The state of a node (live Variables), filtered: one State, or a tuple for several filters.
 
     Unlike :func:`split`, leaves matching no filter are dropped.
     """
-    _, leaves = flatten(node)
+    _, leaves = flatten(node, graph=graph)
     full = from_flat_state(leaves)
     if not filters:
         return full
@@ -391,6 +460,8 @@ def merge(graphdef: Any, /, *states: Any, copy: bool = False) -> Any:
       ValueError: the states lack a leaf the GraphDef needs; GraphStates of different GraphDefs.
     """
     graphdef, states = _graphdef_and_states(graphdef, states)
+    if isinstance(graphdef.root, TreeNodeDef):
+        return _tree_unflatten(graphdef.root, _flat_of(states), copy)
     return _build(graphdef.root, (), _flat_of(states), {}, copy=copy)
 
 
@@ -486,7 +557,7 @@ PureState = tuple[GraphDef, State]
 """The type of a ``(graphdef, state)`` pair as returned by ``split`` (a typing alias)."""
 
 
-def unpack(node: Any, /, *filters: Any) -> Any:
+def unpack(node: Any, /, *filters: Any, graph: bool | None = None) -> Any:
     """Like :func:`split` but each State comes bundled with the GraphDef as a :class:`GraphState`.
 
     Returns one GraphState for zero or one filter, a tuple for several.
@@ -495,7 +566,7 @@ def unpack(node: Any, /, *filters: Any) -> Any:
     Raises:
       ValueError: as :func:`split`.
     """
-    gdef, *states = split(node, *filters)
+    gdef, *states = split(node, *filters, graph=graph)
     if len(states) == 1:
         return GraphState(gdef, states[0])
     return tuple(GraphState(gdef, s) for s in states)

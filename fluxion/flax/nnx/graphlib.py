@@ -10,6 +10,7 @@ from .contexts import split_context as split_context
 from .contexts import update_context as update_context
 from .graph import GraphDef as GraphDef
 from .graph import GraphState as GraphState
+from .graph import TreeNodeDef as TreeNodeDef
 from .graph import PureState as PureState
 from .graph import RefMap as RefMap
 from .graph import call as call
@@ -31,5 +32,7 @@ from .graph import unpack as unpack
 from .graph import update as update
 from .graph import variables as variables
 from .graph_tools import as_pure as as_pure
+from .modes import set_graph_mode as set_graph_mode
+from .modes import set_graph_updates as set_graph_updates
 from .graph_tools import pure as pure
 from .graph_tools import recursive_map as recursive_map
