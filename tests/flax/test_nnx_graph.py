@@ -19,6 +19,7 @@ import pytest
 
 import fluxion
 import fluxion.numpy as fjnp
+import fluxion.optax as foptax
 from fluxion.flax import nnx
 
 
@@ -424,6 +425,36 @@ def case_tree_mode(lib, lj):
             'decorated': inside(), 'after_decorated': lib.set_graph_updates.current_value(),
             'unpack': _state_paths(lib, lib.unpack(m, graph=False)),
             'graphdef_differs': lib.graphdef(m, graph=False) != lib.graphdef(m)}
+
+
+def case_jit_partial(lib, lj):
+    optax = foptax if lib is nnx else pytest.importorskip('optax')
+    x, y = lj.ones((4, 2)) * lj.arange(2.), lj.ones((4, 3))
+
+    def make():
+        model = lib.Sequential(lib.BatchNorm(2, rngs=lib.Rngs(1)), lib.Linear(2, 3, rngs=lib.Rngs(0)))
+        return model, lib.Optimizer(model, optax.adam(1e-2), wrt=lib.Param)
+
+    def train_step(model, optimizer, x, y):
+        loss, grads = lib.value_and_grad(lambda m: ((m(x) - y) ** 2).mean())(model)
+        optimizer.update(model, grads)
+        return loss
+
+    out = {}
+    for graph in (False, True):
+        model, opt = make()
+        with lib.set_graph_updates(False):
+            step = lib.jit_partial(train_step, model, opt, graph=graph)
+        out[f'losses_{graph}'] = np.array([float(step(x, y)) for _ in range(3)])
+        out[f'state_{graph}'] = _state_paths(lib, lib.state(model))
+        out[f'step_{graph}'] = int(_np(opt.step))
+    model, opt = make()
+    out['updates_error'] = _error(lambda: lib.jit_partial(train_step, model, opt))
+    shared = lib.Linear(2, 2, rngs=lib.Rngs(0))
+    out['alias_error'] = _error(lambda: lib.jit_partial(lambda a, b: a(x), shared, shared, graph=False)(x))
+    out['runtime_variable_error'] = _error(
+        lambda: lib.jit_partial(lambda m, v: m(x), shared, graph=False)(lib.Param(lj.ones(1))))
+    return out
 
 
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
