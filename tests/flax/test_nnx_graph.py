@@ -457,6 +457,33 @@ def case_jit_partial(lib, lj):
     return out
 
 
+def case_capture(lib, lj):
+    class Foo(lib.Module):
+        def __init__(self):
+            self.lin = lib.Linear(2, 2, rngs=lib.Rngs(0))
+
+        def features(self, x):
+            return self.lin(x)
+
+        def __call__(self, x):
+            self.sow(lib.Intermediate, 'inp', x)
+            y = self.perturb('grad_of_y', self.features(x))
+            return (y * 3).sum()
+
+    m = Foo()
+    x = lj.ones((1, 2)) * lj.arange(2.)
+    r1, inter = lib.capture(m, lib.Intermediate)(x)
+    r2, outs = lib.capture(m.__call__, lib.Intermediate, method_outputs=lib.Intermediate)(x)
+    r3, perts = lib.capture(lambda m, x: m(x), lib.Perturbation)(m, x)
+    seeded = {'grad_of_y': lib.Perturbation(lj.ones((1, 2)))}
+    r4 = lib.capture(lambda m, x: m(x), init=seeded)(m, x)
+    r5, p5 = lib.capture(lib.Perturbation)(lambda m, x: m(x))(m, x)
+    return {'r': np.array([float(r1), float(r2), float(r3), float(r4), float(r5)]),
+            'inter': _state_paths(lib, inter), 'outs': _state_paths(lib, outs), 'perts': _state_paths(lib, perts),
+            'p5': _state_paths(lib, p5), 'clean': not hasattr(m, '__captures__'),
+            'state_after': _state_paths(lib, lib.state(m)), 'not_instrumented': not hasattr(Foo.features, '__wrapped__')}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

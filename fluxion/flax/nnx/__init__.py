@@ -72,6 +72,7 @@ from .helpers import Dict as Dict
 from .helpers import List as List
 from .helpers import Sequential as Sequential
 from .helpers import TrainState as TrainState
+from .capture import capture as capture
 from .module import M as M
 from .module import Module as Module
 from .module import iter_children as iter_children

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import fluxion.numpy as jnp
+from fluxion import tree_util
 
 from . import filters as filterlib
 from .graph import _children, iter_graph, merge, split
@@ -49,10 +50,23 @@ class Module(Pytree):
 
         By default the Variable holds a tuple that grows by one element per call.
 
+        Inside :func:`nnx.capture` the value goes to the capture collection of
+        that type instead (and ``False`` is returned when the collection is not
+        being captured).
+
         Raises:
           ValueError: ``name`` holds something other than a ``variable_type`` Variable.
         """
         variable_type = _as_variable_type(variable_type)
+        captures = vars(self).get('__captures__')
+        if captures is not None:
+            for variable in captures:
+                if type(variable) is variable_type:
+                    collected = dict(variable.get_value())
+                    collected[name] = reduce_fn(collected[name] if name in collected else init_fn(), value)
+                    variable.set_value(collected)
+                    return True
+            return False
         if name in vars(self):
             variable = vars(self)[name]
             if not isinstance(variable, Variable):
@@ -70,8 +84,21 @@ class Module(Pytree):
 
         Differentiating with respect to the ``Perturbation`` state then gives
         the gradient of the loss with respect to the intermediate ``value``.
+        Inside :func:`nnx.capture` the perturbation lives in the capture
+        collection of ``variable_type`` (``value`` is returned unchanged when
+        that type is not being captured).
         """
         variable_type = _as_variable_type(variable_type)
+        captures = vars(self).get('__captures__')
+        if captures is not None:
+            for variable in captures:
+                if type(variable) is variable_type:
+                    collected = dict(variable.get_value())
+                    if name not in collected:
+                        collected[name] = tree_util.tree_map(jnp.zeros_like, value)
+                        variable.set_value(collected)
+                    return collected[name] + value
+            return value
         if name not in vars(self):
             setattr(self, name, variable_type(jnp.zeros_like(value)))
         return value + vars(self)[name][...]
