@@ -484,6 +484,58 @@ def case_capture(lib, lj):
             'state_after': _state_paths(lib, lib.state(m)), 'not_instrumented': not hasattr(Foo.features, '__wrapped__')}
 
 
+def _stream_keys(lib, rngs):
+    key_data = fluxion.random.key_data if lib is nnx else _jax().random.key_data
+    return {name: (_np(key_data(getattr(rngs, name).key[...])), _np(getattr(rngs, name).count))
+            for name in ('params', 'dropout', 'noise')}
+
+
+def case_with_rngs(lib, lj):
+    out = {}
+    rngs = lib.Rngs(params=0, dropout=1, noise=2)
+    out['split_all'] = _stream_keys(lib, lib.with_rngs(rngs, split=4, graph=False))
+    out['after_split_all'] = _stream_keys(lib, rngs)
+    rngs = lib.Rngs(params=0, dropout=1, noise=2)
+    new = lib.with_rngs(rngs, split={'params': 4, ...: (2, 3)}, fork='dropout', graph=False)
+    out['mixed'] = _stream_keys(lib, new)
+    rngs = lib.Rngs(params=0, dropout=1, noise=2)
+    with lib.set_graph_updates(False):
+        new = lib.with_rngs(rngs, broadcast=3, only='noise')
+    out['broadcast_graph'] = _stream_keys(lib, new)
+    out['default_error'] = _error(lambda: lib.with_rngs(lib.Rngs(0), split=2))
+    out['conflict_error'] = _error(lambda: lib.with_rngs(lib.Rngs(params=0), split={'params': 2}, fork='params',
+                                                         graph=False))
+
+    @lib.with_rngs(split=2, graph=False)
+    def f(r):
+        return _stream_keys(lib, r)
+    out['decorated'] = f(lib.Rngs(params=0, dropout=1, noise=2))
+    model = lib.Dropout(0.5, rngs=lib.Rngs(dropout=3))
+    new_model = lib.with_rngs(model, split=2, graph=False)
+    out['module'] = _np((fluxion.random.key_data if lib is nnx else _jax().random.key_data)(
+        new_model.rngs.key[...]))
+    return out
+
+
+def case_recursive_map_tree_mode(lib, lj):
+    class Two(lib.Module):
+        def __init__(self, a, b):
+            self.a, self.b, self.name = a, b, 'two'
+
+    m = Two(lib.Linear(2, 2, rngs=lib.Rngs(0)), lib.Linear(2, 1, rngs=lib.Rngs(1)))
+    seen = []
+
+    def f(path, x):
+        seen.append((path, type(x).__name__))
+        return lib.Param(x[...] * 2) if isinstance(x, lib.Param) else x
+
+    r = lib.recursive_map(f, m, graph=False)
+    shared = Two(m.a, m.a)
+    return {'seen': tuple(s for s in seen if '_pytree__' not in str(s[0])), 'state': _state_paths(lib, lib.state(r)),
+            'new': r.a is not m.a, 'name': r.name,
+            'dup_error': _error(lambda: lib.recursive_map(lambda p, x: x, shared, graph=False))}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

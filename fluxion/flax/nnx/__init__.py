@@ -89,6 +89,7 @@ from .rngs import fork_rngs as fork_rngs
 from .rngs import reseed as reseed
 from .rngs import restore_rngs as restore_rngs
 from .rngs import split_rngs as split_rngs
+from .rngs import with_rngs as with_rngs
 from .state import FlatState as FlatState
 from .state import State as State
 from .state import filter_state as filter_state

@@ -46,13 +46,14 @@ def filters_to_predicates(filters: tuple) -> tuple:
 
 
 def _has_tag(x: tp.Any) -> bool:
-    from .variables import Variable
-    return isinstance(x, Variable) and 'tag' in x._var_metadata
+    # Anything with a ``tag`` attribute (RNG Variables carry it as metadata, RngStreams as an attribute).
+    return hasattr(x, 'tag')
 
 
 @dataclasses.dataclass(frozen=True)
 class WithTag:
-    """Matches values whose ``tag`` attribute equals ``tag`` (RNG variables carry their stream name)."""
+    """Matches values whose ``tag`` attribute equals ``tag`` (RNG Variables and RngStreams carry their stream
+    name)."""
     tag: str
 
     def __call__(self, path: tuple, x: tp.Any) -> bool:
