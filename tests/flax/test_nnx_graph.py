@@ -536,6 +536,20 @@ def case_recursive_map_tree_mode(lib, lj):
             'dup_error': _error(lambda: lib.recursive_map(lambda p, x: x, shared, graph=False))}
 
 
+def case_traversals(lib, lj):
+    t = lib.traversals
+    xs = {'foo': 1, 'bar': {'a': 2, 'b': {}}, 'baz': {'c': {'d': 3}}}
+    return {'flat': t.flatten_mapping(xs), 'flat_empty': tuple(t.flatten_mapping(xs, keep_empty_nodes=True)),
+            'sep': t.flatten_mapping(xs, sep='/'), 'seq': t.flatten_to_sequence(xs),
+            'leafy': t.flatten_mapping(xs, is_leaf=lambda p, x: p == ('baz',)),
+            'round': t.unflatten_mapping(t.flatten_mapping(xs)),
+            'round_empty': t.unflatten_mapping(t.flatten_mapping(xs, keep_empty_nodes=True)),
+            'round_sep': t.unflatten_mapping(t.flatten_mapping(xs, sep='/'), sep='/'),
+            'from_pairs': t.unflatten_mapping([(('x', 'y'), 1), (('z',), 2)]),
+            'state': t.flatten_mapping(lib.State({'a': {'b': 1}})),
+            'bad': _error(lambda: t.unflatten_mapping(5))}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

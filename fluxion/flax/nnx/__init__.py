@@ -203,6 +203,7 @@ from .extract import to_tree as to_tree
 from . import filters as filterlib
 from . import graphlib as graphlib
 from . import rngs as rnglib
+from . import traversals as traversals
 # ``nnx.state`` and ``nnx.variables`` are the graph functions, so name these two submodules through importlib.
 statelib = _importlib.import_module('.state', __name__)
 variablelib = _importlib.import_module('.variables', __name__)
