@@ -1,18 +1,19 @@
 """The graph system: split a mutable object graph into a static GraphDef and a State, and back
-(mirrors ``flax.nnx.graphlib``).
+(mirrors ``flax.nnx.graphlib``; ``nnx.graphlib`` gathers this module's names with the contexts').
 
-Graph nodes are :class:`~fluxion.flax.nnx.Object` instances (Modules, Rngs,
+Graph nodes are :class:`~fluxion.flax.nnx.Pytree` instances (Modules, Rngs,
 Optimizers, Metrics ...) and the lists, tuples and dicts that hold nodes,
 variables or arrays.  Leaves of the state are :class:`Variable` objects and
-arrays stored directly as attributes; every other attribute is static and is
-kept in the :class:`GraphDef`.  Objects reachable along several paths (shared
-submodules or variables) are stored once, at their first path in sorted
-attribute order, and restored as one object.
+arrays stored directly as attributes (for pytree-mode objects: the attributes
+with *data* status, see ``nnx.pytreelib``); every other attribute is static and
+is kept in the :class:`GraphDef`.  Objects reachable along several paths
+(shared submodules or variables) are stored once, at their first path in sorted
+attribute order, and restored as one object.  ``graph=False`` (tree mode)
+takes a node apart as a plain pytree instead.
 
-Differences from Flax 0.12: modules are not JAX pytrees (this graph is the only
-way to take them apart; pass them to the ``nnx`` transforms, not to raw
-``fluxion.jit``); ``iter_graph`` yields nodes, variables and attribute leaves
-but not Flax's internal bookkeeping attributes.
+Differences from Flax 0.12: ``iter_graph`` yields nodes, variables and
+attribute leaves but not Flax's internal bookkeeping attributes; the GraphDef
+is a tree of definitions rather than Flax's flat node list.
 """
 
 from __future__ import annotations
