@@ -543,7 +543,6 @@ MISSING_WITH_REASON = {
     # Flax 0.12 graph/tree machinery not built.
     'with_vars': 'switches Variables to array-ref/hijax kinds, which fluxion Variables do not have',
     'vars_as': 'deprecated alias of with_vars (array-ref/hijax Variable kinds)',
-    'cached_partial': 'graph-traversal caching for nnx.jit (a speed-up of the transforms)',
     'prefix': "builds per-Variable prefixes for the graph-mode transforms' axes (transforms helper)",
     # Features not implemented yet.
     'view_info': "describes Modules' set_view methods; fluxion's view sets attributes directly",

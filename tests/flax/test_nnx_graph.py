@@ -550,6 +550,37 @@ def case_traversals(lib, lj):
             'bad': _error(lambda: t.unflatten_mapping(5))}
 
 
+def case_cached_partial(lib, lj):
+    optax = foptax if lib is nnx else pytest.importorskip('optax')
+    x, y = lj.ones((4, 2)) * lj.arange(2.), lj.ones((4, 3))
+    model = lib.Sequential(lib.BatchNorm(2, rngs=lib.Rngs(1)), lib.Linear(2, 3, rngs=lib.Rngs(0)))
+    opt = lib.Optimizer(model, optax.adam(1e-2), wrt=lib.Param)
+
+    @lib.jit
+    def train_step(model, optimizer, x, y):
+        loss, grads = lib.value_and_grad(lambda m: ((m(x) - y) ** 2).mean())(model)
+        optimizer.update(model, grads)
+        return loss
+
+    step = lib.cached_partial(train_step, model, opt)
+    losses = np.array([float(step(x, y)) for _ in range(3)])
+
+    @lib.jit
+    def grow(m, x):
+        m.extra = lib.Param(lj.zeros(1))
+        return x
+
+    def tree_mode():
+        with lib.set_graph_mode(False):
+            lib.cached_partial(train_step, model, opt)
+    m2 = lib.Linear(2, 2, rngs=lib.Rngs(0))
+    return {'losses': losses, 'state': _state_paths(lib, lib.state(model)), 'step': int(_np(opt.step)),
+            'mutation_error': _error(lambda: lib.cached_partial(grow, m2)(x)),
+            'original_untouched': not hasattr(m2, 'extra'),
+            'tree_mode_error': _error(tree_mode),
+            'no_updates_error': _error(lambda: lib.cached_partial(train_step, model, graph_updates=False))}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

@@ -36,6 +36,7 @@ from .graph import GraphState as GraphState
 from .graph import PureState as PureState
 from .graph import unpack as unpack
 from .graph_tools import as_pure as as_pure
+from .jit_partial import cached_partial as cached_partial
 from .jit_partial import jit_partial as jit_partial
 from .graph_tools import pure as pure
 from .graph_tools import recursive_map as recursive_map

@@ -32,6 +32,7 @@ from .graph import unpack as unpack
 from .graph import update as update
 from .graph import variables as variables
 from .graph_tools import as_pure as as_pure
+from .jit_partial import cached_partial as cached_partial
 from .modes import set_graph_mode as set_graph_mode
 from .modes import set_graph_updates as set_graph_updates
 from .graph_tools import pure as pure

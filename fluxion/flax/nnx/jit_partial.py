@@ -1,5 +1,5 @@
-"""``nnx.jit_partial``: compile a function with some leading arguments (models, optimizers) bound once
-(mirrors ``flax.nnx.jit_partial``).
+"""``nnx.jit_partial`` and ``nnx.cached_partial``: functions with some leading arguments (models, optimizers)
+bound once (mirror ``flax.nnx.jit_partial`` and ``flax.nnx.cached_partial``).
 
 The bound arguments are taken apart once, at construction, into their
 Variables (graph mode: ``nnx.split``; tree mode: as a pytree).  Each call
@@ -22,8 +22,9 @@ from typing import Any, Callable
 import fluxion
 from fluxion import tree_util
 
-from .graph import merge, split
+from .graph import graphdef, merge, split
 from .modes import resolve_graph, resolve_graph_updates
+from .pytreelib import Pytree
 from .state import from_flat_state, to_flat_state
 from .variables import Variable
 
@@ -96,3 +97,43 @@ def jit_partial(fun: Callable, *partial_args: Any, in_shardings: Any = None, out
                       donate_argnames=donate_argnames, keep_unused=keep_unused, device=device, backend=backend,
                       inline=inline)
     return JitPartialWrapped(fun, partial_args, graph, jit_kwargs)
+
+
+def cached_partial(f: Callable, *cached_args: Any, graph: bool | None = None,
+                   graph_updates: bool | None = None) -> Callable:
+    """``functools.partial(f, *cached_args)`` for an ``nnx``-transformed ``f`` (e.g. an ``nnx.jit`` train step)
+    whose bound graph nodes must keep their structure.
+
+    As in Flax, the bound nodes are replaced by copies that share their
+    Variables (so state updates made by ``f`` reach the originals' Variables,
+    while the originals' Python objects are not touched); after each call the
+    copies' GraphDefs must equal the ones at construction.
+
+    Raises:
+      ValueError: tree mode or ``graph_updates=False`` (graph mode with updates only, as in Flax); (on call)
+        ``f`` changed the graph structure or a static attribute of a bound node.
+
+    Difference from Flax 0.12: fluxion's ``nnx.jit`` keys its cache on the
+    GraphDef, so no traversal cache is threaded into ``f``; the structure check
+    runs after the call (the copies are already changed when it raises).
+    """
+    if not resolve_graph(graph) or not resolve_graph_updates(graph_updates):
+        raise ValueError('cached_partial is a graph-mode-only API and requires graph_updates=True.')
+    # One split/merge of all bound arguments together: sharing between them survives, and merge reuses the
+    # state's Variable objects, so the copies share the originals' Variables.
+    bound = merge(*split(tuple(cached_args)))
+    recorded = [(i, graphdef(x)) for i, x in enumerate(bound) if isinstance(x, (Pytree, Variable))]
+
+    def check() -> None:
+        for i, gdef in recorded:
+            if graphdef(bound[i]) != gdef:
+                raise ValueError('The graph structure of a node added to cached_partial was mutated inside the '
+                                 f'transformation, this is not allowed.\nNode: {bound[i]!r}')
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        out = f(*bound, *args, **kwargs)
+        check()
+        return out
+
+    return wrapper
