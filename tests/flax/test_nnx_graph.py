@@ -581,6 +581,28 @@ def case_cached_partial(lib, lj):
             'no_updates_error': _error(lambda: lib.cached_partial(train_step, model, graph_updates=False))}
 
 
+def case_deepcopy_and_pickle(lib, lj):
+    import copy
+    import pickle
+
+    class Pair(lib.Module):
+        def __init__(self):
+            self.a = lib.Linear(2, 3, rngs=lib.Rngs(0))
+            self.b = self.a
+            self.flag = lib.data(1)
+
+    m = Pair()
+    c = copy.deepcopy(m)
+    lin = lib.Linear(2, 3, rngs=lib.Rngs(0))
+    seq = lib.Sequential(lin, lin)
+    p = pickle.loads(pickle.dumps(seq))
+    return {'copy_shared': c.b is c.a, 'copy_new': c.a.kernel is not m.a.kernel,
+            'copy_state': _state_paths(lib, lib.state(c)), 'copy_tree': _tree_paths(lib, c),
+            'pickle_shared': p.layers[0] is p.layers[1], 'pickle_state': _state_paths(lib, lib.state(p)),
+            'variable': _np(copy.deepcopy(lib.Param(lj.ones(2), tag='t'))),
+            'variable_meta': pickle.loads(pickle.dumps(lib.Param(lj.ones(1), tag='t'))).tag}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

@@ -352,6 +352,14 @@ class Pytree(metaclass=PytreeMeta):
         object.__setattr__(obj, '_pytree__nodes', nodes)
         return obj
 
+    def __deepcopy__(self, memo: dict | None = None) -> tp.Any:
+        # Through the graph, as Flax does: shared submodules and Variables stay shared in the copy.
+        import copy
+
+        from .graph import merge, split
+        graphdef, state = split(self)
+        return merge(graphdef, copy.deepcopy(state, memo))
+
     # pickling and copying: the status slot travels with the instance dict.
     def __getstate__(self) -> tuple:
         return dict(vars(self)), dict(self._nodes())

@@ -127,6 +127,15 @@ class Variable:
         """A new variable of the same type, value and metadata (the value itself is shared)."""
         return self.replace()
 
+    # Pickling and copy.deepcopy: the slots are restored directly (``__setattr__`` would route
+    # ``_var_metadata`` into the metadata dict it names).
+    def __getstate__(self) -> tuple:
+        return self.raw_value, dict(self._var_metadata)
+
+    def __setstate__(self, state: tuple) -> None:
+        object.__setattr__(self, 'raw_value', state[0])
+        object.__setattr__(self, '_var_metadata', dict(state[1]))
+
     def copy_from(self, other: Variable) -> None:
         """Takes ``other``'s value and metadata in place."""
         object.__setattr__(self, 'raw_value', other.raw_value)
