@@ -603,6 +603,46 @@ def case_deepcopy_and_pickle(lib, lj):
             'variable_meta': pickle.loads(pickle.dumps(lib.Param(lj.ones(1), tag='t'))).tag}
 
 
+def case_reprlib(lib, lj):
+    r = lib.reprlib
+
+    class Point(r.Representable):
+        def __init__(self, **kw):
+            self.kw = kw
+
+        def __nnx_repr__(self):
+            yield r.Object(type(self), comment=' # note')
+            for k, v in self.kw.items():
+                yield r.Attr(k, v)
+
+    class Flat(r.Representable):
+        def __nnx_repr__(self):
+            yield r.Object('Flat', same_line=True, start='<', end='>')
+            yield r.Attr('a', 1)
+            yield r.Attr('b', 'two', start='[', end=']')
+
+    class Empty(r.Representable):
+        def __nnx_repr__(self):
+            yield r.Object(type(self), empty_repr='...')
+
+    class Bad(r.Representable):
+        def __nnx_repr__(self):
+            yield r.Attr('a', 1)
+
+    nested = Point(x=1, y=2.5, flag=True, none=None, s='hi', t=(1,), l=[1, 'a'], d={'k': 3},
+                   inner=Point(z=r.PrettyMapping({'m': 1})), raw=r.PrettySequence([1, Flat()]))
+    with_color = r.REPR_CONTEXT.current_color
+    r.REPR_CONTEXT.current_color = r.Color(*[f'<{f}>' for f in r.Color._fields])
+    try:
+        painted = r.get_repr(Point(a=1, b=[None, 's']))
+    finally:
+        r.REPR_CONTEXT.current_color = with_color
+    return {'nested': repr(nested), 'flat': repr(Flat()), 'empty': repr(Empty()),
+            'painted': painted, 'colorized_plain': r.colorized({'a': (1,)}) if with_color == r.NO_COLOR else '',
+            'bad': _error(lambda: repr(Bad())), 'not_representable': _error(lambda: r.get_repr(3)),
+            'no_color': tuple(r.NO_COLOR)}
+
+
 CASES: dict[str, Callable] = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 

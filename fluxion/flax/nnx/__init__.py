@@ -203,6 +203,7 @@ from .extract import from_tree as from_tree
 from .extract import to_tree as to_tree
 from . import filters as filterlib
 from . import graphlib as graphlib
+from . import reprlib as reprlib
 from . import rngs as rnglib
 from . import traversals as traversals
 # ``nnx.state`` and ``nnx.variables`` are the graph functions, so name these two submodules through importlib.
