@@ -254,10 +254,7 @@ class Pytree(metaclass=PytreeMeta):
 
     def _pytree__status(self, name: tp.Any) -> bool:
         """Whether attribute ``name`` is data (see the module docstring for how it is decided)."""
-        nodes = getattr(self, '_pytree__nodes', None)
-        if nodes is None:
-            nodes = dict(type(self)._pytree__class_nodes)
-            object.__setattr__(self, '_pytree__nodes', nodes)
+        nodes = self._nodes()
         key = str(name)
         if key not in nodes:
             nodes[key] = is_data(vars(self).get(name))
@@ -284,6 +281,8 @@ class Pytree(metaclass=PytreeMeta):
         object.__delattr__(self, name)
 
     def _nodes(self) -> dict:
+        """The per-instance status mapping (``{name: is_data}``), created from the class's on first use
+        (objects rebuilt by ``merge`` or unpickled start without one)."""
         nodes = getattr(self, '_pytree__nodes', None)
         if nodes is None:
             nodes = dict(type(self)._pytree__class_nodes)
