@@ -8,21 +8,38 @@ transforms so that mutations made in traced code (counter increments, batch
 statistics, optimizer steps) reach the original objects.
 """
 
+import importlib as _importlib
+
 from ..linen.pooling import avg_pool as avg_pool
 from ..linen.pooling import max_pool as max_pool
 from ..linen.pooling import min_pool as min_pool
 from ..linen.pooling import pool as pool
 from .filters import All as All
-from .filters import Any_ as Any
+from .filters import Any as Any
 from .filters import Everything as Everything
 from .filters import Not as Not
 from .filters import Nothing as Nothing
 from .filters import OfType as OfType
 from .filters import PathContains as PathContains
 from .filters import WithTag as WithTag
+from .contexts import MergeContext as MergeContext
+from .contexts import SplitContext as SplitContext
+from .contexts import UpdateContext as UpdateContext
+from .contexts import current_update_context as current_update_context
+from .contexts import merge_context as merge_context
+from .contexts import split_context as split_context
+from .contexts import update_context as update_context
 from .graph import GraphDef as GraphDef
-from .graph import Object as Object
-from .graph import Pytree as Pytree
+from .modes import set_graph_mode as set_graph_mode
+from .modes import set_graph_updates as set_graph_updates
+from .graph import GraphState as GraphState
+from .graph import PureState as PureState
+from .graph import unpack as unpack
+from .graph_tools import as_pure as as_pure
+from .jit_partial import cached_partial as cached_partial
+from .jit_partial import jit_partial as jit_partial
+from .graph_tools import pure as pure
+from .graph_tools import recursive_map as recursive_map
 from .graph import call as call
 from .graph import clone as clone
 from .graph import find_duplicates as find_duplicates
@@ -39,10 +56,25 @@ from .graph import state as state
 from .graph import unflatten as unflatten
 from .graph import update as update
 from .graph import variables as variables
+from .pytreelib import Data as Data
+from .pytreelib import Object as Object
+from .pytreelib import Pytree as Pytree
+from .pytreelib import Static as Static
+from .pytreelib import check_pytree as check_pytree
+from .pytreelib import data as data
+from .pytreelib import dataclass as dataclass
+from .pytreelib import has_data as has_data
+from .pytreelib import is_data as is_data
+from .pytreelib import register_data_type as register_data_type
+from .pytreelib import static as static
+from . import pytreelib as pytreelib
+from . import pytreelib as object  # noqa: A001  (Flax's old name for the module)
 from .helpers import Dict as Dict
 from .helpers import List as List
 from .helpers import Sequential as Sequential
 from .helpers import TrainState as TrainState
+from .capture import capture as capture
+from .module import M as M
 from .module import Module as Module
 from .module import iter_children as iter_children
 from .module import iter_module_children as iter_module_children
@@ -58,6 +90,7 @@ from .rngs import fork_rngs as fork_rngs
 from .rngs import reseed as reseed
 from .rngs import restore_rngs as restore_rngs
 from .rngs import split_rngs as split_rngs
+from .rngs import with_rngs as with_rngs
 from .state import FlatState as FlatState
 from .state import State as State
 from .state import filter_state as filter_state
@@ -69,6 +102,7 @@ from .state import restore_int_paths as restore_int_paths
 from .state import split_state as split_state
 from .state import to_flat_state as to_flat_state
 from .state import to_pure_dict as to_pure_dict
+from .variables import A as A
 from .variables import BatchStat as BatchStat
 from .variables import Cache as Cache
 from .variables import Intermediate as Intermediate
@@ -162,3 +196,16 @@ from .nn.lora import LoRA as LoRA
 from .nn.lora import LoRALinear as LoRALinear
 from .nn.lora import LoRAParam as LoRAParam
 from .training.ema import EMA as EMA
+from . import deprecations as deprecations
+from . import extract as extract
+from .extract import NodeStates as NodeStates
+from .extract import from_tree as from_tree
+from .extract import to_tree as to_tree
+from . import filters as filterlib
+from . import graphlib as graphlib
+from . import reprlib as reprlib
+from . import rngs as rnglib
+from . import traversals as traversals
+# ``nnx.state`` and ``nnx.variables`` are the graph functions, so name these two submodules through importlib.
+statelib = _importlib.import_module('.state', __name__)
+variablelib = _importlib.import_module('.variables', __name__)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+import typing as tp
 
-Predicate = Callable[[tuple, Any], bool]
-Filter = Any
+Predicate = Callable[[tuple, tp.Any], bool]
+Filter = tp.Any
 
 
 def to_predicate(the_filter: Filter) -> Predicate:
@@ -31,7 +31,7 @@ def to_predicate(the_filter: Filter) -> Predicate:
     if the_filter is None or the_filter is False:
         return Nothing()
     if isinstance(the_filter, (list, tuple)):
-        return Any_(*the_filter)
+        return Any(*the_filter)
     if callable(the_filter):
         return the_filter
     raise TypeError(f'Invalid filter of type {type(the_filter).__name__}: {the_filter!r}')
@@ -45,27 +45,28 @@ def filters_to_predicates(filters: tuple) -> tuple:
     return tuple(to_predicate(f) for f in filters)
 
 
-def _has_tag(x: Any) -> bool:
-    from .variables import Variable
-    return isinstance(x, Variable) and 'tag' in x._var_metadata
+def _has_tag(x: tp.Any) -> bool:
+    # Anything with a ``tag`` attribute (RNG Variables carry it as metadata, RngStreams as an attribute).
+    return hasattr(x, 'tag')
 
 
 @dataclasses.dataclass(frozen=True)
 class WithTag:
-    """Matches values whose ``tag`` attribute equals ``tag`` (RNG variables carry their stream name)."""
+    """Matches values whose ``tag`` attribute equals ``tag`` (RNG Variables and RngStreams carry their stream
+    name)."""
     tag: str
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         return _has_tag(x) and x.tag == self.tag
 
 
 @dataclasses.dataclass(frozen=True)
 class PathContains:
     """Matches values whose path contains ``key`` (``exact=False`` also matches substrings of str keys)."""
-    key: Any
+    key: tp.Any
     exact: bool = True
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         if self.exact:
             return self.key in path
         return any(str(self.key) in str(p) for p in path)
@@ -76,7 +77,7 @@ class OfType:
     """Matches instances of ``type`` (and, as in Flax, objects whose ``.type`` is a subclass of it)."""
     type: type
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         t = getattr(x, 'type', None)
         return isinstance(x, self.type) or (isinstance(t, type) and issubclass(t, self.type))
 
@@ -84,20 +85,20 @@ class OfType:
         return f'OfType({self.type.__name__})'
 
 
-class Any_:
+class Any:
     """Matches when any of the given filters matches."""
 
     def __init__(self, *filters: Filter):
         self.predicates = tuple(to_predicate(f) for f in filters)
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         return any(p(path, x) for p in self.predicates)
 
     def __repr__(self) -> str:
         return f'Any({", ".join(map(repr, self.predicates))})'
 
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Any_) and self.predicates == other.predicates
+    def __eq__(self, other: tp.Any) -> bool:
+        return isinstance(other, Any) and self.predicates == other.predicates
 
     def __hash__(self) -> int:
         return hash(self.predicates)
@@ -109,13 +110,13 @@ class All:
     def __init__(self, *filters: Filter):
         self.predicates = tuple(to_predicate(f) for f in filters)
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         return all(p(path, x) for p in self.predicates)
 
     def __repr__(self) -> str:
         return f'All({", ".join(map(repr, self.predicates))})'
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: tp.Any) -> bool:
         return isinstance(other, All) and self.predicates == other.predicates
 
     def __hash__(self) -> int:
@@ -128,13 +129,13 @@ class Not:
     def __init__(self, collection_filter: Filter, /):
         self.predicate = to_predicate(collection_filter)
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         return not self.predicate(path, x)
 
     def __repr__(self) -> str:
         return f'Not({self.predicate!r})'
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: tp.Any) -> bool:
         return isinstance(other, Not) and self.predicate == other.predicate
 
     def __hash__(self) -> int:
@@ -144,13 +145,13 @@ class Not:
 class Everything:
     """Matches every value (the filter ``...``)."""
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         return True
 
     def __repr__(self) -> str:
         return 'Everything()'
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: tp.Any) -> bool:
         return isinstance(other, Everything)
 
     def __hash__(self) -> int:
@@ -160,13 +161,13 @@ class Everything:
 class Nothing:
     """Matches no value (the filter ``None``/``False``)."""
 
-    def __call__(self, path: tuple, x: Any) -> bool:
+    def __call__(self, path: tuple, x: tp.Any) -> bool:
         return False
 
     def __repr__(self) -> str:
         return 'Nothing()'
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: tp.Any) -> bool:
         return isinstance(other, Nothing)
 
     def __hash__(self) -> int:

@@ -10,6 +10,7 @@ from fluxion.optax import apply_updates
 
 from .graph import GraphDef
 from .module import Module
+from .pytreelib import data
 
 
 class Sequential(Module):
@@ -20,7 +21,7 @@ class Sequential(Module):
     """
 
     def __init__(self, *fns: Any):
-        self.layers = list(fns)
+        self.layers = data(list(fns))
 
     def __call__(self, *args: Any, rngs: Any = None, **kwargs: Any) -> Any:
         output: Any = args

@@ -9,12 +9,14 @@ Variable reachable from the module.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import fluxion.numpy as jnp
+from fluxion import tree_util
 
 from . import filters as filterlib
-from .graph import Object, _children, iter_graph, merge, split
+from .graph import _children, iter_graph, merge, split
+from .pytreelib import Pytree
 from .variables import Perturbation, Variable, variable_type_from_name
 
 
@@ -30,7 +32,7 @@ def _as_variable_type(t: Any) -> type:
     return variable_type_from_name(t, allow_register=True) if isinstance(t, str) else t
 
 
-class Module(Object):
+class Module(Pytree):
     """Base class of layers and models.
 
     Besides plain attribute storage it offers :meth:`sow` and :meth:`perturb`
@@ -48,10 +50,23 @@ class Module(Object):
 
         By default the Variable holds a tuple that grows by one element per call.
 
+        Inside :func:`nnx.capture` the value goes to the capture collection of
+        that type instead (and ``False`` is returned when the collection is not
+        being captured).
+
         Raises:
           ValueError: ``name`` holds something other than a ``variable_type`` Variable.
         """
         variable_type = _as_variable_type(variable_type)
+        captures = vars(self).get('__captures__')
+        if captures is not None:
+            for variable in captures:
+                if type(variable) is variable_type:
+                    collected = dict(variable.get_value())
+                    collected[name] = reduce_fn(collected[name] if name in collected else init_fn(), value)
+                    variable.set_value(collected)
+                    return True
+            return False
         if name in vars(self):
             variable = vars(self)[name]
             if not isinstance(variable, Variable):
@@ -69,8 +84,21 @@ class Module(Object):
 
         Differentiating with respect to the ``Perturbation`` state then gives
         the gradient of the loss with respect to the intermediate ``value``.
+        Inside :func:`nnx.capture` the perturbation lives in the capture
+        collection of ``variable_type`` (``value`` is returned unchanged when
+        that type is not being captured).
         """
         variable_type = _as_variable_type(variable_type)
+        captures = vars(self).get('__captures__')
+        if captures is not None:
+            for variable in captures:
+                if type(variable) is variable_type:
+                    collected = dict(variable.get_value())
+                    if name not in collected:
+                        collected[name] = tree_util.tree_map(jnp.zeros_like, value)
+                        variable.set_value(collected)
+                    return collected[name] + value
+            return value
         if name not in vars(self):
             setattr(self, name, variable_type(jnp.zeros_like(value)))
         return value + vars(self)[name][...]
@@ -169,3 +197,7 @@ def with_attributes(node: Any, /, *, only: Any = ..., raise_if_not_found: bool =
 
 #: Flax's name for :func:`iter_children` on any graph node.
 iter_module_children = iter_children
+
+
+M = TypeVar('M', bound=Module)
+"""A type variable bound to :class:`Module` (``nnx.M``), for typing functions that return their module."""

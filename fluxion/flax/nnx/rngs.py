@@ -20,7 +20,8 @@ import fluxion.numpy as jnp
 from fluxion import random
 
 from . import filters as filterlib
-from .graph import Object
+from .modes import resolve_graph, resolve_graph_updates
+from .pytreelib import Pytree
 from .variables import Variable
 
 
@@ -48,7 +49,7 @@ def _as_key(key: Any, argname: str) -> Any:
                      f'array or uint32 raw key data')
 
 
-class RngStream(Object):
+class RngStream(Pytree):
     """One named random stream: ``stream()`` returns a fresh key; ``stream.key``/``stream.count`` are its state."""
 
     def __init__(self, key: Any, *, tag: str):
@@ -77,7 +78,10 @@ class RngStream(Object):
         """A new stream whose key is one key from this stream repeated to shape ``k``."""
         key = self()
         shape = (k,) if isinstance(k, int) else tuple(k)
-        return type(self)(jnp.broadcast_to(key, shape + key.shape), tag=self.tag)
+        # Broadcast the key's data: fluxion.numpy.broadcast_to does not take typed key arrays.
+        data = random.key_data(key)
+        keys = random.wrap_key_data(jnp.broadcast_to(data, shape + data.shape), impl=random.key_impl(key))
+        return type(self)(keys, tag=self.tag)
 
     def __repr__(self) -> str:
         return f'RngStream(tag={self.tag!r}, key={self.key!r}, count={self.count!r})'
@@ -103,7 +107,7 @@ for _name in _SAMPLERS:
     setattr(RngStream, _name, _bind_sampler(_name))
 
 
-class Rngs(Object):
+class Rngs(Pytree):
     """A set of named :class:`RngStream` objects: ``Rngs(0)``, ``Rngs(params=0, dropout=1)``.
 
     ``rngs.name()`` (or ``rngs['name']()``) draws the next key of that stream,
@@ -297,3 +301,72 @@ def fork_rngs(node: Any, /, *, split: Any = None) -> Any:
         stream.key.set_value(key)
         stream.count.set_value(jnp.zeros(key.shape, dtype=jnp.uint32))
     return backup
+
+
+_MISSING = object()
+
+
+def with_rngs(node: Any = _MISSING, /, *, split: Any = None, fork: Any = None, broadcast: Any = None,
+              only: Any = True, graph: bool | None = None, graph_updates: bool | None = None) -> Any:
+    """A copy of ``node`` (Rngs, modules, any pytree) whose :class:`RngStream` objects are replaced by split,
+    broadcast or forked streams.
+
+    ``split`` (an int/shape for every stream, or ``{filter: shape}``, first
+    match wins) replaces a stream by ``stream.split(shape)``; ``broadcast``
+    likewise by ``stream.broadcast(shape)``; ``fork`` (a filter or a sequence
+    of filters) by ``stream.fork()``.  Only streams matching ``only`` are
+    touched; each replacement draws one key from the original stream.  Called
+    without ``node`` it returns a decorator applying the rules to the decorated
+    function's arguments.  The copy is made with ``nnx.recursive_map``
+    (``graph`` chooses graph or tree mode).
+
+    Raises:
+      NotImplementedError: graph mode with ``graph_updates`` on (use ``graph=False`` or
+        ``set_graph_updates(False)``), as in Flax.
+      ValueError: a stream matches two rules through specific (non-``...``) filters.
+    """
+    graph = resolve_graph(graph)
+    if graph and resolve_graph_updates(graph_updates):
+        raise NotImplementedError('graph=True and graph_updates=True is not supported for `with_rngs`')
+    if node is _MISSING:
+        def decorator(f: Any) -> Any:
+            @functools.wraps(f)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                args, kwargs = with_rngs((args, kwargs), split=split, fork=fork, broadcast=broadcast, only=only,
+                                         graph=graph, graph_updates=False)
+                return f(*args, **kwargs)
+            return wrapper
+        return decorator
+
+    def rules(spec: Any) -> list:
+        spec = {} if spec is None else ({...: spec} if isinstance(spec, (int, tuple)) else spec)
+        return [(k, filterlib.to_predicate(k), v) for k, v in spec.items()]
+    split_rules, broadcast_rules = rules(split), rules(broadcast)
+    forks = [] if fork is None else ([fork] if isinstance(fork, str) or not isinstance(fork, (list, tuple))
+                                     else list(fork))
+    fork_rules = [(k, filterlib.to_predicate(k), None) for k in forks]
+    only_predicate = filterlib.to_predicate(only)
+
+    def update(path: tuple, value: Any) -> Any:
+        if not (isinstance(value, RngStream) and only_predicate(path, value)):
+            return value
+        matched = {}
+        for kind, kind_rules in (('split', split_rules), ('broadcast', broadcast_rules), ('fork', fork_rules)):
+            for filt, predicate, arg in kind_rules:
+                if predicate(path, value):
+                    matched[kind] = (filt, arg)
+                    break
+        specific = [k for k, (filt, _) in matched.items() if filt is not ... and filt is not True]
+        if len(matched) > 1 and len(specific) > 1:
+            lines = '\n'.join(f'  - {k} matches filter {filt!r}' for k, (filt, _) in matched.items())
+            raise ValueError(f'RngStream at path {path} matches multiple rules:\n{lines}')
+        if 'split' in matched:
+            return value.split(matched['split'][1])
+        if 'broadcast' in matched:
+            return value.broadcast(matched['broadcast'][1])
+        if 'fork' in matched:
+            return value.fork()
+        return value
+
+    from .graph_tools import recursive_map  # graph_tools builds on this module's neighbours; import when used
+    return recursive_map(update, node, graph=graph)

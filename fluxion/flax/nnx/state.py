@@ -156,7 +156,10 @@ def _iter_flat(state: Any, prefix: tuple) -> Iterator[tuple]:
 
 
 def to_flat_state(state: State | Mapping, /) -> FlatState:
-    """The sorted ``(path, leaf)`` pairs of a (nested) state."""
+    """The sorted ``(path, leaf)`` pairs of a (nested) state (a State, dict, or other mapping such as a
+    ``GraphState`` at the top)."""
+    if isinstance(state, Mapping) and not isinstance(state, (State, dict)):
+        state = {k: state[k] for k in state}
     return FlatState(_iter_flat(state, ()))
 
 

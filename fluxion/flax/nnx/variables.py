@@ -17,12 +17,16 @@ Differences from Flax: sharding metadata is kept but ignored (one device);
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, TypeVar
 
 from fluxion import tree_util
 
 _NAME_TO_TYPE: dict[str, type] = {}
 _TYPE_TO_NAME: dict[type, str] = {}
+
+
+A = TypeVar('A')
+"""The type variable Flax's typing uses for a Variable's value (``nnx.A``)."""
 
 
 class VariableMetadata:
@@ -59,7 +63,7 @@ class Variable:
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
-        tree_util.register_pytree_node(cls, _flatten_variable, _unflatten_variable)
+        _register(cls)
 
     # -- metadata ---------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -122,6 +126,15 @@ class Variable:
     def copy(self) -> Variable:
         """A new variable of the same type, value and metadata (the value itself is shared)."""
         return self.replace()
+
+    # Pickling and copy.deepcopy: the slots are restored directly (``__setattr__`` would route
+    # ``_var_metadata`` into the metadata dict it names).
+    def __getstate__(self) -> tuple:
+        return self.raw_value, dict(self._var_metadata)
+
+    def __setstate__(self, state: tuple) -> None:
+        object.__setattr__(self, 'raw_value', state[0])
+        object.__setattr__(self, '_var_metadata', dict(state[1]))
 
     def copy_from(self, other: Variable) -> None:
         """Takes ``other``'s value and metadata in place."""
@@ -236,7 +249,16 @@ def _unflatten_variable(aux: tuple, children: Any) -> Variable:
     return new
 
 
-tree_util.register_pytree_node(Variable, _flatten_variable, _unflatten_variable)
+def _flatten_variable_with_keys(v: Variable) -> tuple:
+    # The value's key is ``.value``, as in Flax (paths read ``.../kernel/value``).
+    return ((tree_util.GetAttrKey('value'), v.raw_value),), (type(v), tuple(v._var_metadata.items()))
+
+
+def _register(cls: type) -> None:
+    tree_util.register_pytree_with_keys(cls, _flatten_variable_with_keys, _unflatten_variable, _flatten_variable)
+
+
+_register(Variable)
 
 #: Flax 0.12 removed ``VariableState``; it survives as an alias of :class:`Variable`.
 VariableState = Variable

@@ -22,6 +22,7 @@ from fluxion.flax.linen import make_causal_mask as make_causal_mask
 from fluxion.nn import softmax
 
 from ..module import Module
+from ..pytreelib import data
 from ..rngs import Rngs, RngStream
 from ..variables import Cache, Intermediate
 from . import initializers
@@ -205,9 +206,9 @@ class MultiHeadAttention(Module):
                                  kernel_metadata=out_kernel_metadata or kernel_metadata,
                                  bias_metadata=out_bias_metadata or bias_metadata)
         self.rngs = rngs.dropout.fork() if keep_rngs and dropout_rate > 0 else None
-        self.cached_key = None
-        self.cached_value = None
-        self.cache_index = None
+        self.cached_key = data(None)
+        self.cached_value = data(None)
+        self.cache_index = data(None)
 
     def __call__(self, inputs_q: Any, inputs_k: Any = None, inputs_v: Any = None, *, mask: Any = None,
                  deterministic: Any = None, rngs: Any = None, sow_weights: bool = False, decode: Any = None,

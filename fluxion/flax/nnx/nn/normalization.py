@@ -21,6 +21,7 @@ import fluxion.numpy as jnp
 from fluxion import lax
 
 from ..module import Module
+from ..pytreelib import data
 from ..rngs import Rngs
 from ..variables import BatchStat, Param
 from . import initializers
@@ -365,7 +366,7 @@ class WeightNorm(Module):
                 if self.variable_filter(path, param):
                     axes = _canonicalize_axes(param.ndim, self.feature_axes)
                     scales[path] = scale_init(rngs['params'], tuple(param.shape[ax] for ax in axes))
-            self.scales = scales
+            self.scales = data(scales)
 
     def _normalize_in_place(self, path: tuple, param: Any) -> None:
         if not self.variable_filter(path, param):
@@ -430,7 +431,7 @@ class SpectralNorm(Module):
             key = rngs.params()
             batch_stats[path + ('u',)] = BatchStat(initializers.normal()(key, (1, matrix.shape[-1]), param_dtype))
             batch_stats[path + ('sigma',)] = BatchStat(initializers.ones(key, (), param_dtype))
-        self.batch_stats = batch_stats
+        self.batch_stats = data(batch_stats)
 
     def _as_matrix(self, value: Any) -> Any:
         if value.ndim <= 1 or self.n_steps < 1:

@@ -6,7 +6,8 @@ from typing import Any
 
 import fluxion.numpy as jnp
 
-from ..graph import Object, merge, split, state
+from ..pytreelib import Pytree, data
+from ..graph import merge, split, state
 from ..state import from_flat_state, merge_state, to_flat_state
 from ..variables import Variable
 
@@ -21,7 +22,7 @@ def _copy_variables(st: Any) -> Any:
     return from_flat_state(flat)
 
 
-class EMA(Object):
+class EMA(Pytree):
     """Shadow copies (``params``) of the Variables of ``params`` selected by ``only``, averaged by :meth:`update`.
 
     ``update(model)`` sets each shadow ``ema = decay * ema + (1 - decay) * value``;
@@ -34,7 +35,7 @@ class EMA(Object):
     def __init__(self, params: Any, decay: float, *, only: Any = ..., graph: Any = None):
         self.decay = decay
         self.filter = only
-        self.params = _copy_variables(state(params, only))
+        self.params = data(_copy_variables(state(params, only)))
 
     def update(self, updates: Any) -> None:
         """``ema = decay * ema + (1 - decay) * value`` for each tracked Variable of ``updates`` (same paths)."""

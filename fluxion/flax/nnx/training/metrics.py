@@ -15,7 +15,8 @@ import numpy as np
 import fluxion.numpy as jnp
 from fluxion.flax import struct
 
-from ..graph import Object, split
+from ..pytreelib import Pytree
+from ..graph import split
 from ..variables import Variable
 
 
@@ -23,7 +24,7 @@ class MetricState(Variable):
     """A metric's accumulator."""
 
 
-class Metric(Object):
+class Metric(Pytree):
     """Base class: subclasses implement ``__init__``, ``reset``, ``update(**kwargs)`` and ``compute``."""
 
     def __init__(self) -> None:

@@ -9,7 +9,8 @@ import fluxion.numpy as jnp
 from fluxion import tree_util
 from fluxion.optax import apply_updates
 
-from ..graph import Object, state, update
+from ..pytreelib import Pytree, data
+from ..graph import state, update
 from ..variables import Param, Variable
 
 
@@ -42,7 +43,7 @@ def _pure(tree: Any) -> Any:
     return tree_util.tree_map(lambda v: v.get_value() if isinstance(v, Variable) else v, tree, is_leaf=_is_var)
 
 
-class Optimizer(Object):
+class Optimizer(Pytree):
     """Holds ``tx`` (a ``fluxion.optax`` GradientTransformation), its state for the Variables of ``model``
     matching ``wrt``, and a ``step`` counter.
 
@@ -62,7 +63,7 @@ class Optimizer(Object):
                             'e.g. nnx.Optimizer(model, tx, wrt=nnx.Param).')
         self.step = OptState(jnp.array(0, dtype=jnp.uint32))
         self.tx = tx
-        self.opt_state = to_opt_state(tx.init(state(model, wrt)))
+        self.opt_state = data(to_opt_state(tx.init(state(model, wrt))))
         self.wrt = wrt
 
     def __getattr__(self, name: str) -> Any:

@@ -17,13 +17,14 @@ import numpy as np
 
 from fluxion import tree_util
 
-from ..graph import Object, is_array, is_graph_node, merge, split
+from ..pytreelib import Pytree
+from ..graph import is_array, is_graph_node, merge, split
 from ..state import State, from_flat_state, to_flat_state
 from ..variables import Variable
 
 
 def is_obj(x: Any) -> bool:
-    return isinstance(x, (Object, Variable))
+    return isinstance(x, (Pytree, Variable))
 
 
 def is_dynamic(x: Any) -> bool:
@@ -139,13 +140,15 @@ def sync(original: Any, fresh: Any, memo: dict) -> Any:
             return original
         memo[id(fresh)] = fresh
         return fresh
-    if isinstance(fresh, Object) and type(original) is type(fresh):
+    if isinstance(fresh, Pytree) and type(original) is type(fresh):
         memo[id(fresh)] = original
         ov, fv = vars(original), vars(fresh)
         for k in [k for k in ov if k not in fv]:
             del ov[k]
         for k, v in fv.items():
             ov[k] = sync(ov.get(k, _MISSING), v, memo)
+        # The data/static status of each attribute follows the values.
+        object.__setattr__(original, '_pytree__nodes', dict(fresh._nodes()))
         return original
     if isinstance(fresh, list) and is_graph_node(fresh) and type(original) is type(fresh):
         memo[id(fresh)] = original
@@ -163,7 +166,7 @@ def sync(original: Any, fresh: Any, memo: dict) -> Any:
                 else (_MISSING,) * len(fresh))
         values = [sync(o, f, memo) for o, f in zip(olds, fresh)]
         return type(fresh)(values) if type(fresh) is tuple else type(fresh)(*values)
-    if isinstance(fresh, (Object, list, dict)) and is_graph_node(fresh):
+    if isinstance(fresh, (Pytree, list, dict)) and is_graph_node(fresh):
         memo[id(fresh)] = fresh
     return fresh
 
