@@ -497,3 +497,26 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
 
 ad.primitive_jvps[svd_p] = _svd_jvp
 batching.primitive_batchers[svd_p] = _leading_batch_rule(svd_p)
+
+
+# -- schur, hessenberg -----------------------------------------------------------------------------------------------
+# The decompositions behind `fluxion.scipy.linalg.schur` / `hessenberg`. As in JAX, only LAPACK computes them (the
+# eager backend calls gees / gehrd through SciPy) and they have no derivative rules. Their outputs are SciPy's
+# (T, Z) and (H, Q) rather than the packed LAPACK results of `jax.lax.linalg`'s primitives of the same names, so
+# `fluxion.lax.linalg` does not export them.
+
+def _square_pair_abstract_eval(name):
+    def rule(a):
+        _check_square(name, a)
+        return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape, a.dtype)]
+    return rule
+
+
+schur_p = standard_primitive("schur", _square_pair_abstract_eval("schur"), multiple_results=True, weak_type="never")
+ad.defnondifferentiable(schur_p)
+batching.primitive_batchers[schur_p] = _leading_batch_rule(schur_p)
+
+hessenberg_p = standard_primitive("hessenberg", _square_pair_abstract_eval("hessenberg"), multiple_results=True,
+                                  weak_type="never")
+ad.defnondifferentiable(hessenberg_p)
+batching.primitive_batchers[hessenberg_p] = _leading_batch_rule(hessenberg_p)

@@ -217,3 +217,25 @@ def svd(a, *, full_matrices, compute_uv):
 
 
 register_impl(la.svd_p, svd)
+
+
+def _schur(a):
+    x = _compute_dtype(a)
+    # A real matrix gets the real (quasi-triangular) form, a complex one the triangular form, as LAPACK's gees.
+    output = "complex" if np.iscomplexobj(x) else "real"
+    t, z = _each_matrix(lambda m: scipy.linalg.schur(m, output=output), x, out_shapes=[x.shape[-2:]] * 2,
+                        out_dtypes=[x.dtype] * 2)
+    return [t.astype(a.dtype), z.astype(a.dtype)]
+
+
+register_impl(la.schur_p, _schur)
+
+
+def _hessenberg(a):
+    x = _compute_dtype(a)
+    h, q = _each_matrix(lambda m: scipy.linalg.hessenberg(m, calc_q=True), x, out_shapes=[x.shape[-2:]] * 2,
+                        out_dtypes=[x.dtype] * 2)
+    return [h.astype(a.dtype), q.astype(a.dtype)]
+
+
+register_impl(la.hessenberg_p, _hessenberg)
