@@ -325,8 +325,8 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
         correction: the Array API's name for `ddof`; overrides it when given.
 
     Returns:
-        A real array of the reduced shape (complex inputs give the variance of their magnitudes' deviations, in the
-        matching real dtype).
+        A real array of the reduced shape: for complex `a`, the mean of `|a - mean(a)|**2` in the matching real
+        dtype.
 
     Raises:
         ValueError: if an axis is out of bounds or repeated.
