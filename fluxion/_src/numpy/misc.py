@@ -27,8 +27,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
         A bool array of the broadcast shape; infinities are close only to the same infinity.
 
     >>> import fluxion.numpy as jnp
-    >>> jnp.isclose(jnp.array([1.0, 1.1, jnp.inf]), jnp.array([1.000001, 1.0, jnp.inf]))
-    Array([ True, False,  True], dtype=bool)
+    >>> jnp.isclose(jnp.array([1.0, 1.1, jnp.nan]), jnp.array([1.000001, 1.0, jnp.nan]))
+    Array([ True, False, False], dtype=bool)
+    >>> jnp.isclose(jnp.array([jnp.nan]), jnp.array([jnp.nan]), equal_nan=True)
+    Array([ True], dtype=bool)
     """
     a, b = promote_args_inexact("isclose", a, b)
     from .ufuncs import abs as _abs, isinf, isnan, logical_and, logical_or, where
