@@ -304,7 +304,8 @@ def finfo(dtype: Any):
             first (float64 -> float32 without x64, as in JAX); a dtype given as a string is used as named.
 
     Returns:
-        An `ml_dtypes.finfo` object (a `numpy.finfo` extended to the ml_dtypes types) with `eps`, `max`, `min`, `tiny`, `bits`, `resolution`, ...
+        An `ml_dtypes.finfo` object (a `numpy.finfo` extended to the ml_dtypes types) with `eps`, `max`, `min`, `tiny`,
+        `bits`, `resolution`, ...
 
     Raises:
         ValueError: for a non-floating dtype (raised by NumPy/ml_dtypes).

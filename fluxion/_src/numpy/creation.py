@@ -273,7 +273,8 @@ def ones_like(a, dtype=None, shape=None) -> Any:
 
 
 def empty_like(a, dtype=None, shape=None) -> Any:
-    """An array of the shape and dtype of `a`, holding zeros (same as `zeros_like`: immutable arrays have no uninitialized memory).
+    """An array of the shape and dtype of `a`, holding zeros (same as `zeros_like`: immutable arrays have no
+    uninitialized memory).
 
     Args:
         a: an array-like.

@@ -31,7 +31,8 @@ def _pet(a, requested=None):
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
-    """NumPy's `dot`: a scalar product, the inner product of vectors, the matrix product of 2-d arrays, and in general the sum over `a`'s last axis and `b`'s second-to-last (last for 1-d `b`).
+    """NumPy's `dot`: a scalar product, the inner product of vectors, the matrix product of 2-d arrays, and in general
+    the sum over `a`'s last axis and `b`'s second-to-last (last for 1-d `b`).
 
     Args:
         a, b: array-likes, promoted to one dtype with JAX's rules.
@@ -366,7 +367,8 @@ def _contract_pair(a, sa, b, sb, rest, pet):
 
 @staged_as_call("kron")
 def kron(a, b):
-    """The Kronecker product of `a` and `b`: block `(i, j)` of the result is `a[i, j] * b` (any ranks; the smaller rank is padded with leading size-1 axes).
+    """The Kronecker product of `a` and `b`: block `(i, j)` of the result is `a[i, j] * b` (any ranks; the smaller rank
+    is padded with leading size-1 axes).
 
     Args:
         a, b: array-likes, promoted to one dtype.

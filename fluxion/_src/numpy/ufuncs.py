@@ -833,7 +833,8 @@ def maximum(x, y, /):
         x, y: array-likes, broadcast together and promoted with JAX's rules.
 
     Returns:
-        An array of the broadcast shape in the promoted dtype. A nan in either input propagates (use `fmax` to ignore nans).
+        An array of the broadcast shape in the promoted dtype. A nan in either input propagates (use `fmax` to ignore
+        nans).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.maximum(jnp.array([1.0, 5.0]), 3)
@@ -847,7 +848,8 @@ def minimum(x, y, /):
         x, y: array-likes, broadcast together and promoted with JAX's rules.
 
     Returns:
-        An array of the broadcast shape in the promoted dtype. A nan in either input propagates (use `fmin` to ignore nans).
+        An array of the broadcast shape in the promoted dtype. A nan in either input propagates (use `fmin` to ignore
+        nans).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.minimum(jnp.array([1.0, 5.0]), 3)
@@ -864,7 +866,8 @@ def fmax(x, y, /):
         x, y: array-likes, broadcast together and promoted with JAX's rules.
 
     Returns:
-        An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan only where both are.
+        An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan
+        only where both are.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.fmax(jnp.array([1.0, jnp.nan, jnp.nan]), jnp.array([2.0, 0.0, jnp.nan]))
@@ -882,7 +885,8 @@ def fmin(x, y, /):
         x, y: array-likes, broadcast together and promoted with JAX's rules.
 
     Returns:
-        An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan only where both are.
+        An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan
+        only where both are.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.fmin(jnp.array([1.0, jnp.nan, jnp.nan]), jnp.array([2.0, 0.0, jnp.nan]))
