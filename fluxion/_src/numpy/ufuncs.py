@@ -42,7 +42,25 @@ def _binary(prim, name, x, y):
 
 
 def add(x, y, /):
-    """`x + y` elementwise, with NumPy broadcasting and JAX dtype promotion (bool inputs: logical or)."""
+    """`x + y`, elementwise; for bool inputs the logical OR (as NumPy and JAX define `+` on bools).
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    Integer overflow wraps around (int8: 127 + 1 == -128).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.add(jnp.array([1, 2], dtype=jnp.int8), 100)
+    Array([101, 102], dtype=int8)
+    >>> jnp.add(jnp.array([True, False]), jnp.array([True, False]))
+    Array([ True, False], dtype=bool)
+    """
     if _same_array_pair(x, y) and x._value.dtype != np.bool_:
         return ew.add_p.bind(x, y)
     x, y = promote_args("add", x, y)
@@ -52,12 +70,42 @@ def add(x, y, /):
 
 
 def subtract(x, y, /):
-    """`x - y` elementwise (broadcasting, promotion)."""
+    """`x - y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+        TypeError: for two bool arguments (as in NumPy and JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.subtract(jnp.array([5.0, 1.0]), 2)
+    Array([ 3., -1.], dtype=float32)
+    """
     return _binary(ew.sub_p, "subtract", x, y)
 
 
 def multiply(x, y, /):
-    """`x * y` elementwise (bool inputs: logical and)."""
+    """`x * y`, elementwise; for bool inputs the logical AND.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.multiply(jnp.array([1.5, 2.0]), jnp.array([[2.0], [3.0]]))
+    Array([[3. , 4. ],
+           [4.5, 6. ]], dtype=float32)
+    """
     if _same_array_pair(x, y) and x._value.dtype != np.bool_:
         return ew.mul_p.bind(x, y)
     x, y = promote_args("multiply", x, y)
@@ -67,7 +115,24 @@ def multiply(x, y, /):
 
 
 def true_divide(x, y, /):
-    """`x / y` elementwise; integer inputs divide in the default float dtype."""
+    """`x / y`, elementwise; integer and bool inputs divide in the default float dtype (float32). `jnp.divide` is the
+    same function.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An inexact array of the broadcast shape; division by zero gives +-inf or nan (no warning).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.true_divide(jnp.array([1, 2, 3]), 2)
+    Array([0.5, 1. , 1.5], dtype=float32)
+    >>> jnp.divide(1.0, jnp.array([0.0]))
+    Array([inf], dtype=float32)
+    """
     if _same_array_pair(x, y) and dtypes.is_inexact(x._value.dtype):
         return ew.div_p.bind(x, y)
     x, y = promote_args_inexact("true_divide", x, y)
@@ -79,11 +144,27 @@ divide = true_divide
 
 @staged_as_call("floor_divide")
 def floor_divide(x, y, /):
-    """`x // y`: rounds toward negative infinity (Python semantics).
+    """`x // y`, elementwise: the quotient rounded toward negative infinity (Python semantics).
 
-    Division by zero follows JAX: integers give the truncating quotient `lax.div` (-1 for signed, all ones for
-    unsigned) moved down by one where the signs of `x` and 0 differ and the remainder is nonzero, so `5 // 0` and
-    `-5 // 0` are -2 and `0 // 0` is -1; floats give +-inf or nan. Complex inputs raise TypeError."""
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. Float quotients are computed from `x - fmod(x, y)`, as
+        CPython does, so `1.0 // 0.1` is 9.0. Division by zero follows JAX: for integers the truncating quotient of
+        `lax.div` (-1 for signed, all ones for unsigned) adjusted down by one where the signs differ, so `5 // 0` and
+        `-5 // 0` are -2 and `0 // 0` is -1; floats give +-inf or nan.
+
+    Raises:
+        TypeError: for bool or complex inputs.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.floor_divide(jnp.array([7, -7]), 2)
+    Array([ 3, -4], dtype=int32)
+    >>> jnp.floor_divide(jnp.array([1.0]), 0.1)
+    Array([9.], dtype=float32)
+    """
     x, y = promote_args("floor_divide", x, y)
     dt = core.get_aval(x).dtype
     if dt == dtypes.bool_:
@@ -121,7 +202,23 @@ def _int_divisor(x, y):
 
 @staged_as_call("remainder")
 def remainder(x, y, /):
-    """`x % y` with the sign of the divisor (Python/NumPy semantics); integer `x % 0` is 0 as in JAX."""
+    """`x % y`, elementwise, with the sign of the divisor (Python/NumPy semantics). `jnp.mod` is the same function.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype; integer `x % 0` is 0, as in JAX.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.remainder(jnp.array([7, -7]), 3)
+    Array([1, 2], dtype=int32)
+    >>> jnp.mod(jnp.array([7.5]), -2.0)
+    Array([-0.5], dtype=float32)
+    """
     x, y = promote_args("remainder", x, y)
     y = _int_divisor(x, y)
     r = ew.rem(x, y)
@@ -135,14 +232,43 @@ mod = remainder
 
 @staged_as_call("fmod")
 def fmod(x, y, /):
-    """C-style remainder (sign of the dividend); integer `fmod(x, 0)` is 0 as in JAX."""
+    """The C-style remainder of `x / y`, elementwise: it has the sign of the dividend `x`.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype; integer `fmod(x, 0)` is 0, as in JAX.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.fmod(jnp.array([7, -7]), 3)
+    Array([ 1, -1], dtype=int32)
+    """
     x, y = promote_args("fmod", x, y)
     return ew.rem(x, _int_divisor(x, y))
 
 
 @staged_as_call("divmod")
 def divmod(x, y, /):  # noqa: A001
-    """`(x // y, x % y)` elementwise, each as `floor_divide` and `remainder` define it."""
+    """`(x // y, x % y)`, elementwise, as `floor_divide` and `remainder` compute them.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        A pair of arrays of the broadcast shape in the promoted dtype.
+
+    Raises:
+        TypeError: for bool or complex inputs.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.divmod(jnp.array([7, -7]), 3)
+    (Array([ 2, -3], dtype=int32), Array([1, 2], dtype=int32))
+    """
     x, y = promote_args("divmod", x, y)
     if dtypes.is_float(core.get_aval(x).dtype):
         return _float_divmod(x, y)
@@ -164,7 +290,33 @@ def _full_like(x, value):
 
 
 def power(x, y, /):
-    """`x ** y` elementwise. A static Python integer exponent lowers to `integer_pow`."""
+    """`x ** y`, elementwise. `jnp.pow` and `jnp.float_power` are the same function.
+
+    Args:
+        x: the base, array-like.
+        y: the exponent. A static Python int lowers to `lax.integer_pow` (exact repeated multiplication, and no
+            promotion of `x`); a float `x` with an integer-array `y` is not promoted either (so the derivative at
+            `x == 0` for `y == 0` is 0, as in JAX); otherwise both are broadcast and promoted with JAX's rules and
+            integer powers are computed by repeated squaring.
+
+    Returns:
+        An array of the broadcast shape.
+
+    Raises:
+        ValueError: for an integer `x` with a negative static integer exponent.
+        ValueError: if the shapes do not broadcast.
+
+    Differs from NumPy and JAX: `float_power` does not convert to a floating dtype (NumPy computes it in float64, JAX in
+    the default float dtype).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.power(jnp.array([2, 3]), 3)
+    Array([ 8, 27], dtype=int32)
+    >>> jnp.power(jnp.array([4.0, 9.0]), 0.5)
+    Array([2., 3.], dtype=float32)
+    >>> jnp.float_power(jnp.array([2]), 2)
+    Array([4], dtype=int32)
+    """
     if isinstance(y, int) and not isinstance(y, bool) and -(2 ** 31) <= y < 2 ** 31:
         x = asarray_arg(x, "power")
         dt = core.get_aval(x).dtype
@@ -809,7 +961,24 @@ def rint(x, /):
 
 @staged_as_call("round")
 def round(a, decimals: int = 0, out=None):  # noqa: A001
-    """Rounds to `decimals` places, halves to even (NumPy semantics)."""
+    """Rounds `a` to `decimals` decimal places, halves to even (NumPy semantics). `jnp.around` is the same function.
+
+    Args:
+        a: array-like.
+        decimals: the number of decimals (negative values round to tens, hundreds, ...).
+        out: accepted and ignored.
+
+    Returns:
+        An array of `a`'s shape and dtype. Integers are returned unchanged for `decimals >= 0`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.675]), 1)
+    Array([0.5, 1.5, 2.7], dtype=float32)
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.5]))
+    Array([0., 2., 2.], dtype=float32)
+    >>> jnp.around(jnp.array([1234, 1250]), -2)
+    Array([1200, 1300], dtype=int32)
+    """
     a = asarray_arg(a, "round")
     dt = core.get_aval(a).dtype
     if not dtypes.is_inexact(dt):
@@ -923,10 +1092,24 @@ atan2 = arctan2
 
 @staged_as_call("hypot")
 def hypot(x, y, /):
-    """sqrt(x**2 + y**2) elementwise without overflow or underflow: the larger magnitude times
-    sqrt(1 + (smaller/larger)**2). As in JAX the result is inf where either input is +-inf (even against nan), 0
-    where both are 0, and its gradient at (0, 0) is the maximum's tie split (0.5 each, not nan). Complex inputs
-    raise ValueError."""
+    """`sqrt(x**2 + y**2)`, elementwise, without intermediate overflow or underflow: computed as the larger magnitude
+    times `sqrt(1 + (smaller/larger)**2)`.
+
+    Args:
+        x, y: real array-likes, broadcast and promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape. As in JAX the result is inf where either input is +-inf (even against nan) and
+        0 where both are 0; its gradient at (0, 0) splits the tie of the maximum (0.5 each, not nan).
+
+    Raises:
+        ValueError: for complex inputs.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.hypot(jnp.array([3.0, 1e30]), jnp.array([4.0, 1e30]))
+    Array([5.0000000e+00, 1.4142135e+30], dtype=float32)
+    """
     x, y = promote_args_inexact("hypot", x, y)
     if dtypes.is_complex(core.get_aval(x).dtype):
         raise ValueError("jnp.hypot is not defined for complex inputs; pass their abs() instead")
@@ -978,13 +1161,42 @@ _logaddexp_2 = _make_logaddexp(
 
 
 def logaddexp(x, y, /):
-    """log(exp(x) + exp(y)) computed stably (its derivative as in JAX: the softmax weights of x and y)."""
+    """`log(exp(x) + exp(y))`, elementwise, computed stably as `max(x, y) + log1p(exp(-|x - y|))`.
+
+    Args:
+        x, y: array-likes, broadcast and promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape. Its derivative is JAX's: the softmax weights of `x` and `y` (1/2 each at a
+        tie).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logaddexp(jnp.array([0.0, 1000.0]), jnp.array([0.0, 1000.0]))
+    Array([6.9314718e-01, 1.0006932e+03], dtype=float32)
+    """
     x, y = promote_args_inexact("logaddexp", x, y)
     return _logaddexp_e(x, y)
 
 
 def logaddexp2(x, y, /):
-    """log2(2**x + 2**y) computed stably (its derivative as in JAX)."""
+    """`log2(2**x + 2**y)`, elementwise, computed stably (the base-2 `logaddexp`).
+
+    Args:
+        x, y: array-likes, broadcast and promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape (derivative as in JAX).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logaddexp2(jnp.array([1.0, 3.0]), jnp.array([1.0, 3.0]))
+    Array([2., 4.], dtype=float32)
+    """
     x, y = promote_args_inexact("logaddexp2", x, y)
     return _logaddexp_2(x, y)
 
@@ -1667,7 +1879,26 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    """Elementwise `x if condition else y` (broadcasting, promotion of x and y)."""
+    """Elementwise selection: `x` where `condition` is true, `y` elsewhere. With neither `x` nor `y`, the indices of the
+    nonzero elements of `condition` (`nonzero`).
+
+    Args:
+        condition: array-like; nonzero values count as True.
+        x, y: array-likes, broadcast with `condition` and promoted to one dtype with JAX's rules.
+        size, fill_value: only for the one-argument form, as in `nonzero` (a static output size for use under jit).
+
+    Returns:
+        An array of the broadcast shape, or a tuple of index arrays for the one-argument form.
+
+    Raises:
+        ValueError: if exactly one of `x` and `y` is given, or the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.where(jnp.array([True, False, True]), jnp.array([1, 2, 3]), 0)
+    Array([1, 0, 3], dtype=int32)
+    >>> jnp.where(jnp.array([0, 3, 4]))
+    (Array([1, 2], dtype=int32),)
+    """
     if x is None and y is None:
         from . import sorting
         return sorting.nonzero(condition, size=size, fill_value=fill_value)
@@ -1689,7 +1920,26 @@ def _where(condition, x, y):
 
 @staged_as_call("clip")
 def clip(arr, min=None, max=None, /, *, a_min=None, a_max=None):  # noqa: A002
-    """Clips `arr` to [min, max] (either may be None)."""
+    """`arr` limited to the interval [min, max] elementwise (`minimum(maximum(arr, min), max)`).
+
+    Args:
+        arr: array-like.
+        min, max: the bounds (array-likes broadcast against `arr`, or None for no bound). `a_min`/`a_max` are the
+            older NumPy keyword names. Differs from JAX: `min` and `max` are positional-only here, so
+            `clip(x, max=1.0)` raises TypeError (pass `clip(x, None, 1.0)` or `a_max=1.0`).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.clip(jnp.array([-2, 0, 5]), 0, 3)
+    Array([0, 0, 3], dtype=int32)
+    >>> jnp.clip(jnp.array([-2.0, 7.0]), None, 1.0)
+    Array([-2.,  1.], dtype=float32)
+    """
     lo = min if min is not None else a_min
     hi = max if max is not None else a_max
     arr = asarray_arg(arr, "clip")
