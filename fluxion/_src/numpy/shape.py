@@ -660,7 +660,15 @@ def vsplit(ary, indices_or_sections):
 
 
 def tile(A, reps):
-    """Repeats `A` `reps` times per dimension."""
+    """Repeats `A` `reps` times per dimension.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tile(jnp.array([1, 2]), 2)
+    Array([1, 2, 1, 2], dtype=int32)
+    >>> jnp.tile(jnp.array([1, 2]), (2, 1))
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+    """
     A = asarray_arg(A, "tile")
     reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
     shape = _shape(A)
@@ -675,7 +683,14 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
-    """Repeats each element `repeats` times along `axis` (static repeats)."""
+    """Repeats each element `repeats` times along `axis` (static repeats).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.repeat(jnp.array([1, 2]), 2)
+    Array([1, 1, 2, 2], dtype=int32)
+    >>> jnp.repeat(jnp.array([[1, 2]]), jnp.array([1, 2]), axis=1)
+    Array([[1, 2, 2]], dtype=int32)
+    """
     a = asarray_arg(a, "repeat")
     if axis is None:
         a = ravel(a)
@@ -837,7 +852,18 @@ def rot90(m, k: int = 1, axes=(0, 1)):
 
 @staged_as_call("_pad")
 def pad(array, pad_width, mode: str = "constant", **kwargs):
-    """Pads `array`; modes 'constant' (constant_values), 'edge', 'reflect', 'symmetric', 'wrap'."""
+    """Pads `array`; modes 'constant' (constant_values), 'edge', 'reflect', 'symmetric', 'wrap'.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.pad(jnp.array([1, 2]), (1, 2))
+    Array([0, 1, 2, 0, 0], dtype=int32)
+    >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode='reflect')
+    Array([3, 2, 1, 2, 3, 2, 1], dtype=int32)
+    >>> jnp.pad(jnp.array([[1]]), 1, constant_values=9)
+    Array([[9, 9, 9],
+           [9, 1, 9],
+           [9, 9, 9]], dtype=int32)
+    """
     array = asarray_arg(array, "pad")
     nd = core.get_aval(array).ndim
     pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2) if np.ndim(pad_width) else
