@@ -120,48 +120,11 @@ class SVDResult(NamedTuple):
 
 @staged_as_call("eigvalsh")
 def eigvalsh(a, UPLO: str | None = "L"):
-    """The eigenvalues of a symmetric (Hermitian) matrix, in ascending order.
-
-    Args:
-        a: a stack of square matrices, shape (..., n, n); integer inputs are converted to float32.
-        UPLO: 'L' (default) or 'U': which triangle of `a` the decomposition reads.
-
-    Returns:
-        A real array of shape (..., n).
-
-    Raises:
-        TypeError: if `a` is not a stack of square matrices (raised by `lax.linalg.eigh`; JAX raises ValueError).
-
-    >>> import fluxion.numpy as jnp
-    >>> jnp.linalg.eigvalsh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))
-    Array([1., 3.], dtype=float32)
-    """
     return eigh(a, UPLO)[0]
 
 
 @staged_as_call("qr")
 def qr(a, mode: str = "reduced"):
-    """The QR decomposition `a = Q @ R` with orthonormal (unitary) columns in `Q` and upper-triangular `R`.
-
-    Args:
-        a: an array of shape (..., m, n); integer inputs are converted to float32.
-        mode: 'reduced' (Q: (..., m, k), R: (..., k, n) with k = min(m, n)), 'complete' (Q: (..., m, m),
-            R: (..., m, n)) or 'r' (R alone).
-
-    Returns:
-        A `QRResult(Q, R)` NamedTuple, or `R` for mode='r'. Signs follow LAPACK's Householder convention.
-
-    Raises:
-        ValueError: for an unsupported `mode` (NumPy's 'raw' is not supported, as in JAX).
-
-    >>> import fluxion.numpy as jnp
-    >>> q, r = jnp.linalg.qr(jnp.array([[3.0, 1.0], [4.0, 2.0]]))
-    >>> r
-    Array([[-5. , -2.2],
-           [ 0. ,  0.4]], dtype=float32)
-    >>> jnp.allclose(q @ r, jnp.array([[3.0, 1.0], [4.0, 2.0]]), atol=1e-6)
-    Array(True, dtype=bool)
-    """
     a = _inexact(a, "qr")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode {mode!r}")
@@ -179,39 +142,10 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 
 def svdvals(a):
-    """The singular values of `a`, in descending order (`svd(a, compute_uv=False)`).
-
-    Args:
-        a: an array of shape (..., m, n); integer inputs are converted to float32.
-
-    Returns:
-        A real array of shape (..., min(m, n)).
-
-    >>> import fluxion.numpy as jnp
-    >>> jnp.linalg.svdvals(jnp.array([[3.0, 0.0], [0.0, -4.0]]))
-    Array([4., 3.], dtype=float32)
-    """
     return svd(a, compute_uv=False)
 
 
 def pinv(a, rtol=None):
-    """The Moore-Penrose pseudo-inverse of `a`, from its SVD: singular values at or below `rtol * max(s)` are treated as
-    zero.
-
-    Args:
-        a: an array of shape (..., m, n); integer inputs are converted to float32.
-        rtol: the relative cutoff; by default `10 * max(m, n) * eps` of the dtype, as in JAX.
-
-    Returns:
-        An array of shape (..., n, m).
-
-    Differs from NumPy: there is no `hermitian` argument, and the cutoff is relative only (no `rcond`).
-
-    >>> import fluxion.numpy as jnp
-    >>> jnp.linalg.pinv(jnp.array([[2.0, 0.0], [0.0, 0.0]]))
-    Array([[0.5, 0. ],
-           [0. , 0. ]], dtype=float32)
-    """
     a = _inexact(a, "pinv")
     u, s, vh = ll.svd(a, full_matrices=False)
     m, n = core.get_aval(a).shape[-2:]
@@ -230,26 +164,6 @@ def pinv(a, rtol=None):
 
 
 def matrix_power(a, n: int):
-    """`a` raised to the integer power `n` by repeated squaring (`n < 0` inverts `a` first).
-
-    Args:
-        a: a stack of square matrices, shape (..., k, k).
-        n: a static Python int; 0 gives the identity of `a`'s shape and dtype.
-
-    Returns:
-        An array of `a`'s shape. Integer matrices stay integer for `n >= 0`.
-
-    Raises:
-        ValueError: if `a` is not a stack of square matrices (for `n == 0` the shape is not checked).
-
-    >>> import fluxion.numpy as jnp
-    >>> jnp.linalg.matrix_power(jnp.array([[1, 1], [0, 1]]), 3)
-    Array([[1, 3],
-           [0, 1]], dtype=int32)
-    >>> jnp.linalg.matrix_power(jnp.array([[2.0, 0.0], [0.0, 4.0]]), -1)
-    Array([[0.5 , 0.  ],
-           [0.  , 0.25]], dtype=float32)
-    """
     a = asarray_arg(a)
     from .linear import matmul
     if n == 0:
@@ -268,23 +182,6 @@ def matrix_power(a, n: int):
 
 @staged_as_call("matrix_rank")
 def matrix_rank(a, rtol=None):
-    """The rank of `a`: the number of singular values above `rtol * max(s)`.
-
-    Args:
-        a: an array of shape (..., m, n).
-        rtol: the relative tolerance; by default `max(m, n) * eps` of the dtype.
-
-    Returns:
-        An int32 array of shape (...).
-
-    Differs from NumPy: there is no `tol` (absolute) or `hermitian` argument.
-
-    >>> import fluxion.numpy as jnp
-    >>> jnp.linalg.matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))
-    Array(1, dtype=int32)
-    >>> jnp.linalg.matrix_rank(jnp.eye(3))
-    Array(3, dtype=int32)
-    """
     s = svd(a, compute_uv=False)
     m, n = core.get_aval(asarray_arg(a)).shape[-2:]
     eps = dtypes.finfo(core.get_aval(s).dtype).eps
@@ -358,51 +255,10 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
 
 
 def matrix_norm(x, ord="fro", keepdims=False):
-    """The norm of the matrices over the last two axes of `x` (`norm(x, ord, axis=(-2, -1))`).
-
-    Args:
-        x: an array of shape (..., m, n).
-        ord: 'fro' (default), 'nuc', 1, -1, 2, -2, inf or -inf, with NumPy's meanings.
-        keepdims: if True, the two reduced axes stay as size 1.
-
-    Returns:
-        A real array of shape (...).
-
-    Raises:
-        ValueError: for an unknown `ord`.
-
-    >>> import fluxion.numpy as jnp
-    >>> x = jnp.array([[1.0, -2.0], [3.0, 4.0]])
-    >>> jnp.linalg.matrix_norm(x, ord=1)
-    Array(6., dtype=float32)
-    >>> jnp.linalg.matrix_norm(x, ord=jnp.inf)
-    Array(7., dtype=float32)
-    """
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
 def vector_norm(x, ord=2, axis=None, keepdims=False):
-    """The vector p-norm of `x` over `axis` (over all elements, flattened, when `axis` is None).
-
-    Args:
-        x: array-like; integer inputs are converted to float32.
-        ord: 2 (default), 1, inf, -inf, 0 (the count of nonzeros) or any other p for `sum(|x|**p)**(1/p)`.
-        axis: None, an int or a 1-tuple.
-        keepdims: if True, the reduced axis stays as size 1. Differs from JAX: with `axis=None` the result then has
-            shape (1,), not `(1,) * x.ndim`.
-
-    Returns:
-        A real array of the reduced shape.
-
-    Raises:
-        ValueError: for an axis out of bounds.
-
-    >>> import fluxion.numpy as jnp
-    >>> jnp.linalg.vector_norm(jnp.array([[3.0, 4.0], [0.0, 0.0]]))
-    Array(5., dtype=float32)
-    >>> jnp.linalg.vector_norm(jnp.array([3.0, -4.0]), ord=1)
-    Array(7., dtype=float32)
-    """
     if axis is None:
         x = st.reshape(asarray_arg(x), (core.get_aval(asarray_arg(x)).size,))
         axis = 0
