@@ -297,11 +297,49 @@ def issubdtype(a: Any, b: Any) -> bool:
 
 
 def finfo(dtype: Any):
+    """Machine limits of a floating dtype (also bfloat16 and the float8 types), as `jnp.finfo`.
+
+    Args:
+        dtype: a floating or complex dtype, scalar type, or array-like's dtype. Non-string dtypes are canonicalized
+            first (float64 -> float32 without x64, as in JAX); a dtype given as a string is used as named.
+
+    Returns:
+        An `ml_dtypes.finfo` object (a `numpy.finfo` extended to the ml_dtypes types) with `eps`, `max`, `min`, `tiny`,
+        `bits`, `resolution`, ...
+
+    Raises:
+        ValueError: for a non-floating dtype (raised by NumPy/ml_dtypes).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.finfo(jnp.float32).eps
+    np.float32(1.1920929e-07)
+    >>> jnp.finfo(jnp.bfloat16).bits
+    16
+    >>> jnp.finfo(jnp.float16).max
+    np.float16(6.55e+04)
+    """
     dt = canonicalize_dtype(dtype) if not isinstance(dtype, str) else np.dtype(dtype)
     return ml_dtypes.finfo(dt)
 
 
 def iinfo(dtype: Any):
+    """Machine limits of an integer dtype (also the int4/uint4 types), as `jnp.iinfo`.
+
+    Args:
+        dtype: an integer dtype or scalar type (not canonicalized: `iinfo(int64)` describes int64).
+
+    Returns:
+        An `ml_dtypes.iinfo` object with `min`, `max`, `bits`.
+
+    Raises:
+        ValueError: for a non-integer dtype (raised by NumPy/ml_dtypes).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.iinfo(jnp.int8).min, jnp.iinfo(jnp.int8).max
+    (-128, 127)
+    >>> jnp.iinfo(jnp.uint16).max
+    65535
+    """
     return ml_dtypes.iinfo(np.dtype(dtype))
 
 

@@ -97,24 +97,86 @@ def _infer_list_dtype(obj) -> np.dtype:
 
 
 def asarray(a: Any, dtype=None, order=None, copy=None) -> Any:
-    """Like `array`, but returns Arrays of the requested dtype unchanged."""
+    """`a` as a fluxion Array; Arrays and tracers already of the requested dtype are returned unchanged.
+
+    Args:
+        a: an array-like (Array, tracer, NumPy array, scalar, nested lists/tuples).
+        dtype: the requested dtype (canonicalized: 64-bit types become 32-bit without x64).
+        order, copy: accepted for NumPy compatibility and ignored.
+
+    Returns:
+        An Array (or the tracer itself). Python scalars give weakly typed arrays, as in JAX.
+
+    Differs from NumPy: float64 data becomes float32 (JAX's default without x64).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.asarray([1, 2.5])
+    Array([1. , 2.5], dtype=float32)
+    >>> jnp.asarray(3)
+    Array(3, dtype=int32, weak_type=True)
+    """
     if isinstance(a, (Array, Tracer)) and (dtype is None or core.get_aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
         return a
     return array(a, dtype=dtype)
 
 
 def zeros(shape, dtype=None) -> Array:
-    """An array of zeros of `shape` (dtype defaults to float32, or float64 with x64)."""
+    """An array of zeros.
+
+    Args:
+        shape: an int or a sequence of ints.
+        dtype: the dtype (default float32, JAX's default float).
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: if `shape` is not an int or a sequence of ints.
+        ValueError: for a negative dimension.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.zeros((2, 2), dtype=jnp.int32)
+    Array([[0, 0],
+           [0, 0]], dtype=int32)
+    """
     return _filled(shape, 0, dtype)
 
 
 def ones(shape, dtype=None) -> Array:
-    """An array of ones of `shape`."""
+    """An array of ones.
+
+    Args:
+        shape: an int or a sequence of ints.
+        dtype: the dtype (default float32).
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: if `shape` is not an int or a sequence of ints.
+        ValueError: for a negative dimension.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ones(3)
+    Array([1., 1., 1.], dtype=float32)
+    """
     return _filled(shape, 1, dtype)
 
 
 def empty(shape, dtype=None) -> Array:
-    """Like `zeros` (arrays are immutable, so there is no uninitialized memory to expose)."""
+    """An array of `shape`; it holds zeros (arrays are immutable, so there is no uninitialized memory to expose).
+
+    Args:
+        shape: an int or a sequence of ints.
+        dtype: the dtype (default float32).
+
+    Returns:
+        A zero-filled array of `shape` and `dtype`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.empty(2)
+    Array([0., 0.], dtype=float32)
+    """
     return _filled(shape, 0, dtype)
 
 
@@ -127,7 +189,26 @@ def _filled(shape, value, dtype):
 
 
 def full(shape, fill_value, dtype=None) -> Any:
-    """An array of `shape` filled with `fill_value` (an array-valued fill is broadcast)."""
+    """An array of `shape` filled with `fill_value`.
+
+    Args:
+        shape: an int or a sequence of ints.
+        fill_value: a scalar, or an array broadcast to `shape`.
+        dtype: the dtype; by default that of `fill_value` (a Python scalar gives a weakly typed result, as in JAX).
+
+    Returns:
+        An array of `shape`.
+
+    Raises:
+        ValueError: if an array `fill_value` cannot be broadcast to `shape`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.full((2,), 7)
+    Array([7, 7], dtype=int32, weak_type=True)
+    >>> jnp.full((2, 2), jnp.array([1.0, 2.0]))
+    Array([[1., 2.],
+           [1., 2.]], dtype=float32)
+    """
     shape = _shape_tuple(shape)
     if isinstance(fill_value, (Array, Tracer)) and core.get_aval(fill_value).ndim:
         from .shape import broadcast_to
@@ -156,20 +237,76 @@ def _filled_like(value, a, dtype, shape):
 
 
 def zeros_like(a, dtype=None, shape=None) -> Any:
-    """Zeros with the shape and dtype of `a` (weakly typed if `a` is and no dtype is given)."""
+    """Zeros with the shape and dtype of `a`.
+
+    Args:
+        a: an array-like.
+        dtype: overrides `a`'s dtype.
+        shape: overrides `a`'s shape.
+
+    Returns:
+        An array; weakly typed if `a` is and no dtype is given.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.zeros_like(jnp.array([[1, 2]]))
+    Array([[0, 0]], dtype=int32)
+    """
     return _filled_like(0, a, dtype, shape)
 
 
 def ones_like(a, dtype=None, shape=None) -> Any:
-    """Ones with the shape and dtype of `a` (weakly typed if `a` is and no dtype is given)."""
+    """Ones with the shape and dtype of `a`.
+
+    Args:
+        a: an array-like.
+        dtype: overrides `a`'s dtype.
+        shape: overrides `a`'s shape.
+
+    Returns:
+        An array; weakly typed if `a` is and no dtype is given.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ones_like(jnp.array([1.5, 2.5]), dtype=jnp.int32)
+    Array([1, 1], dtype=int32)
+    """
     return _filled_like(1, a, dtype, shape)
 
 
 def empty_like(a, dtype=None, shape=None) -> Any:
+    """An array of the shape and dtype of `a`, holding zeros (same as `zeros_like`: immutable arrays have no
+    uninitialized memory).
+
+    Args:
+        a: an array-like.
+        dtype: overrides `a`'s dtype.
+        shape: overrides `a`'s shape.
+
+    Returns:
+        A zero-filled array.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.empty_like(jnp.array([1, 2]))
+    Array([0, 0], dtype=int32)
+    """
     return zeros_like(a, dtype, shape)
 
 
 def full_like(a, fill_value, dtype=None, shape=None) -> Any:
+    """An array of the shape and dtype of `a` filled with `fill_value`.
+
+    Args:
+        a: an array-like.
+        fill_value: a scalar, or an array broadcast to the shape.
+        dtype: overrides `a`'s dtype.
+        shape: overrides `a`'s shape.
+
+    Returns:
+        An array of `a`'s (or the given) shape and dtype; the fill is cast to it.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.full_like(jnp.array([1, 2, 3]), 2.7)
+    Array([2, 2, 2], dtype=int32)
+    """
     dt, shp, weak = _like(a, dtype, shape)
     return full(shp, fill_value, dt)
 
@@ -186,7 +323,27 @@ def _concrete_scalar(x, name):
 
 
 def arange(start, stop=None, step=None, dtype=None) -> Array:
-    """Evenly spaced values in [start, stop) (static bounds; dtype inferred as NumPy does, canonicalized)."""
+    """Evenly spaced values in the half-open interval [start, stop) with the given step.
+
+    Args:
+        start: the first value, or the stop when `stop` is None (then start is 0).
+        stop: the end (excluded).
+        step: the spacing (default 1).
+        dtype: the result dtype; by default inferred from the arguments (Python ints -> int32, Python floats ->
+            float32), as in JAX.
+
+    Returns:
+        A 1-d array. The bounds must be concrete: the length is part of the static shape.
+
+    Raises:
+        ConcretizationTypeError: (a TypeError) if a bound is a tracer without a known value (e.g. under jit).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arange(4)
+    Array([0, 1, 2, 3], dtype=int32)
+    >>> jnp.arange(1.0, 2.0, 0.25)
+    Array([1.  , 1.25, 1.5 , 1.75], dtype=float32)
+    """
     start = _concrete_scalar(start, "arange")
     stop = _concrete_scalar(stop, "arange") if stop is not None else None
     step = _concrete_scalar(step, "arange") if step is not None else None
@@ -205,7 +362,29 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
 
 @staged_as_call("_linspace")
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
-    """`num` evenly spaced samples over [start, stop] (traced bounds allowed)."""
+    """`num` evenly spaced samples from `start` to `stop` (included unless `endpoint=False`).
+
+    Args:
+        start, stop: scalars or arrays (then the samples run along `axis`, broadcast over their shapes); may be traced.
+        num: the number of samples (a static int).
+        endpoint: whether `stop` is the last sample.
+        retstep: if True, also return the spacing.
+        dtype: the result dtype (default float32). Differs from NumPy: integer dtypes are not floored, values are
+            converted.
+        axis: the axis of the samples in the result.
+
+    Returns:
+        An array of `num` samples along `axis`, or `(samples, step)` if `retstep`.
+
+    Raises:
+        ValueError: if `num` is negative.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linspace(0.0, 1.0, 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    >>> jnp.linspace(0.0, 1.0, 4, endpoint=False, retstep=True)
+    (Array([0.  , 0.25, 0.5 , 0.75], dtype=float32), Array(0.25, dtype=float32))
+    """
     num = int(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -237,13 +416,47 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
 
 @staged_as_call("_logspace")
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None, axis: int = 0):
+    """`num` samples spaced evenly on a log scale: `base ** linspace(start, stop, num)`.
+
+    Args:
+        start, stop: exponents (scalars or arrays; may be traced).
+        num, endpoint, dtype, axis: as for `linspace`.
+        base: the base of the powers (default 10.0).
+
+    Returns:
+        An array of `num` values along `axis`, in `dtype` (default float32).
+
+    Raises:
+        ValueError: if `num` is negative.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logspace(0.0, 3.0, 4)
+    Array([   1.,   10.,  100., 1000.], dtype=float32)
+    >>> jnp.logspace(0.0, 3.0, 4, base=2.0)
+    Array([1., 2., 4., 8.], dtype=float32)
+    """
     from .ufuncs import power
     lin = linspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis)
     return power(Array(np.asarray(base, core.get_aval(lin).dtype), True), lin)
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
-    """A 2-D array with ones on the k-th diagonal."""
+    """A 2-d array with ones on the `k`-th diagonal and zeros elsewhere.
+
+    Args:
+        N: the number of rows.
+        M: the number of columns (default N).
+        k: the diagonal (0 main, > 0 above, < 0 below).
+        dtype: the dtype (default float32).
+
+    Returns:
+        An array of shape (N, M).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.eye(2, 3, k=1, dtype=jnp.int32)
+    Array([[0, 1, 0],
+           [0, 0, 1]], dtype=int32)
+    """
     M = N if M is None else M
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
     rows = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 0)
@@ -253,10 +466,44 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
 
 
 def identity(n: int, dtype=None) -> Any:
+    """The `n` x `n` identity matrix.
+
+    Args:
+        n: the size.
+        dtype: the dtype (default float32).
+
+    Returns:
+        An array of shape (n, n).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.identity(2)
+    Array([[1., 0.],
+           [0., 1.]], dtype=float32)
+    """
     return eye(n, dtype=dtype)
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
+    """A 2-d array with ones at and below the `k`-th diagonal and zeros above it.
+
+    Args:
+        N: the number of rows.
+        M: the number of columns (default N).
+        k: the diagonal (ones where `col <= row + k`).
+        dtype: the dtype (default float32).
+
+    Returns:
+        An array of shape (N, M).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tri(3, dtype=jnp.int32)
+    Array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]], dtype=int32)
+    >>> jnp.tri(2, 3, k=1)
+    Array([[1., 1., 0.],
+           [1., 1., 1.]], dtype=float32)
+    """
     M = N if M is None else M
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
     rows = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 0)
@@ -265,19 +512,86 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
 
 
 def copy(a, order=None) -> Any:
+    """A copy of `a` as an array. Arrays are immutable, so this returns `a` itself when it already is one.
+
+    Args:
+        a: an array-like.
+        order: accepted for NumPy compatibility and ignored.
+
+    Returns:
+        An array equal to `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.copy(jnp.array([1, 2]))
+    Array([1, 2], dtype=int32)
+    """
     from .util import asarray_arg
     return asarray_arg(a)
 
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0) -> Array:
+    """An array read from a bytes-like `buffer` (as `numpy.frombuffer`, then converted).
+
+    Args:
+        buffer: an object exposing the buffer interface (bytes, bytearray, memoryview).
+        dtype: the element dtype to read (default float, i.e. float64 before canonicalization).
+        count: the number of elements to read (-1: all).
+        offset: the byte offset to start at.
+
+    Returns:
+        A 1-d array; 64-bit data is canonicalized to 32-bit without x64, as in JAX.
+
+    Raises:
+        ValueError: if the buffer length is not a multiple of the item size (raised by NumPy).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.frombuffer(bytes([1, 2, 3]), dtype=jnp.uint8)
+    Array([1, 2, 3], dtype=uint8)
+    """
     return array(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
 
 
 def from_dlpack(x) -> Array:
+    """An array from an object supporting the DLPack protocol (e.g. a NumPy array); the data is copied.
+
+    Args:
+        x: an object with `__dlpack__` and `__dlpack_device__`.
+
+    Returns:
+        An array (canonicalized dtype).
+
+    >>> import fluxion.numpy as jnp
+    >>> import numpy as np
+    >>> jnp.from_dlpack(np.arange(3, dtype=np.int32))
+    Array([0, 1, 2], dtype=int32)
+    """
     return array(np.from_dlpack(x))
 
 
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    """Coordinate arrays for a grid spanned by 1-d coordinate vectors.
+
+    Args:
+        *xi: array-likes (flattened to 1-d).
+        copy: accepted and ignored (results are new immutable arrays).
+        sparse: if True, each output keeps size 1 along every axis but its own (broadcastable instead of full).
+        indexing: 'xy' (Cartesian: the first two output axes swapped) or 'ij' (matrix). Differs from NumPy and
+            JAX: any value other than 'xy' is treated as 'ij' instead of raising ValueError.
+
+    Returns:
+        A list of `len(xi)` arrays.
+
+    >>> import fluxion.numpy as jnp
+    >>> xs, ys = jnp.meshgrid(jnp.array([1, 2, 3]), jnp.array([10, 20]))
+    >>> xs
+    Array([[1, 2, 3],
+           [1, 2, 3]], dtype=int32)
+    >>> ys
+    Array([[10, 10, 10],
+           [20, 20, 20]], dtype=int32)
+    >>> [g.shape for g in jnp.meshgrid(jnp.arange(3), jnp.arange(2), indexing='ij', sparse=True)]
+    [(3, 1), (1, 2)]
+    """
     from .util import asarray_arg
     args = [asarray_arg(x) for x in xi]
     shapes = [core.get_aval(a).size for a in args]

@@ -40,6 +40,12 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
 
     Raises:
       ValueError: `n` is negative or `a` is 0-d.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.diff(jnp.array([1, 4, 9, 16]))
+    Array([3, 5, 7], dtype=int32)
+    >>> jnp.diff(jnp.array([1, 4, 9, 16]), n=2)
+    Array([2, 2], dtype=int32)
     """
     arr = arraylike_arg(a, "diff")
     n = operator.index(n)
@@ -75,7 +81,12 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
 @staged_as_call("ediff1d")
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened `ary`, with optional values (cast to `ary`'s dtype)
-    joined before and after."""
+    joined before and after.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ediff1d(jnp.array([1, 2, 4]), to_begin=0, to_end=jnp.array([9]))
+    Array([0, 1, 2, 9], dtype=int32)
+    """
     from .shape import concatenate, ravel
     arr = ravel(arraylike_arg(ary, "ediff1d"))
     result = ew.sub(_sl(arr, 1, None, 0), _sl(arr, 0, -1, 0))
@@ -99,6 +110,10 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     Raises:
       NotImplementedError: `edge_order` is given (as in JAX, only first-order edges are computed).
       ValueError: a wrong number of spacings, or an axis shorter than 2.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.gradient(jnp.array([1.0, 4.0, 9.0, 16.0]))
+    Array([3., 4., 6., 7.], dtype=float32)
     """
     if edge_order is not None:
         raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
@@ -169,7 +184,14 @@ def _with_axis(shape, axis, size):
 @staged_as_call("trapezoid")
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):
     """Integral of `y` along `axis` by the trapezoidal rule, with sample points `x` (1-d, or shaped like `y`) or
-    the constant spacing `dx`."""
+    the constant spacing `dx`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.trapezoid(jnp.array([1.0, 2.0, 3.0]))
+    Array(4., dtype=float32)
+    >>> jnp.trapezoid(jnp.array([1.0, 2.0, 3.0]), dx=0.5)
+    Array(2., dtype=float32)
+    """
     from .reductions import sum as _sum
     from .shape import moveaxis
     if x is None:
@@ -195,6 +217,10 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
 
     Raises:
       ValueError: `p` is 0-d.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.unwrap(jnp.array([0.0, 6.0, 6.5])), 4)
+    Array([ 0.    , -0.2832,  0.2168], dtype=float32)
     """
     from .reductions import cumsum
     from .shape import concatenate
@@ -222,6 +248,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
     Raises:
       ValueError: `xp`/`fp` are not 1-d of one length, or `period` is combined with `left`/`right`, or is zero.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.interp(jnp.array([0.5, 2.0, 5.0]), jnp.array([0.0, 1.0, 3.0]), jnp.array([0.0, 10.0, 30.0]))
+    Array([ 5., 20., 30.], dtype=float32)
     """
     from .sorting import argsort, searchsorted
     from .shape import concatenate

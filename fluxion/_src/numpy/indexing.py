@@ -746,16 +746,60 @@ def _static_indices(fn, *args) -> tuple:
 
 
 def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """Row and column indices of the lower triangle (diagonal offset `k`) of an n x m matrix."""
+    """The (row, column) indices of the lower triangle of an `n` x `m` matrix: entries with `col <= row + k`.
+
+    Args:
+        n: the number of rows.
+        k: the diagonal offset.
+        m: the number of columns (default `n`).
+
+    Returns:
+        A pair of 1-d int32 arrays, in row-major order.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tril_indices(3)
+    (Array([0, 1, 1, 2, 2, 2], dtype=int32), Array([0, 0, 1, 0, 1, 2], dtype=int32))
+    """
     return _static_indices(np.tril_indices, int(n), int(k), None if m is None else int(m))
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """Row and column indices of the upper triangle (diagonal offset `k`) of an n x m matrix."""
+    """The (row, column) indices of the upper triangle of an `n` x `m` matrix: entries with `col >= row + k`.
+
+    Args:
+        n: the number of rows.
+        k: the diagonal offset.
+        m: the number of columns (default `n`).
+
+    Returns:
+        A pair of 1-d int32 arrays, in row-major order.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.triu_indices(3, k=1)
+    (Array([0, 0, 1], dtype=int32), Array([1, 2, 2], dtype=int32))
+    """
     return _static_indices(np.triu_indices, int(n), int(k), None if m is None else int(m))
 
 
 def tril_indices_from(arr, k: int = 0) -> tuple:
+    """`tril_indices` for the shape of the 2-d array `arr`.
+
+    Args:
+        arr: a 2-d array-like (only its shape is used, so it may be traced).
+        k: the diagonal offset.
+
+    Returns:
+        A pair of 1-d int32 arrays.
+
+    Raises:
+        ValueError: if `arr` is not 2-d.
+
+    >>> import fluxion.numpy as jnp
+    >>> x = jnp.arange(6).reshape(2, 3)
+    >>> rows, cols = jnp.tril_indices_from(x)
+    >>> x[rows, cols]
+    Array([0, 3, 4], dtype=int32)
+    """
     shape = core.get_aval(asarray_arg(arr, "tril_indices_from")).shape
     if len(shape) != 2:
         raise ValueError(f"tril_indices_from requires a 2-d array, got shape {shape}")
@@ -763,6 +807,24 @@ def tril_indices_from(arr, k: int = 0) -> tuple:
 
 
 def triu_indices_from(arr, k: int = 0) -> tuple:
+    """`triu_indices` for the shape of the 2-d array `arr`.
+
+    Args:
+        arr: a 2-d array-like (only its shape is used, so it may be traced).
+        k: the diagonal offset.
+
+    Returns:
+        A pair of 1-d int32 arrays.
+
+    Raises:
+        ValueError: if `arr` is not 2-d.
+
+    >>> import fluxion.numpy as jnp
+    >>> x = jnp.arange(6).reshape(2, 3)
+    >>> rows, cols = jnp.triu_indices_from(x, k=1)
+    >>> x[rows, cols]
+    Array([1, 2, 5], dtype=int32)
+    """
     shape = core.get_aval(asarray_arg(arr, "triu_indices_from")).shape
     if len(shape) != 2:
         raise ValueError(f"triu_indices_from requires a 2-d array, got shape {shape}")

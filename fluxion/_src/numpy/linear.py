@@ -31,7 +31,26 @@ def _pet(a, requested=None):
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
-    """NumPy `dot`: inner product for vectors, matrix product for 2-D, sum over a's last and b's second-to-last."""
+    """NumPy's `dot`: a scalar product, the inner product of vectors, the matrix product of 2-d arrays, and in general
+    the sum over `a`'s last axis and `b`'s second-to-last (last for 1-d `b`).
+
+    Args:
+        a, b: array-likes, promoted to one dtype with JAX's rules.
+        precision: passed to `lax.dot_general` (accepted; CPU products are computed at full precision).
+        preferred_element_type: the accumulation/result dtype (default: the promoted operand dtype).
+
+    Returns:
+        An array of shape `a.shape[:-1] + b.shape[:-2] + b.shape[-1:]` (the contracted axes removed).
+
+    Raises:
+        TypeError: if the contracted dimensions differ in size (raised by `lax.dot_general`, as in JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.dot(jnp.array([1, 2]), jnp.array([3, 4]))
+    Array(11, dtype=int32)
+    >>> jnp.dot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
+    Array([3, 7], dtype=int32)
+    """
     a, b = _prep("dot", a, b)
     preferred_element_type = _pet(a, preferred_element_type)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
@@ -43,7 +62,27 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None):
-    """NumPy `matmul` (`@`): batched matrix product with broadcasting over leading dimensions."""
+    """The matrix product `a @ b`, batched and broadcast over leading dimensions (NumPy's `matmul`).
+
+    Args:
+        a, b: array-likes of at least 1 dimension; a 1-d `a` is a row vector, a 1-d `b` a column vector (the added
+            dimension is removed from the result).
+        precision: passed to `lax.dot_general` (accepted; CPU products are computed at full precision).
+        preferred_element_type: the accumulation/result dtype (default: the promoted operand dtype).
+
+    Returns:
+        An array of shape `broadcast(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])`.
+
+    Raises:
+        ValueError: for scalar operands, or if the contracted dimensions differ.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.matmul(jnp.array([[1, 2], [3, 4]]), jnp.array([[5], [6]]))
+    Array([[17],
+           [39]], dtype=int32)
+    >>> jnp.matmul(jnp.ones((3, 2, 4)), jnp.ones(4)).shape
+    (3, 2)
+    """
     a, b = _prep("matmul", a, b)
     preferred_element_type = _pet(a, preferred_element_type)
     ashape, bshape = core.get_aval(a).shape, core.get_aval(b).shape
@@ -81,6 +120,25 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """The dot product of `a` and `b` flattened to vectors, conjugating `a` if it is complex.
+
+    Args:
+        a, b: array-likes of equal size (any shapes), promoted to one dtype.
+        precision: passed to `lax.dot_general` (accepted; CPU products are computed at full precision).
+        preferred_element_type: the accumulation/result dtype (default: the promoted operand dtype).
+
+    Returns:
+        A 0-d array.
+
+    Raises:
+        TypeError: if the sizes differ.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.vdot(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 0], [0, 1]]))
+    Array(5, dtype=int32)
+    >>> jnp.vdot(jnp.array([1j, 2]), jnp.array([1j, 1]))
+    Array(3.+0.j, dtype=complex64)
+    """
     a, b = _prep("vdot", a, b)
     if dtypes.is_complex(core.get_aval(a).dtype):
         a = ew.conj(a)
@@ -89,6 +147,24 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """The Array API's vector dot product along `axis`: `sum(conj(x1) * x2, axis)`, broadcasting the other axes.
+
+    Args:
+        x1, x2: array-likes, broadcast together and promoted to one dtype.
+        axis: the axis of the vectors (of the broadcast shape).
+        precision, preferred_element_type: accepted for JAX compatibility and ignored (the product is summed with
+            `sum`'s dtype rules).
+
+    Returns:
+        An array of the broadcast shape without `axis`.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
+    Array([3, 7], dtype=int32)
+    """
     x1, x2 = _prep("vecdot", x1, x2)
     if dtypes.is_complex(core.get_aval(x1).dtype):
         x1 = ew.conj(x1)
@@ -98,6 +174,24 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
+    """The inner product over the last axes of `a` and `b` (for scalars: the plain product).
+
+    Args:
+        a, b: array-likes whose last dimensions have equal size, promoted to one dtype.
+        precision: passed to `lax.dot_general` (accepted; CPU products are computed at full precision).
+        preferred_element_type: the accumulation/result dtype (default: the promoted operand dtype).
+
+    Returns:
+        An array of shape `a.shape[:-1] + b.shape[:-1]`.
+
+    Raises:
+        TypeError: if the contracted dimensions differ in size (raised by `lax.dot_general`, as in JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.inner(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 0], [1, 1]]))
+    Array([[1, 3],
+           [3, 7]], dtype=int32)
+    """
     a, b = _prep("inner", a, b)
     preferred_element_type = _pet(a, preferred_element_type)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
@@ -108,6 +202,20 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 def outer(a, b, out=None):
+    """The outer product of `a` and `b`, both flattened to vectors: `out[i, j] = a[i] * b[j]`.
+
+    Args:
+        a, b: array-likes of any shapes (flattened), promoted to one dtype.
+        out: accepted and ignored.
+
+    Returns:
+        An array of shape `(a.size, b.size)`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.outer(jnp.array([1, 2]), jnp.array([1, 10, 100]))
+    Array([[  1,  10, 100],
+           [  2,  20, 200]], dtype=int32)
+    """
     a, b = _prep("outer", a, b)
     a = st.reshape(a, (core.get_aval(a).size,))
     b = st.reshape(b, (core.get_aval(b).size,))
@@ -116,7 +224,29 @@ def outer(a, b, out=None):
 
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
-    """Contracts `axes` (an int: a's last n with b's first n; or a pair of axis lists)."""
+    """Sums products of `a` and `b` over the given axis pairs.
+
+    Args:
+        a, b: array-likes, promoted to one dtype.
+        axes: an int N (the last N axes of `a` with the first N of `b`), or a pair of axis sequences (or ints)
+            listing the axes of `a` and of `b` to contract.
+        precision: passed to `lax.dot_general` (accepted; CPU products are computed at full precision).
+        preferred_element_type: the accumulation/result dtype (default: the promoted operand dtype).
+
+    Returns:
+        An array of `a`'s free axes followed by `b`'s free axes.
+
+    Raises:
+        TypeError: if the contracted dimensions differ in size (raised by `lax.dot_general`, as in JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> a = jnp.arange(6).reshape(2, 3)
+    >>> jnp.tensordot(a, jnp.ones((3, 2), dtype=jnp.int32), axes=1)
+    Array([[ 3,  3],
+           [12, 12]], dtype=int32)
+    >>> jnp.tensordot(a, a, axes=([0, 1], [0, 1]))
+    Array(55, dtype=int32)
+    """
     a, b = _prep("tensordot", a, b)
     preferred_element_type = _pet(a, preferred_element_type)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
@@ -237,6 +367,20 @@ def _contract_pair(a, sa, b, sb, rest, pet):
 
 @staged_as_call("kron")
 def kron(a, b):
+    """The Kronecker product of `a` and `b`: block `(i, j)` of the result is `a[i, j] * b` (any ranks; the smaller rank
+    is padded with leading size-1 axes).
+
+    Args:
+        a, b: array-likes, promoted to one dtype.
+
+    Returns:
+        An array of shape `a.shape * b.shape` (elementwise, after padding).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.kron(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 1]]))
+    Array([[1, 1, 2, 2],
+           [3, 3, 4, 4]], dtype=int32)
+    """
     a, b = _prep("kron", a, b)
     an, bn = core.get_aval(a).ndim, core.get_aval(b).ndim
     nd = max(an, bn)
@@ -250,6 +394,27 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The cross product of 3-vectors stored along an axis of `a` and `b`, broadcast over the other axes.
+
+    Args:
+        a, b: array-likes whose vector axes have size 3, promoted to one dtype.
+        axisa, axisb: the vector axes of `a` and `b`.
+        axisc: the vector axis of the result.
+        axis: if given, overrides all three.
+
+    Returns:
+        An array of the broadcast shape with the 3-vectors along `axisc`.
+
+    Raises:
+        IndexError: if a vector axis has fewer than 3 entries.
+        ValueError: if the other axes do not broadcast.
+
+    Differs from NumPy and JAX: 2-vectors (whose cross product is a scalar) are not supported.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cross(jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
+    Array([0., 0., 1.], dtype=float32)
+    """
     from .shape import moveaxis, stack
     from .util import broadcast_to_shape
     if axis is not None:

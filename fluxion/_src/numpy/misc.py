@@ -15,7 +15,23 @@ from .util import asarray_arg, canonicalize_axis, promote_args_inexact
 
 @staged_as_call("isclose")
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
-    """|a - b| <= atol + rtol * |b| elementwise (infinities equal only to themselves)."""
+    """Whether `a` and `b` are equal within a tolerance, elementwise: `|a - b| <= atol + rtol * |b|`.
+
+    Args:
+        a, b: array-likes, broadcast and promoted to an inexact dtype.
+        rtol: the relative tolerance (scaled by `|b|`, so the test is not symmetric).
+        atol: the absolute tolerance.
+        equal_nan: if True, two nans count as close.
+
+    Returns:
+        A bool array of the broadcast shape; infinities are close only to the same infinity.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isclose(jnp.array([1.0, 1.1, jnp.nan]), jnp.array([1.000001, 1.0, jnp.nan]))
+    Array([ True, False, False], dtype=bool)
+    >>> jnp.isclose(jnp.array([jnp.nan]), jnp.array([jnp.nan]), equal_nan=True)
+    Array([ True], dtype=bool)
+    """
     a, b = promote_args_inexact("isclose", a, b)
     from .ufuncs import abs as _abs, isinf, isnan, logical_and, logical_or, where
     dt = core.get_aval(a).dtype
@@ -30,11 +46,41 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
 
 @staged_as_call("allclose")
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Whether every element of `a` is close to `b` (`isclose` reduced with `all`).
+
+    Args:
+        a, b, rtol, atol, equal_nan: as for `isclose`.
+
+    Returns:
+        A 0-d bool Array (not a Python bool, so it can be traced).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.allclose(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.000001]))
+    Array(True, dtype=bool)
+    """
     from .reductions import all as _all
     return _all(isclose(a, b, rtol, atol, equal_nan))
 
 
 def array_equal(a1, a2, equal_nan: bool = False) -> Array:
+    """Whether `a1` and `a2` have the same shape and equal elements.
+
+    Args:
+        a1, a2: array-likes (promoted to one dtype for the comparison).
+        equal_nan: if True, nans in the same positions count as equal.
+
+    Returns:
+        A 0-d bool Array; False for different shapes.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.array_equal(jnp.array([1, 2]), jnp.array([1.0, 2.0]))
+    Array(True, dtype=bool)
+    >>> jnp.array_equal(jnp.array([1, 2]), jnp.array([[1, 2]]))
+    Array(False, dtype=bool)
+    """
     a1, a2 = asarray_arg(a1), asarray_arg(a2)
     if core.get_aval(a1).shape != core.get_aval(a2).shape:
         return Array(np.asarray(False))
@@ -47,6 +93,20 @@ def array_equal(a1, a2, equal_nan: bool = False) -> Array:
 
 
 def array_equiv(a1, a2) -> Array:
+    """Whether `a1` and `a2` are equal after broadcasting them to one shape.
+
+    Args:
+        a1, a2: array-likes.
+
+    Returns:
+        A 0-d bool Array; False if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.array_equiv(jnp.array([1, 2]), jnp.array([[1, 2], [1, 2]]))
+    Array(True, dtype=bool)
+    >>> jnp.array_equiv(jnp.array([1, 2]), jnp.array([1, 2, 3]))
+    Array(False, dtype=bool)
+    """
     from .reductions import all as _all
     from .ufuncs import equal
     try:
@@ -56,14 +116,56 @@ def array_equiv(a1, a2) -> Array:
 
 
 def iscomplexobj(x) -> bool:
+    """Whether `x` has a complex dtype (checks the dtype only, not the values).
+
+    Args:
+        x: an array-like or scalar.
+
+    Returns:
+        A Python bool.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.iscomplexobj(jnp.array([1.0]))
+    False
+    >>> jnp.iscomplexobj(1 + 0j)
+    True
+    """
     return dtypes.is_complex(dtypes.dtype_and_weak(x)[0])
 
 
 def isrealobj(x) -> bool:
+    """Whether `x` does not have a complex dtype (the negation of `iscomplexobj`).
+
+    Args:
+        x: an array-like or scalar.
+
+    Returns:
+        A Python bool.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isrealobj(jnp.array([1 + 2j]))
+    False
+    """
     return not iscomplexobj(x)
 
 
 def isscalar(element) -> bool:
+    """Whether `element` is a scalar: a 0-d Array or tracer, or a value NumPy considers a scalar.
+
+    Args:
+        element: any object.
+
+    Returns:
+        A Python bool. As in JAX (and unlike NumPy), a 0-d array counts as a scalar.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isscalar(jnp.array(1.0))
+    True
+    >>> jnp.isscalar(jnp.array([1.0]))
+    False
+    >>> jnp.isscalar(2)
+    True
+    """
     if isinstance(element, (Array, Tracer)):
         return core.get_aval(element).ndim == 0
     return np.isscalar(element)
@@ -115,7 +217,31 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
 
 @staged_as_call("quantile")
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "linear", keepdims: bool = False):
-    """The q-th quantile(s) along `axis` (methods: linear, lower, higher, midpoint, nearest)."""
+    """The `q`-th quantile(s) of `a` along `axis`, from the sorted values.
+
+    Args:
+        a: array-like (integers are converted to float32).
+        axis: None (the flattened array) or an int.
+        out, overwrite_input: accepted for NumPy compatibility and ignored.
+        q: quantile(s) in [0, 1], a scalar or array (not checked to lie in range).
+        method: 'linear' (interpolate), 'lower', 'higher', 'midpoint' or 'nearest'.
+        keepdims: if True, the reduced axis stays as size 1.
+
+    Returns:
+        An array of shape `q.shape + reduced shape` in `a`'s inexact dtype.
+
+    Raises:
+        ValueError: for an unknown `method` or an out-of-bounds axis.
+
+    Differs from NumPy and JAX: nans are not propagated (they sort last and only affect the upper quantiles).
+
+    >>> import fluxion.numpy as jnp
+    >>> x = jnp.array([1.0, 2.0, 3.0, 4.0])
+    >>> jnp.quantile(x, 0.5)
+    Array(2.5, dtype=float32)
+    >>> jnp.quantile(x, jnp.array([0.0, 0.25]), method='lower')
+    Array([1., 1.], dtype=float32)
+    """
     from .sorting import sort
     a = promote_args_inexact("quantile", a)[0]
     q = asarray_arg(q)
@@ -174,10 +300,53 @@ def _bcast_q(frac, like, qshape):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method: str = "linear", keepdims: bool = False):
+    """The `q`-th percentile(s) of `a` along `axis`: `quantile(a, q / 100)`.
+
+    Args:
+        a: array-like (integers are converted to float32).
+        axis: None (the flattened array) or an int.
+        out, overwrite_input: accepted for NumPy compatibility and ignored.
+        q: percentile(s) in [0, 100], a scalar or array.
+        method, keepdims: as for `quantile`.
+
+    Returns:
+        An array of shape `q.shape + reduced shape` in `a`'s inexact dtype.
+
+    Raises:
+        ValueError: as for `quantile`.
+
+    Differs from NumPy and JAX: nans are not propagated (see `quantile`).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.percentile(jnp.array([[1, 2, 3], [4, 5, 6]]), 50, axis=1)
+    Array([2., 5.], dtype=float32)
+    """
     q = ew.div(promote_args_inexact("percentile", q)[0], Array(np.asarray(100, np.float32), True))
     return quantile(a, q, axis=axis, method=method, keepdims=keepdims)
 
 
 @staged_as_call("median")
 def median(a, axis=None, out=None, overwrite_input=False, keepdims: bool = False):
+    """The median of `a` along `axis` (`quantile(a, 0.5)`: the mean of the two middle values for even lengths).
+
+    Args:
+        a: array-like (integers are converted to float32).
+        axis: None (the flattened array) or an int.
+        out, overwrite_input: accepted for NumPy compatibility and ignored.
+        keepdims: if True, the reduced axis stays as size 1.
+
+    Returns:
+        An array of the reduced shape in `a`'s inexact dtype.
+
+    Raises:
+        ValueError: if `axis` is out of bounds.
+
+    Differs from NumPy and JAX: nans are not propagated (`median([1, nan, 2])` is 2.0, not nan).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.median(jnp.array([3, 1, 4, 2]))
+    Array(2.5, dtype=float32)
+    >>> jnp.median(jnp.array([[1.0, 5.0, 2.0]]), axis=1, keepdims=True)
+    Array([[2.]], dtype=float32)
+    """
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)

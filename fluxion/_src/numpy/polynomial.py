@@ -39,7 +39,12 @@ def _vector(p, name, what="p"):
 @staged_as_call("polyval")
 def polyval(p, x, *, unroll: int = 16):
     """p[0] * x**(n-1) + ... + p[n-1] by Horner's rule; `p`'s leading axis indexes the coefficients (further axes
-    broadcast against `x`). `unroll` is accepted for compatibility (the loop is unrolled in Python)."""
+    broadcast against `x`). `unroll` is accepted for compatibility (the loop is unrolled in Python).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polyval(jnp.array([1, 2, 3]), jnp.array([0, 1, 2]))
+    Array([ 3,  6, 11], dtype=int32)
+    """
     from .ufuncs import add, multiply
     from .creation import zeros_like
     p, x = promote_dtypes(arraylike_arg(p, "polyval"), arraylike_arg(x, "polyval", 1))
@@ -59,7 +64,12 @@ def _pad_front(a, n):
 
 @staged_as_call("polyadd")
 def polyadd(a1, a2):
-    """Sum of two polynomials (the shorter one is aligned to the lowest powers)."""
+    """Sum of two polynomials (the shorter one is aligned to the lowest powers).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polyadd(jnp.array([1, 2]), jnp.array([1, 0, 3]))
+    Array([1, 1, 5], dtype=int32)
+    """
     a1, a2 = promote_dtypes(_vector(arraylike_arg(a1, "polyadd"), "polyadd", "a1"),
                             _vector(arraylike_arg(a2, "polyadd", 1), "polyadd", "a2"))
     n = max(_len(a1), _len(a2))
@@ -68,7 +78,12 @@ def polyadd(a1, a2):
 
 @staged_as_call("polysub")
 def polysub(a1, a2):
-    """Difference of two polynomials."""
+    """Difference of two polynomials.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polysub(jnp.array([1, 2]), jnp.array([1, 0, 3]))
+    Array([-1,  1, -1], dtype=int32)
+    """
     a1, a2 = promote_dtypes(_vector(arraylike_arg(a1, "polysub"), "polysub", "a1"),
                             _vector(arraylike_arg(a2, "polysub", 1), "polysub", "a2"))
     n = max(_len(a1), _len(a2))
@@ -79,6 +94,10 @@ def polymul(a1, a2, *, trim_leading_zeros: bool = False):
     """Product of two polynomials (the convolution of their coefficients), in an inexact dtype.
 
     `trim_leading_zeros` drops leading zero coefficients of the inputs first, which needs concrete inputs.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polymul(jnp.array([1, 1]), jnp.array([1, -1]))
+    Array([ 1.,  0., -1.], dtype=float32)
     """
     from .signal import convolve
     a1, a2 = _inexact("polymul", a1, a2)
@@ -96,7 +115,12 @@ def polymul(a1, a2, *, trim_leading_zeros: bool = False):
 
 def polydiv(u, v, *, trim_leading_zeros: bool = False):
     """Quotient and remainder of `u / v` by long division; the remainder keeps `u`'s length unless
-    `trim_leading_zeros` (which needs concrete values) removes its leading zeros."""
+    `trim_leading_zeros` (which needs concrete values) removes its leading zeros.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polydiv(jnp.array([1.0, 0.0, -1.0]), jnp.array([1.0, 1.0]))
+    (Array([ 1., -1.], dtype=float32), Array([0., 0., 0.], dtype=float32))
+    """
     u, v = _inexact("polydiv", u, v)
     _vector(u, "polydiv", "u")
     _vector(v, "polydiv", "v")
@@ -120,6 +144,12 @@ def polyder(p, m: int = 1):
 
     Raises:
       ValueError: `m` is negative.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polyder(jnp.array([1, 2, 3, 4]))
+    Array([3., 4., 3.], dtype=float32)
+    >>> jnp.polyder(jnp.array([1, 2, 3, 4]), m=2)
+    Array([6., 4.], dtype=float32)
     """
     from .creation import arange
     from .reductions import prod
@@ -144,6 +174,10 @@ def polyint(p, m: int = 1, k=None):
 
     Raises:
       ValueError: `m` is negative, or `k` has a length other than 1 or `m`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.polyint(jnp.array([3.0, 2.0, 1.0]))
+    Array([1., 1., 1., 0.], dtype=float32)
     """
     from .creation import arange
     m = operator.index(m)
@@ -169,6 +203,15 @@ def vander(x, N: int | None = None, increasing: bool = False):
 
     Raises:
       ValueError: `x` is not 1-d or `N` is negative.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.vander(jnp.array([1, 2, 3]))
+    Array([[1, 1, 1],
+           [4, 2, 1],
+           [9, 3, 1]], dtype=int32)
+    >>> jnp.vander(jnp.array([1, 2]), 3, increasing=True)
+    Array([[1, 1, 1],
+           [1, 2, 4]], dtype=int32)
     """
     from .ufuncs import power
     x = arraylike_arg(x, "vander")
@@ -194,6 +237,10 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
       TypeError: `x` is not 1-d and non-empty, `y` not 1-d or 2-d, their lengths differ, or `w` is not 1-d of
         the same length (NumPy's classes).
       ConcretizationTypeError: `deg` is traced.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.polyfit(jnp.array([0.0, 1.0, 2.0]), jnp.array([1.0, 3.0, 5.0]), 1), 4)
+    Array([2., 1.], dtype=float32)
     """
     from .linalg import inv, lstsq
     from .reductions import sum as _sum
@@ -262,6 +309,10 @@ def poly(seq_of_zeros):
 
     Raises:
       ValueError: the input is not 1-d or a non-empty square matrix.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.poly(jnp.array([1.0, 2.0]))
+    Array([ 1., -3.,  2.], dtype=float32)
     """
     from .signal import convolve
     z, = _inexact("poly", seq_of_zeros)
@@ -342,6 +393,10 @@ def roots(p, *, strip_zeros: bool = True):
     Raises:
       ValueError: `p` is not 1-d.
       ConcretizationTypeError: `strip_zeros` with a traced `p`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sort(jnp.roots(jnp.array([1.0, -3.0, 2.0])).real)
+    Array([1., 2.], dtype=float32)
     """
     from .reductions import all as _all, argmin
     from .ufuncs import where

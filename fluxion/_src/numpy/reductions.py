@@ -50,7 +50,33 @@ def _sum_dtype(dt: np.dtype, dtype) -> np.dtype:
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None, promote_integers=True):  # noqa: A001
-    """Sum over `axis` (bool and small ints accumulate in the default int dtype, as JAX does)."""
+    """Sum of the elements of `a` over `axis`.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype: the accumulation and result dtype. By default bool and integers narrower than the default int
+            accumulate in the default int (int32; unsigned ones in uint32), as in JAX.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        initial: a value added to every sum.
+        where: a bool array broadcastable to `a`'s shape; elements where it is False are left out.
+        promote_integers: if False, integer inputs keep their dtype.
+
+    Returns:
+        An array of the reduced shape. Weakly typed inputs give strongly typed results, as in JAX.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> x = jnp.array([[1, 2], [3, 4]], dtype=jnp.int8)
+    >>> jnp.sum(x)
+    Array(10, dtype=int32)
+    >>> jnp.sum(x, axis=0, keepdims=True)
+    Array([[4, 6]], dtype=int32)
+    """
     a = _strong(arraylike_arg(a, "sum"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype) if promote_integers or dtype is not None else aval.dtype
@@ -65,7 +91,29 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None, promote_integers=True):
-    """Product over `axis`."""
+    """Product of the elements of `a` over `axis`.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype: the accumulation and result dtype (by default as `sum`: bool and narrow ints widen to int32).
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        initial: a value multiplied into every product.
+        where: a bool mask broadcastable to `a`; masked-out elements count as 1.
+        promote_integers: accepted for JAX compatibility; differs from JAX: narrow integers widen even when False.
+
+    Returns:
+        An array of the reduced shape (strongly typed).
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.prod(jnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+    Array([ 2., 12.], dtype=float32)
+    """
     a = _strong(arraylike_arg(a, "prod"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype)
@@ -98,12 +146,59 @@ def _minmax(name, prim_fn, a, axis, keepdims, initial, where, is_max):
 
 
 def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):  # noqa: A001
-    """Maximum over `axis`."""
+    """The largest element of `a` over `axis` (nan if any element is nan). `jnp.amax` is the same function.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        initial: a lower bound included in every maximum (needed for empty reductions and with `where`).
+        where: a bool mask broadcastable to `a`; masked-out elements are ignored.
+
+    Returns:
+        An array of the reduced shape in `a`'s dtype (strongly typed).
+
+    Raises:
+        ValueError: if a reduced axis is empty and `initial` is None, if `where` is given without `initial`, or if
+            an axis is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> x = jnp.array([[1, 5], [3, 2]])
+    >>> jnp.max(x)
+    Array(5, dtype=int32)
+    >>> jnp.max(x, axis=0)
+    Array([3, 5], dtype=int32)
+    >>> jnp.max(x, where=x < 4, initial=0)
+    Array(3, dtype=int32)
+    """
     return _minmax("max", red.reduce_max, a, axis, keepdims, initial, where, True)
 
 
 def min(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):  # noqa: A001
-    """Minimum over `axis`."""
+    """The smallest element of `a` over `axis` (nan if any element is nan). `jnp.amin` is the same function.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        initial: an upper bound included in every minimum (needed for empty reductions and with `where`).
+        where: a bool mask broadcastable to `a`; masked-out elements are ignored.
+
+    Returns:
+        An array of the reduced shape in `a`'s dtype (strongly typed).
+
+    Raises:
+        ValueError: if a reduced axis is empty and `initial` is None, if `where` is given without `initial`, or if
+            an axis is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.min(jnp.array([[1, 5], [3, 2]]), axis=1)
+    Array([1, 2], dtype=int32)
+    """
     return _minmax("min", red.reduce_min, a, axis, keepdims, initial, where, False)
 
 
@@ -121,10 +216,52 @@ def _bool_reduce(name, prim_fn, a, axis, keepdims, where, identity):
 
 
 def any(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """Whether any element of `a` over `axis` is true (nonzero).
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        where: a bool mask broadcastable to `a`; masked-out elements count as False.
+
+    Returns:
+        A bool array of the reduced shape; False for an empty reduction.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.any(jnp.array([[0, 0], [0, 3]]), axis=1)
+    Array([False,  True], dtype=bool)
+    """
     return _bool_reduce("any", red.reduce_or, a, axis, keepdims, where, False)
 
 
 def all(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """Whether every element of `a` over `axis` is true (nonzero).
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        where: a bool mask broadcastable to `a`; masked-out elements count as True.
+
+    Returns:
+        A bool array of the reduced shape; True for an empty reduction.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.all(jnp.array([[1, 2], [0, 3]]), axis=1)
+    Array([ True, False], dtype=bool)
+    >>> jnp.all(jnp.zeros((0,)))
+    Array(True, dtype=bool)
+    """
     return _bool_reduce("all", red.reduce_and, a, axis, keepdims, where, True)
 
 
@@ -138,7 +275,28 @@ def _count(aval, axes, where):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
-    """Arithmetic mean over `axis` (integer inputs average in the default float dtype)."""
+    """Arithmetic mean of `a` over `axis`.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype: the accumulation and result dtype; by default `a`'s inexact dtype (integers and bool: float32).
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        where: a bool mask broadcastable to `a`; only the True elements are summed and counted.
+
+    Returns:
+        An array of the reduced shape (strongly typed). An empty reduction gives nan (0 / 0), without NumPy's
+        warning.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.mean(jnp.array([[1, 2], [3, 5]]), axis=0)
+    Array([2. , 3.5], dtype=float32)
+    """
     a = _strong(arraylike_arg(a, "mean"))
     aval = core.get_aval(a)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.inexact_dtype_for(aval.dtype)
@@ -153,7 +311,33 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
 
 @staged_as_call("_var")
 def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None, correction=None):
-    """Variance over `axis` with `ddof` delta degrees of freedom (`correction` is the Array-API name)."""
+    """Variance of `a` over `axis`: the mean squared deviation, divided by `N - ddof`.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype: the computation dtype; by default `a`'s inexact dtype (integers: float32).
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        ddof: delta degrees of freedom (1 gives the unbiased sample variance).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+        where: a bool mask broadcastable to `a`; only the True elements count.
+        correction: the Array API's name for `ddof`; overrides it when given.
+
+    Returns:
+        A real array of the reduced shape: for complex `a`, the mean of `|a - mean(a)|**2` in the matching real
+        dtype.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> x = jnp.array([1.0, 2.0, 3.0, 4.0])
+    >>> jnp.var(x)
+    Array(1.25, dtype=float32)
+    >>> jnp.var(x, ddof=1)
+    Array(1.6666666, dtype=float32)
+    """
     if correction is not None:
         ddof = correction
     a = _strong(arraylike_arg(a, "var"))
@@ -179,7 +363,23 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
 
 @staged_as_call("_std")
 def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None, correction=None):
-    """Standard deviation: sqrt of `var`."""
+    """Standard deviation of `a` over `axis`: the square root of `var` (same arguments).
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype, out, ddof, keepdims, where, correction: as for `var`.
+
+    Returns:
+        A real array of the reduced shape.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.std(jnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
+    Array([1., 0.], dtype=float32)
+    """
     return ew.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
 
 
@@ -196,12 +396,52 @@ def _arg(name, fn, a, axis, keepdims):
 
 
 def argmax(a, axis=None, out=None, keepdims=None):
-    """Index of the maximum (over the flattened array if axis is None)."""
+    """The index of the largest element of `a` (of the flattened array when `axis` is None). Ties give
+    the first index; a nan counts as the largest.
+
+    Args:
+        a: array-like.
+        axis: None or an int.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axis (all axes for None) stays as size 1.
+
+    Returns:
+        An int32 array of the reduced shape.
+
+    Raises:
+        ValueError: if `axis` is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.argmax(jnp.array([[1, 7], [9, 2]]))
+    Array(2, dtype=int32)
+    >>> jnp.argmax(jnp.array([[1, 7], [9, 2]]), axis=1)
+    Array([1, 0], dtype=int32)
+    """
     return _arg("argmax", red.argmax, a, axis, bool(keepdims))
 
 
 def argmin(a, axis=None, out=None, keepdims=None):
-    """Index of the minimum (over the flattened array if axis is None)."""
+    """The index of the smallest element of `a` (of the flattened array when `axis` is None). Ties give
+    the first index; a nan counts as the smallest.
+
+    Args:
+        a: array-like.
+        axis: None or an int.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axis (all axes for None) stays as size 1.
+
+    Returns:
+        An int32 array of the reduced shape.
+
+    Raises:
+        ValueError: if `axis` is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.argmin(jnp.array([[1, 7], [9, 0]]), axis=0)
+    Array([0, 1], dtype=int32)
+    """
     return _arg("argmin", red.argmin, a, axis, bool(keepdims))
 
 
@@ -235,29 +475,80 @@ def _cumulative(name, fn, a, axis, dtype, promote_integers=False, nan_fill=None)
 
 @staged_as_call("cumsum")
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Cumulative sum along `axis` (all elements, flattened, for None); integers keep their dtype, unlike `sum`;
-    bool accumulates in the default int. The result is not weakly typed."""
+    """Running sum of `a` along `axis` (over the flattened array when `axis` is None).
+
+    Args:
+        a: array-like.
+        axis: None or an int.
+        dtype: the accumulation and result dtype. By default integers keep their dtype (unlike `sum`) and bool
+            accumulates in int32.
+        out: must be None.
+
+    Returns:
+        An array of `a`'s shape (1-d when `axis` is None), never weakly typed.
+
+    Raises:
+        NotImplementedError: if `out` is given.
+        ValueError: if `axis` is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cumsum(jnp.array([[1, 2], [3, 4]]))
+    Array([ 1,  3,  6, 10], dtype=int32)
+    >>> jnp.cumsum(jnp.array([[1, 2], [3, 4]]), axis=0)
+    Array([[1, 2],
+           [4, 6]], dtype=int32)
+    """
     _no_out("cumsum", out)
     return _cumulative("cumsum", cum.cumsum, a, axis, dtype)
 
 
 @staged_as_call("cumprod")
 def cumprod(a, axis=None, dtype=None, out=None):
-    """Cumulative product along `axis` (see `cumsum` for the dtype rules)."""
+    """Running product of `a` along `axis` (over the flattened array when `axis` is None).
+
+    Args:
+        a, axis, dtype, out: as for `cumsum`.
+
+    Returns:
+        An array of `a`'s shape (1-d when `axis` is None), never weakly typed.
+
+    Raises:
+        NotImplementedError: if `out` is given.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cumprod(jnp.array([1.0, 2.0, 3.0, 4.0]))
+    Array([ 1.,  2.,  6., 24.], dtype=float32)
+    """
     _no_out("cumprod", out)
     return _cumulative("cumprod", cum.cumprod, a, axis, dtype)
 
 
 @staged_as_call("nancumsum")
 def nancumsum(a, axis=None, dtype=None, out=None):
-    """`cumsum` with NaNs counted as 0 (JAX's `jnp.nancumsum`)."""
+    """`cumsum` with nans counted as 0 (same arguments and dtype rules).
+
+    Raises:
+        NotImplementedError: if `out` is given.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nancumsum(jnp.array([1.0, jnp.nan, 2.0]))
+    Array([1., 1., 3.], dtype=float32)
+    """
     _no_out("nancumsum", out)
     return _cumulative("nancumsum", cum.cumsum, a, axis, dtype, nan_fill=0)
 
 
 @staged_as_call("nancumprod")
 def nancumprod(a, axis=None, dtype=None, out=None):
-    """`cumprod` with NaNs counted as 1 (JAX's `jnp.nancumprod`)."""
+    """`cumprod` with nans counted as 1 (same arguments and dtype rules).
+
+    Raises:
+        NotImplementedError: if `out` is given.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nancumprod(jnp.array([2.0, jnp.nan, 3.0]))
+    Array([2., 2., 6.], dtype=float32)
+    """
     _no_out("nancumprod", out)
     return _cumulative("nancumprod", cum.cumprod, a, axis, dtype, nan_fill=1)
 
@@ -289,21 +580,55 @@ def _array_api_cumulative(name, what, fn, identity, promote_integers, x, axis, d
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    """The Array API's cumulative sum: like `cumsum`, but `x` must have at least one dimension, `axis` may be left
-    out only for 1-d input, small integers and bool accumulate in the default integer (as `sum`), and
-    `include_initial=True` prepends a 0 along `axis`. Raises ValueError for scalar input or a missing axis."""
+    """The Array API's cumulative sum of `x` along `axis`.
+
+    Like `cumsum`, except: `x` must have at least one dimension; `axis` may be omitted only for 1-d `x`; bool and
+    integers narrower than int32 accumulate in the default int (as `sum` does); `include_initial=True` prepends a 0
+    along `axis` (the result is then one longer there).
+
+    Raises:
+        ValueError: for a 0-d `x`, or a missing `axis` with `x.ndim > 1`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cumulative_sum(jnp.array([1, 2, 3]), include_initial=True)
+    Array([0, 1, 3, 6], dtype=int32)
+    """
     return _array_api_cumulative("cumulative_sum", "sum", cum.cumsum, 0, True, x, axis, dtype, include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    """The Array API's cumulative product (as `cumulative_sum`, but integers keep their dtype, as in JAX, and
-    `include_initial=True` prepends a 1)."""
+    """The Array API's cumulative product of `x` along `axis`.
+
+    As `cumulative_sum`, but integers keep their dtype (as in JAX) and `include_initial=True` prepends a 1.
+
+    Raises:
+        ValueError: for a 0-d `x`, or a missing `axis` with `x.ndim > 1`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cumulative_prod(jnp.array([[1, 2], [3, 4]]), axis=1)
+    Array([[ 1,  2],
+           [ 3, 12]], dtype=int32)
+    """
     return _array_api_cumulative("cumulative_prod", "product", cum.cumprod, 1, False, x, axis, dtype,
                                  include_initial)
 
 
 @staged_as_call("nansum")
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """`sum` with nans counted as 0 (same arguments and dtype rules as `sum`).
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype, out, keepdims, initial, where: as for `sum`.
+
+    Returns:
+        An array of the reduced shape; 0 where every element is nan.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nansum(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1)
+    Array([1., 0.], dtype=float32)
+    """
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nansum")
     return sum(jwhere(isnan(a), Array(np.zeros((), core.get_aval(a).dtype), True), a), axis=axis, dtype=dtype,
@@ -312,6 +637,20 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
 
 @staged_as_call("nanmean")
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """`mean` over the elements that are not nan.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        dtype, out, keepdims, where: as for `mean` (`where` is combined with the not-nan mask).
+
+    Returns:
+        An array of the reduced shape; nan where every element is nan (0 / 0).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanmean(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(2., dtype=float32)
+    """
     from .ufuncs import isnan, logical_not
     a = arraylike_arg(a, "nanmean")
     valid = logical_not(isnan(a))
@@ -321,6 +660,24 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 @staged_as_call("nanmax")
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """`max` ignoring nans (they are replaced by -inf first).
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out, keepdims, initial, where: as for `max`.
+
+    Returns:
+        An array of the reduced shape in `a`'s dtype. Differs from NumPy and JAX: where every element is nan the
+        result is -inf, not nan. Integer inputs cannot hold -inf and raise through the conversion.
+
+    Raises:
+        ValueError: as for `max`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanmax(jnp.array([[1.0, jnp.nan], [jnp.nan, 4.0]]), axis=0)
+    Array([1., 4.], dtype=float32)
+    """
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nanmax")
     return max(jwhere(isnan(a), Array(np.asarray(-np.inf, core.get_aval(a).dtype), True), a), axis=axis,
@@ -329,6 +686,24 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 @staged_as_call("nanmin")
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """`min` ignoring nans (they are replaced by +inf first).
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out, keepdims, initial, where: as for `min`.
+
+    Returns:
+        An array of the reduced shape in `a`'s dtype. Differs from NumPy and JAX: where every element is nan the
+        result is +inf, not nan.
+
+    Raises:
+        ValueError: as for `min`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanmin(jnp.array([[1.0, jnp.nan], [jnp.nan, 4.0]]), axis=0)
+    Array([1., 4.], dtype=float32)
+    """
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nanmin")
     return min(jwhere(isnan(a), Array(np.asarray(np.inf, core.get_aval(a).dtype), True), a), axis=axis,
@@ -337,6 +712,23 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 @staged_as_call("count_nonzero")
 def count_nonzero(a, axis=None, keepdims=False):
+    """The number of nonzero (true) elements of `a` over `axis`.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+
+    Returns:
+        An int32 array of the reduced shape.
+
+    Raises:
+        ValueError: if an axis is out of bounds or repeated.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.count_nonzero(jnp.array([[0, 1, 2], [3, 0, 0]]), axis=1)
+    Array([2, 1], dtype=int32)
+    """
     a = arraylike_arg(a, "count_nonzero")
     nz = ew.ne(a, Array(np.zeros((), core.get_aval(a).dtype), True))
     return sum(nz, axis=axis, keepdims=keepdims)
@@ -344,10 +736,52 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 @staged_as_call("_ptp")
 def ptp(a, axis=None, out=None, keepdims=False):
+    """Peak to peak: `max(a) - min(a)` over `axis`.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
+            immutable, so there is nothing to write into).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+
+    Returns:
+        An array of the reduced shape in `a`'s dtype.
+
+    Raises:
+        ValueError: for an empty reduction or an out-of-bounds axis.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ptp(jnp.array([[4, 9], [1, 2]]), axis=1)
+    Array([5, 1], dtype=int32)
+    """
     return ew.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """The (weighted) average of `a` over `axis`: `sum(a * w) / sum(w)`, or `mean(a)` without weights.
+
+    Args:
+        a: array-like of any shape.
+        axis: None (all axes), an int or a tuple of ints; negative values count from the end.
+        weights: None or an array-like broadcastable to `a`'s shape with NumPy's trailing-axis rules.
+            Differs from NumPy and JAX: a 1-d `weights` of length `a.shape[axis]` is not aligned with `axis`;
+            it is broadcast against the last axis, so for `axis` other than the last pass weights of `a`'s shape.
+        returned: if True, also return the sum of the weights (the element count without weights).
+        keepdims: if True, the reduced axes stay as size-1 dimensions.
+
+    Returns:
+        The average (an inexact array of the reduced shape), or `(average, weight_sum)` if `returned`.
+
+    Raises:
+        ValueError: if `weights` does not broadcast to `a`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.average(jnp.array([1.0, 2.0, 4.0]), weights=jnp.array([1.0, 1.0, 2.0]))
+    Array(2.75, dtype=float32)
+    >>> jnp.average(jnp.array([[1.0, 3.0]]), axis=1, returned=True)
+    (Array([2.], dtype=float32), Array([2.], dtype=float32))
+    """
     a = arraylike_arg(a, "average")
     if weights is None:
         avg = mean(a, axis=axis, keepdims=keepdims)

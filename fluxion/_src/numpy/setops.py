@@ -103,6 +103,12 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
     Raises:
       ValueError: an unknown method (accepted: 'auto', 'compare_all', 'binary_search', 'sort', which all give the
         same result here).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isin(jnp.array([1, 2, 3, 4]), jnp.array([2, 4]))
+    Array([False,  True, False,  True], dtype=bool)
+    >>> jnp.isin(jnp.array([1, 2]), jnp.array([2]), invert=True)
+    Array([ True, False], dtype=bool)
     """
     if method not in ("auto", "compare_all", "binary_search", "sort"):
         raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', 'binary_search', "
@@ -134,6 +140,10 @@ def union1d(ar1, ar2, *, size: int | None = None, fill_value=None):
     """Sorted unique values found in either array (flattened).
 
     `size`/`fill_value`: see the module docstring; the default fill is the smallest value.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.union1d(jnp.array([3, 1, 1]), jnp.array([2, 1]))
+    Array([1, 2, 3], dtype=int32)
     """
     from .shape import concatenate
     a, b = _two("union1d", ar1, ar2)
@@ -144,7 +154,14 @@ def union1d(ar1, ar2, *, size: int | None = None, fill_value=None):
 
 
 def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size: int | None = None, fill_value=None):
-    """Sorted unique values of `ar1` that are not in `ar2` (flattened), in `ar1`'s dtype; the default fill is 0."""
+    """Sorted unique values of `ar1` that are not in `ar2` (flattened), in `ar1`'s dtype; the default fill is 0.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.setdiff1d(jnp.array([5, 1, 3, 3]), jnp.array([3]))
+    Array([1, 5], dtype=int32)
+    >>> jnp.setdiff1d(jnp.array([5, 1, 3]), jnp.array([3]), size=3)
+    Array([1, 5, 0], dtype=int32)
+    """
     # ar1's dtype is kept (ar2 only tests membership), as in JAX.
     a, b = _ravel(arraylike_arg(ar1, "setdiff1d")), _ravel(arraylike_arg(ar2, "setdiff1d", 1))
     if assume_unique:
@@ -159,7 +176,12 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size: int | None = None,
 
 
 def setxor1d(ar1, ar2, assume_unique: bool = False, *, size: int | None = None, fill_value=None):
-    """Sorted values that are in exactly one of the arrays (flattened); default fill: the smallest such value."""
+    """Sorted values that are in exactly one of the arrays (flattened); default fill: the smallest such value.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.setxor1d(jnp.array([1, 2, 3]), jnp.array([2, 3, 4]))
+    Array([1, 4], dtype=int32)
+    """
     from ..lax import sorting as lsort
     from .shape import concatenate
     a, b = _two("setxor1d", ar1, ar2)
@@ -192,6 +214,12 @@ def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = Fa
 
     With `return_indices`, also the indices of the first occurrences of those values in the flattened `ar1` and
     `ar2`; padded entries of the indices are out of bounds (the array's length). Default fill: the smallest value.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.intersect1d(jnp.array([1, 3, 4, 3]), jnp.array([3, 1, 2]))
+    Array([1, 3], dtype=int32)
+    >>> jnp.intersect1d(jnp.array([1, 3]), jnp.array([3, 1]), return_indices=True)
+    (Array([1, 3], dtype=int32), Array([0, 1], dtype=int32), Array([1, 0], dtype=int32))
     """
     from .shape import concatenate
     a, b = _two("intersect1d", ar1, ar2)
@@ -301,22 +329,48 @@ def unique_sized(x, *, size: int | None, fill_value=None, equal_nan: bool = True
 
 def unique_all(x, /, *, size: int | None = None, fill_value=None) -> _UniqueAllResult:
     """Unique values of the flattened `x` with the index of each one's first occurrence, the inverse indices
-    (shaped like `x`) and the counts (the Array-API function)."""
+    (shaped like `x`) and the counts (the Array-API function).
+
+    >>> import fluxion.numpy as jnp
+    >>> r = jnp.unique_all(jnp.array([3, 1, 3]))
+    >>> r.values, r.indices
+    (Array([1, 3], dtype=int32), Array([1, 0], dtype=int32))
+    >>> r.inverse_indices, r.counts
+    (Array([1, 0, 1], dtype=int32), Array([1, 2], dtype=int32))
+    """
     return unique_sized(x, size=size, fill_value=fill_value, equal_nan=False, name="unique_all")
 
 
 def unique_counts(x, /, *, size: int | None = None, fill_value=None) -> _UniqueCountsResult:
-    """Unique values of the flattened `x` and how often each occurs."""
+    """Unique values of the flattened `x` and how often each occurs.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.unique_counts(jnp.array([2, 1, 2, 2]))
+    _UniqueCountsResult(values=Array([1, 2], dtype=int32), counts=Array([1, 3], dtype=int32))
+    """
     r = unique_sized(x, size=size, fill_value=fill_value, equal_nan=False, name="unique_counts")
     return _UniqueCountsResult(r.values, r.counts)
 
 
 def unique_inverse(x, /, *, size: int | None = None, fill_value=None) -> _UniqueInverseResult:
-    """Unique values of the flattened `x` and, shaped like `x`, the index of each entry's value among them."""
+    """Unique values of the flattened `x` and, shaped like `x`, the index of each entry's value among them.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.unique_inverse(jnp.array([[2, 1], [2, 5]]))
+    _UniqueInverseResult(values=Array([1, 2, 5], dtype=int32), inverse_indices=Array([[1, 0],
+           [1, 2]], dtype=int32))
+    """
     r = unique_sized(x, size=size, fill_value=fill_value, equal_nan=False, name="unique_inverse")
     return _UniqueInverseResult(r.values, r.inverse_indices)
 
 
 def unique_values(x, /, *, size: int | None = None, fill_value=None):
-    """Sorted unique values of the flattened `x`."""
+    """Sorted unique values of the flattened `x`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.unique_values(jnp.array([2, 1, 2, 5]))
+    Array([1, 2, 5], dtype=int32)
+    >>> jnp.unique_values(jnp.array([2, 1, 2]), size=3, fill_value=0)
+    Array([1, 2, 0], dtype=int32)
+    """
     return unique_sized(x, size=size, fill_value=fill_value, equal_nan=False, name="unique_values").values

@@ -19,7 +19,30 @@ def _shape(x) -> tuple:
 
 
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
-    """Reshapes `a` (one dimension may be -1). order='F' reverses the dimension order around the reshape."""
+    """`a` with a new shape holding the same elements in row-major (C) order.
+
+    Args:
+        a: array-like.
+        shape: an int or tuple of ints; one entry may be -1 (inferred from the size). `newshape` is the
+            deprecated NumPy spelling.
+        order: 'C' (row-major) or 'F' (column-major: dimensions reversed around the reshape).
+        copy: accepted and ignored (arrays are immutable).
+
+    Returns:
+        An array of the new shape and `a`'s dtype. Shapes are static: under jit they must be Python ints.
+
+    Raises:
+        ValueError: if more than one dimension is -1.
+        TypeError: if the size cannot be split as asked (as JAX raises).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.reshape(jnp.arange(6), (2, -1))
+    Array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
+    >>> jnp.reshape(jnp.arange(6), (2, 3), order='F')
+    Array([[0, 2, 4],
+           [1, 3, 5]], dtype=int32)
+    """
     if shape is None:
         shape = newshape
     a = asarray_arg(a, "reshape")
@@ -42,12 +65,40 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
 
 
 def ravel(a, order: str = "C"):
+    """`a` flattened to one dimension.
+
+    Args:
+        a: array-like.
+        order: 'C' (row-major, the default) or 'F' (column-major).
+
+    Returns:
+        A 1-d array of `a.size` elements (a new array, never a view).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ravel(jnp.array([[1, 2], [3, 4]]), order='F')
+    Array([1, 3, 2, 4], dtype=int32)
+    """
     a = asarray_arg(a, "ravel")
     return reshape(a, (core.get_aval(a).size,), order=order)
 
 
 def transpose(a, axes=None):
-    """Permutes dimensions (reverses them when `axes` is None)."""
+    """`a` with its dimensions permuted (reversed when `axes` is None). `jnp.permute_dims` is the same function.
+
+    Args:
+        a: array-like.
+        axes: None or a permutation of `range(a.ndim)` (negative entries allowed).
+
+    Returns:
+        An array of the permuted shape.
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.transpose(jnp.zeros((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
     a = asarray_arg(a, "transpose")
     nd = core.get_aval(a).ndim
     axes = tuple(reversed(range(nd))) if axes is None else tuple(canonicalize_axis(x, nd) for x in axes)
@@ -58,6 +109,23 @@ permute_dims = transpose
 
 
 def matrix_transpose(x):
+    """Swaps the last two dimensions of `x` (a batch of matrices).
+
+    Args:
+        x: array-like with at least 2 dimensions.
+
+    Returns:
+        An array of shape `x.shape[:-2] + (x.shape[-1], x.shape[-2])`.
+
+    Raises:
+        ValueError: if `x` has fewer than 2 dimensions.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.matrix_transpose(jnp.array([[1, 2, 3]]))
+    Array([[1],
+           [2],
+           [3]], dtype=int32)
+    """
     x = asarray_arg(x)
     nd = core.get_aval(x).ndim
     if nd < 2:
@@ -66,6 +134,22 @@ def matrix_transpose(x):
 
 
 def moveaxis(a, source, destination):
+    """`a` with the axes `source` moved to the positions `destination`; the other axes keep their order.
+
+    Args:
+        a: array-like.
+        source, destination: ints or sequences of ints of the same length.
+
+    Returns:
+        An array with the permuted shape.
+
+    Raises:
+        ValueError: if the lengths of `source` and `destination` differ, or an axis is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.moveaxis(jnp.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
     a = asarray_arg(a, "moveaxis")
     nd = core.get_aval(a).ndim
     src = [canonicalize_axis(s, nd) for s in ((source,) if isinstance(source, int) else source)]
@@ -79,6 +163,22 @@ def moveaxis(a, source, destination):
 
 
 def swapaxes(a, axis1, axis2):
+    """`a` with the dimensions `axis1` and `axis2` exchanged.
+
+    Args:
+        a: array-like.
+        axis1, axis2: ints (negative values count from the end).
+
+    Returns:
+        An array of the swapped shape.
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.swapaxes(jnp.zeros((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
+    """
     a = asarray_arg(a)
     nd = core.get_aval(a).ndim
     perm = list(range(nd))
@@ -88,6 +188,23 @@ def swapaxes(a, axis1, axis2):
 
 
 def rollaxis(a, axis, start=0):
+    """Moves `axis` of `a` to sit before position `start` (the legacy spelling of `moveaxis`).
+
+    Args:
+        a: array-like.
+        axis: the axis to move.
+        start: the axis is placed before the axis currently at `start` (default 0).
+
+    Returns:
+        An array with the permuted shape.
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.rollaxis(jnp.zeros((2, 3, 4)), 2).shape
+    (4, 2, 3)
+    """
     a = asarray_arg(a)
     nd = core.get_aval(a).ndim
     axis = canonicalize_axis(axis, nd)
@@ -98,6 +215,24 @@ def rollaxis(a, axis, start=0):
 
 
 def squeeze(a, axis=None):
+    """`a` without size-1 dimensions (all of them, or those in `axis`).
+
+    Args:
+        a: array-like.
+        axis: None, an int or a tuple of ints naming size-1 dimensions.
+
+    Returns:
+        An array with those dimensions removed.
+
+    Raises:
+        ValueError: if a named axis does not have size 1, or is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.squeeze(jnp.zeros((1, 3, 1))).shape
+    (3,)
+    >>> jnp.squeeze(jnp.zeros((1, 3, 1)), axis=0).shape
+    (3, 1)
+    """
     a = asarray_arg(a, "squeeze")
     shape = _shape(a)
     if axis is None:
@@ -112,6 +247,19 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
+    """`a` with new size-1 dimensions inserted at the positions `axis` of the result.
+
+    Args:
+        a: array-like.
+        axis: an int or a tuple of ints (positions in the output, negative from its end).
+
+    Returns:
+        An array with `a.ndim + len(axis)` dimensions.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.expand_dims(jnp.array([1, 2]), (0, 2)).shape
+    (1, 2, 1)
+    """
     a = asarray_arg(a, "expand_dims")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     return st.expand_dims(a, axes)
@@ -119,6 +267,20 @@ def expand_dims(a, axis):
 
 @staged_as_call("atleast_1d")
 def atleast_1d(*arys):
+    """Each argument as an array of at least one dimension (scalars become shape (1,)).
+
+    Args:
+        *arys: array-likes.
+
+    Returns:
+        One array for one argument, else a list of arrays; arrays with ndim >= 1 are returned unchanged.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.atleast_1d(3)
+    Array([3], dtype=int32, weak_type=True)
+    >>> jnp.atleast_1d(1, jnp.array([2, 3]))
+    [Array([1], dtype=int32, weak_type=True), Array([2, 3], dtype=int32)]
+    """
     out = [reshape(asarray_arg(a), (1,)) if core.get_aval(asarray_arg(a)).ndim == 0 else asarray_arg(a)
            for a in arys]
     return out[0] if len(out) == 1 else out
@@ -126,6 +288,18 @@ def atleast_1d(*arys):
 
 @staged_as_call("atleast_2d")
 def atleast_2d(*arys):
+    """Each argument as an array of at least two dimensions (new axes are added in front).
+
+    Args:
+        *arys: array-likes.
+
+    Returns:
+        One array for one argument, else a list; shape () -> (1, 1), (n,) -> (1, n).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.atleast_2d(jnp.array([1, 2]))
+    Array([[1, 2]], dtype=int32)
+    """
     out = []
     for a in arys:
         a = asarray_arg(a)
@@ -136,6 +310,20 @@ def atleast_2d(*arys):
 
 @staged_as_call("atleast_3d")
 def atleast_3d(*arys):
+    """Each argument as an array of at least three dimensions.
+
+    Args:
+        *arys: array-likes.
+
+    Returns:
+        One array for one argument, else a list; shape () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.atleast_3d(jnp.array([1, 2])).shape
+    (1, 2, 1)
+    >>> jnp.atleast_3d(jnp.ones((2, 3))).shape
+    (2, 3, 1)
+    """
     out = []
     for a in arys:
         a = asarray_arg(a)
@@ -151,20 +339,69 @@ def atleast_3d(*arys):
 
 
 def broadcast_to(array, shape):
-    """Broadcasts `array` to `shape` (NumPy rules)."""
+    """`array` broadcast to `shape` with NumPy's rules.
+
+    Args:
+        array: array-like.
+        shape: an int or tuple of ints.
+
+    Returns:
+        An array of `shape` (a new immutable array, not NumPy's read-only view).
+
+    Raises:
+        ValueError: if `array` cannot be broadcast to `shape`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.broadcast_to(jnp.array([1, 2]), (2, 2))
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+    """
     array = asarray_arg(array, "broadcast_to")
     shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
     return broadcast_to_shape(array, shape)
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast against each other to one common shape.
+
+    Args:
+        *args: array-likes (each keeps its dtype).
+
+    Returns:
+        A list of arrays, all of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> [x.shape for x in jnp.broadcast_arrays(jnp.zeros((3, 1)), jnp.zeros(4))]
+    [(3, 4), (3, 4)]
+    """
     args = [asarray_arg(a) for a in args]
     shape = broadcast_shapes(*[_shape(a) for a in args])
     return [broadcast_to_shape(a, shape) for a in args]
 
 
 def concatenate(arrays, axis: int | None = 0, dtype=None):
-    """Joins arrays along an existing axis (flattened first if axis is None), promoting dtypes."""
+    """Joins arrays along an existing axis. `jnp.concat` is the same function.
+
+    Args:
+        arrays: a sequence of array-likes of equal shapes except along `axis`; promoted to one dtype with JAX's rules.
+        axis: the joining axis, or None to flatten every array first.
+        dtype: the result dtype (default: the promoted dtype).
+
+    Returns:
+        An array whose `axis` length is the sum of the inputs'.
+
+    Raises:
+        ValueError: for an empty sequence or 0-d arrays.
+        TypeError: if the shapes differ off `axis` (as JAX raises).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.concatenate([jnp.array([[1, 2]]), jnp.array([[3, 4]])], axis=0)
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+    """
     if isinstance(arrays, (Array, Tracer)):
         arrays = list(arrays)
     arrays = [asarray_arg(a, "concatenate") for a in arrays]
@@ -186,7 +423,25 @@ concat = concatenate
 
 
 def stack(arrays, axis: int = 0, out=None, dtype=None):
-    """Joins arrays of one shape along a new axis."""
+    """Joins arrays of equal shape along a new axis.
+
+    Args:
+        arrays: a non-empty sequence of array-likes of one shape (promoted to one dtype).
+        axis: the position of the new axis in the result.
+        out: accepted and ignored.
+        dtype: the result dtype (default: the promoted dtype).
+
+    Returns:
+        An array with one more dimension, of size `len(arrays)` at `axis`.
+
+    Raises:
+        ValueError: for an empty sequence or arrays of different shapes.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
     if isinstance(arrays, (Array, Tracer)):
         arrays = list(arrays)
     arrays = [asarray_arg(a, "stack") for a in arrays]
@@ -202,11 +457,46 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
 
 
 def hstack(tup, dtype=None):
+    """Joins arrays horizontally: along axis 0 for 1-d inputs, else along axis 1 (after `atleast_1d`).
+
+    Args:
+        tup: a sequence of array-likes.
+        dtype: the result dtype (default: the promoted dtype).
+
+    Returns:
+        The concatenated array.
+
+    Raises:
+        TypeError: if the shapes differ off the joining axis.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.hstack([jnp.array([1, 2]), jnp.array([3])])
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.hstack([jnp.ones((2, 1)), jnp.zeros((2, 2))]).shape
+    (2, 3)
+    """
     arrs = [atleast_1d(a) for a in tup]  # one call per array, as JAX stages it
     return concatenate(arrs, 0 if core.get_aval(arrs[0]).ndim == 1 else 1, dtype=dtype)
 
 
 def vstack(tup, dtype=None):
+    """Joins arrays vertically along axis 0, after making each at least 2-d. `jnp.row_stack` is the same function.
+
+    Args:
+        tup: a sequence of array-likes.
+        dtype: the result dtype (default: the promoted dtype).
+
+    Returns:
+        The concatenated array.
+
+    Raises:
+        TypeError: if the shapes differ off axis 0.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.vstack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+    """
     arrs = [atleast_2d(a) for a in tup]  # one call per array, as JAX stages it
     return concatenate(arrs, 0, dtype=dtype)
 
@@ -215,11 +505,44 @@ row_stack = vstack
 
 
 def dstack(tup, dtype=None):
+    """Joins arrays along the third axis, after making each at least 3-d.
+
+    Args:
+        tup: a sequence of array-likes.
+        dtype: the result dtype (default: the promoted dtype).
+
+    Returns:
+        The concatenated array (at least 3-d).
+
+    Raises:
+        TypeError: if the shapes differ off axis 2.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.dstack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[[1, 3],
+            [2, 4]]], dtype=int32)
+    """
     arrs = [atleast_3d(a) for a in tup]  # one call per array, as JAX stages it
     return concatenate(arrs, 2, dtype=dtype)
 
 
 def column_stack(tup):
+    """Joins 1-d arrays as the columns of a 2-d array (2-d inputs are joined along axis 1 as they are).
+
+    Args:
+        tup: a sequence of array-likes: 1-d vectors of one length N, or 2-d arrays of N rows.
+
+    Returns:
+        A 2-d array (for 1-d and 2-d inputs).
+
+    Raises:
+        TypeError: if the row counts differ.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.column_stack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
     arrs = [asarray_arg(a) for a in tup]
     arrs = [reshape(a, (-1, 1)) if core.get_aval(a).ndim < 2 else a for a in arrs]
     return concatenate(arrs, 1)
@@ -239,11 +562,46 @@ def _split_points(n: int, indices_or_sections, strict: bool) -> list[int]:
 
 
 def split(ary, indices_or_sections, axis: int = 0):
-    """Splits into equal sections (or at the given indices) along `axis`."""
+    """Splits `ary` along `axis` into equal sections, or at the given indices.
+
+    Args:
+        ary: array-like.
+        indices_or_sections: an int N (N equal sections) or a sequence of split indices (static Python ints).
+        axis: the axis to split.
+
+    Returns:
+        A list of arrays.
+
+    Raises:
+        ValueError: if N does not divide the axis length, N <= 0, or `axis` is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.split(jnp.arange(6), 3)
+    [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32), Array([4, 5], dtype=int32)]
+    >>> jnp.split(jnp.arange(5), [1, 3])
+    [Array([0], dtype=int32), Array([1, 2], dtype=int32), Array([3, 4], dtype=int32)]
+    """
     return _split(ary, indices_or_sections, axis, strict=True)
 
 
 def array_split(ary, indices_or_sections, axis: int = 0):
+    """As `split`, but N sections need not divide the axis: the first `len % N` sections get one extra element.
+
+    Args:
+        ary: array-like.
+        indices_or_sections: an int N or a sequence of split indices.
+        axis: the axis to split.
+
+    Returns:
+        A list of arrays.
+
+    Raises:
+        ValueError: if N <= 0 or `axis` is out of bounds.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.array_split(jnp.arange(5), 3)
+    [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32), Array([4], dtype=int32)]
+    """
     return _split(ary, indices_or_sections, axis, strict=False)
 
 
@@ -261,16 +619,56 @@ def _split(ary, indices_or_sections, axis, strict):
 
 
 def hsplit(ary, indices_or_sections):
+    """`split` along axis 1 (axis 0 for 1-d arrays).
+
+    Args:
+        ary: array-like.
+        indices_or_sections: as for `split`.
+
+    Returns:
+        A list of arrays.
+
+    Raises:
+        ValueError: as for `split`.
+
+    >>> import fluxion.numpy as jnp
+    >>> [x.shape for x in jnp.hsplit(jnp.zeros((2, 4)), 2)]
+    [(2, 2), (2, 2)]
+    """
     ary = asarray_arg(ary)
     return split(ary, indices_or_sections, 0 if core.get_aval(ary).ndim == 1 else 1)
 
 
 def vsplit(ary, indices_or_sections):
+    """`split` along axis 0.
+
+    Args:
+        ary: array-like.
+        indices_or_sections: as for `split`.
+
+    Returns:
+        A list of arrays.
+
+    Raises:
+        ValueError: as for `split`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.vsplit(jnp.array([[1, 2], [3, 4]]), 2)
+    [Array([[1, 2]], dtype=int32), Array([[3, 4]], dtype=int32)]
+    """
     return split(ary, indices_or_sections, 0)
 
 
 def tile(A, reps):
-    """Repeats `A` `reps` times per dimension."""
+    """Repeats `A` `reps` times per dimension.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tile(jnp.array([1, 2]), 2)
+    Array([1, 2, 1, 2], dtype=int32)
+    >>> jnp.tile(jnp.array([1, 2]), (2, 1))
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+    """
     A = asarray_arg(A, "tile")
     reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
     shape = _shape(A)
@@ -285,7 +683,14 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
-    """Repeats each element `repeats` times along `axis` (static repeats)."""
+    """Repeats each element `repeats` times along `axis` (static repeats).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.repeat(jnp.array([1, 2]), 2)
+    Array([1, 1, 2, 2], dtype=int32)
+    >>> jnp.repeat(jnp.array([[1, 2]]), jnp.array([1, 2]), axis=1)
+    Array([[1, 2, 2]], dtype=int32)
+    """
     a = asarray_arg(a, "repeat")
     if axis is None:
         a = ravel(a)
@@ -312,20 +717,92 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
 
 @staged_as_call("_flip")
 def flip(m, axis=None):
+    """`a` with the order of elements reversed along `axis` (all axes when None).
+
+    Args:
+        m: array-like.
+        axis: None, an int or a tuple of ints.
+
+    Returns:
+        An array of `m`'s shape and dtype (a new array, not a view).
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.flip(jnp.array([[1, 2], [3, 4]]))
+    Array([[4, 3],
+           [2, 1]], dtype=int32)
+    >>> jnp.flip(jnp.array([[1, 2], [3, 4]]), axis=1)
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+    """
     m = asarray_arg(m, "flip")
     return st.rev(m, canonicalize_axes(axis, core.get_aval(m).ndim))
 
 
 def fliplr(m):
+    """`m` reversed along axis 1 (left/right).
+
+    Args:
+        m: array-like with at least 2 dimensions.
+
+    Returns:
+        An array of `m`'s shape.
+
+    Raises:
+        ValueError: if `m` has fewer than 2 dimensions.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.fliplr(jnp.array([[1, 2], [3, 4]]))
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+    """
     return flip(m, 1)
 
 
 def flipud(m):
+    """`m` reversed along axis 0 (up/down).
+
+    Args:
+        m: array-like with at least 1 dimension.
+
+    Returns:
+        An array of `m`'s shape.
+
+    Raises:
+        ValueError: if `m` is 0-d.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.flipud(jnp.array([[1, 2], [3, 4]]))
+    Array([[3, 4],
+           [1, 2]], dtype=int32)
+    """
     return flip(m, 0)
 
 
 def roll(a, shift, axis=None):
-    """Rolls elements along `axis` (over the flattened array if None); static shifts."""
+    """Shifts the elements of `a` cyclically by `shift` along `axis` (over the flattened array when None).
+
+    Args:
+        a: array-like.
+        shift: an int or a tuple of ints (one per axis). Differs from JAX: shifts must be static Python ints;
+            JAX also accepts traced shifts.
+        axis: None, an int or a tuple of ints.
+
+    Returns:
+        An array of `a`'s shape.
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.roll(jnp.arange(5), 2)
+    Array([3, 4, 0, 1, 2], dtype=int32)
+    >>> jnp.roll(jnp.array([[1, 2], [3, 4]]), 1, axis=0)
+    Array([[3, 4],
+           [1, 2]], dtype=int32)
+    """
     a = asarray_arg(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _shape(a))
@@ -346,6 +823,21 @@ def roll(a, shift, axis=None):
 
 @staged_as_call("rot90")
 def rot90(m, k: int = 1, axes=(0, 1)):
+    """Rotates `m` by 90 degrees `k` times in the plane of `axes`, from the first axis towards the second.
+
+    Args:
+        m: array-like with at least 2 dimensions.
+        k: the number of quarter turns (any int; negative turns the other way).
+        axes: the two axes of the rotation plane.
+
+    Returns:
+        An array (its two plane axes swapped for odd `k`).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.rot90(jnp.array([[1, 2], [3, 4]]))
+    Array([[2, 4],
+           [1, 3]], dtype=int32)
+    """
     m = asarray_arg(m)
     k %= 4
     a0, a1 = axes
@@ -360,7 +852,18 @@ def rot90(m, k: int = 1, axes=(0, 1)):
 
 @staged_as_call("_pad")
 def pad(array, pad_width, mode: str = "constant", **kwargs):
-    """Pads `array`; modes 'constant' (constant_values), 'edge', 'reflect', 'symmetric', 'wrap'."""
+    """Pads `array`; modes 'constant' (constant_values), 'edge', 'reflect', 'symmetric', 'wrap'.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.pad(jnp.array([1, 2]), (1, 2))
+    Array([0, 1, 2, 0, 0], dtype=int32)
+    >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode='reflect')
+    Array([3, 2, 1, 2, 3, 2, 1], dtype=int32)
+    >>> jnp.pad(jnp.array([[1]]), 1, constant_values=9)
+    Array([[9, 9, 9],
+           [9, 1, 9],
+           [9, 9, 9]], dtype=int32)
+    """
     array = asarray_arg(array, "pad")
     nd = core.get_aval(array).ndim
     pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2) if np.ndim(pad_width) else
@@ -411,7 +914,25 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
 
 @staged_as_call("diagonal")
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
-    """The `offset` diagonal of the 2-D sub-arrays over axis1/axis2 (moved to the last dimension)."""
+    """The `offset` diagonal of `a` over `axis1`/`axis2`; that diagonal becomes the last dimension.
+
+    Args:
+        a: array-like with at least 2 dimensions.
+        offset: 0 for the main diagonal, > 0 above it, < 0 below it.
+        axis1, axis2: the axes of the 2-d sub-arrays.
+
+    Returns:
+        An array of the remaining dimensions plus one of the diagonal's length (a copy, not NumPy's read-only view).
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.diagonal(jnp.array([[1, 2], [3, 4]]))
+    Array([1, 4], dtype=int32)
+    >>> jnp.diagonal(jnp.array([[1, 2], [3, 4]]), offset=1)
+    Array([2], dtype=int32)
+    """
     a = asarray_arg(a, "diagonal")
     nd = core.get_aval(a).ndim
     a1, a2 = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
@@ -427,6 +948,25 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
 
 @staged_as_call("_diag")
 def diag(v, k: int = 0):
+    """For 1-d `v`, a square matrix with `v` on its `k`-th diagonal; for 2-d `v`, its `k`-th diagonal.
+
+    Args:
+        v: a 1-d or 2-d array-like.
+        k: the diagonal offset (> 0 above the main diagonal, < 0 below).
+
+    Returns:
+        A 2-d array of size `len(v) + |k|` for 1-d `v`; a 1-d array for 2-d `v`.
+
+    Raises:
+        ValueError: if `v` is not 1-d or 2-d.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.diag(jnp.array([1, 2]))
+    Array([[1, 0],
+           [0, 2]], dtype=int32)
+    >>> jnp.diag(jnp.array([[1, 2], [3, 4]]), k=1)
+    Array([2], dtype=int32)
+    """
     v = asarray_arg(v, "diag")
     shape = _shape(v)
     if len(shape) == 1:
@@ -445,6 +985,24 @@ def diag(v, k: int = 0):
 
 @staged_as_call("trace")
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+    """The sum of the `offset` diagonal of `a` over `axis1`/`axis2`.
+
+    Args:
+        a: array-like with at least 2 dimensions.
+        offset, axis1, axis2: as for `diagonal`.
+        dtype: the accumulation dtype (default as `sum`: bool and narrow ints widen to int32).
+        out: accepted and ignored.
+
+    Returns:
+        An array of the remaining dimensions.
+
+    Raises:
+        ValueError: if an axis is out of bounds for `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
+    Array(5, dtype=int32)
+    """
     from .reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
@@ -460,6 +1018,24 @@ def _tri_mask(shape, k, lower):
 
 @staged_as_call("tril")
 def tril(m, k: int = 0):
+    """The lower triangle of `m`: entries above the `k`-th diagonal set to zero.
+
+    Args:
+        m: array-like with at least 2 dimensions (the last two are the matrix; leading ones are batch dims).
+        k: the diagonal offset; entries with `col > row + k` become 0.
+
+    Returns:
+        An array of `m`'s shape and dtype.
+
+    Raises:
+        IndexError: for input of fewer than 2 dimensions (NumPy broadcasts 1-d input as a row; JAX raises
+            ValueError).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tril(jnp.array([[1, 2], [3, 4]]))
+    Array([[1, 0],
+           [3, 4]], dtype=int32)
+    """
     m = asarray_arg(m, "tril")
     shape = _shape(m)
     return ew.select_n(_tri_mask(shape, k, True), st.full(shape, 0, core.get_aval(m).dtype), m)
@@ -467,12 +1043,47 @@ def tril(m, k: int = 0):
 
 @staged_as_call("triu")
 def triu(m, k: int = 0):
+    """The upper triangle of `m`: entries below the `k`-th diagonal set to zero.
+
+    Args:
+        m: array-like with at least 2 dimensions (the last two are the matrix).
+        k: the diagonal offset; entries with `col < row + k` become 0.
+
+    Returns:
+        An array of `m`'s shape and dtype.
+
+    Raises:
+        IndexError: for input of fewer than 2 dimensions (NumPy broadcasts 1-d input as a row; JAX raises
+            ValueError).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.triu(jnp.array([[1, 2], [3, 4]]), k=1)
+    Array([[0, 2],
+           [0, 0]], dtype=int32)
+    """
     m = asarray_arg(m, "triu")
     shape = _shape(m)
     return ew.select_n(_tri_mask(shape, k, False), st.full(shape, 0, core.get_aval(m).dtype), m)
 
 
 def astype(x, dtype, *, copy: bool = False, device=None):
+    """`x` converted to `dtype` (values cast as `lax.convert_element_type` does).
+
+    Args:
+        x: array-like.
+        dtype: the target dtype; 64-bit dtypes are canonicalized to 32-bit ones without x64, as in JAX.
+        copy: accepted and ignored (a new immutable array is returned either way).
+        device: accepted and ignored (everything runs on the CPU).
+
+    Returns:
+        An array of `x`'s shape in `dtype`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
+    Array([ 1, -1], dtype=int32)
+    >>> jnp.astype(jnp.array([0, 2]), bool)
+    Array([False,  True], dtype=bool)
+    """
     x = asarray_arg(x, "astype")
     return ew.convert_element_type(x, dtype)
 
@@ -482,20 +1093,80 @@ def _bitcast_view(x, dtype):
 
 
 def shape(a) -> tuple:
+    """The shape of `a` as a tuple (works on Arrays, tracers, NumPy arrays, scalars and nested lists).
+
+    Args:
+        a: any array-like.
+
+    Returns:
+        A tuple of ints (static under jit).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.shape(jnp.zeros((2, 3)))
+    (2, 3)
+    >>> jnp.shape(5.0)
+    ()
+    """
     return tuple(core.get_aval(a).shape) if isinstance(a, (Array, Tracer)) else np.shape(a)
 
 
 def ndim(a) -> int:
+    """The number of dimensions of `a`.
+
+    Args:
+        a: any array-like.
+
+    Returns:
+        An int (static under jit).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ndim(jnp.zeros((2, 3)))
+    2
+    """
     return core.get_aval(a).ndim if isinstance(a, (Array, Tracer)) else np.ndim(a)
 
 
 def size(a, axis=None) -> int:
+    """The number of elements of `a`, or its length along `axis`.
+
+    Args:
+        a: any array-like.
+        axis: None or an int.
+
+    Returns:
+        An int (static under jit).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.size(jnp.zeros((2, 3)))
+    6
+    >>> jnp.size(jnp.zeros((2, 3)), 1)
+    3
+    """
     s = shape(a)
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
 @staged_as_call("append")
 def append(arr, values, axis=None):
+    """`values` appended to `arr`: flattened when `axis` is None, else concatenated along `axis`.
+
+    Args:
+        arr, values: array-likes (promoted to one dtype with JAX's rules).
+        axis: None or the joining axis (then the shapes must match off it).
+
+    Returns:
+        A new array (the inputs are unchanged).
+
+    Raises:
+        TypeError: if the shapes differ off `axis`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.append(jnp.array([[1, 2]]), jnp.array([3]))
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.append(jnp.array([[1, 2]]), jnp.array([[3, 4]]), axis=0)
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+    """
     if axis is None:
         return concatenate([ravel(asarray_arg(arr)), ravel(asarray_arg(values))])
     return concatenate([arr, values], axis)

@@ -41,7 +41,17 @@ def _axis_or_flat(a, axis):
 
 @staged_as_call("sort")
 def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False):
-    """Sorted copy of `a` along `axis` (flattened if None); NaNs last; stable."""
+    """Sorted copy of `a` along `axis` (flattened if None); NaNs last; stable.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sort(jnp.array([3.0, jnp.nan, 1.0, 2.0]))
+    Array([ 1.,  2.,  3., nan], dtype=float32)
+    >>> jnp.sort(jnp.array([[3, 1], [2, 4]]), axis=0)
+    Array([[2, 1],
+           [3, 4]], dtype=int32)
+    >>> jnp.sort(jnp.array([3, 1, 2]), descending=True)
+    Array([3, 2, 1], dtype=int32)
+    """
     if order is not None:
         raise TypeError("The 'order' argument to jnp.sort is not supported.")
     a, axis = _axis_or_flat(asarray_arg(a, "sort"), axis)
@@ -54,7 +64,14 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
 
 @staged_as_call("argsort")
 def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False):
-    """Indices that sort `a` along `axis` (stable; with `descending`, ties keep their original order)."""
+    """Indices that sort `a` along `axis` (stable; with `descending`, ties keep their original order).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.argsort(jnp.array([3, 1, 2]))
+    Array([1, 2, 0], dtype=int32)
+    >>> jnp.argsort(jnp.array([1, 3, 1]), descending=True)
+    Array([1, 0, 2], dtype=int32)
+    """
     if order is not None:
         raise TypeError("The 'order' argument to jnp.argsort is not supported.")
     a, axis = _axis_or_flat(asarray_arg(a, "argsort"), axis)
@@ -73,7 +90,14 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
 
 @staged_as_call("lexsort")
 def lexsort(keys: Sequence, axis: int = -1):
-    """Indirect stable sort by several keys; the *last* key is the primary one (as NumPy)."""
+    """Indirect stable sort by several keys; the *last* key is the primary one (as NumPy).
+
+    >>> import fluxion.numpy as jnp
+    >>> surnames = jnp.array([1, 0, 1])
+    >>> first = jnp.array([2, 5, 1])
+    >>> jnp.lexsort((first, surnames))
+    Array([1, 2, 0], dtype=int32)
+    """
     keys = [asarray_arg(k, "lexsort") for k in keys]
     if not keys:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
@@ -95,6 +119,13 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
 
     Raises:
       ValueError: `a` is not 1-d, or an unknown side/method.
+
+    >>> import fluxion.numpy as jnp
+    >>> a = jnp.array([1, 2, 2, 3])
+    >>> jnp.searchsorted(a, jnp.array([2, 4]))
+    Array([1, 4], dtype=int32)
+    >>> jnp.searchsorted(a, 2, side='right')
+    Array(3, dtype=int32)
     """
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
@@ -126,7 +157,14 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
 
 
 def digitize(x, bins, right: bool = False, *, method: str | None = None):
-    """Index of the bin of each `x` for monotonic 1-d `bins` (increasing or decreasing), as np.digitize."""
+    """Index of the bin of each `x` for monotonic 1-d `bins` (increasing or decreasing), as np.digitize.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.digitize(jnp.array([0.5, 1.0, 2.5]), jnp.array([1.0, 2.0, 3.0]))
+    Array([0, 1, 2], dtype=int32)
+    >>> jnp.digitize(jnp.array([1.0]), jnp.array([1.0, 2.0]), right=True)
+    Array([0], dtype=int32)
+    """
     x = asarray_arg(x, "digitize")
     bins = asarray_arg(bins, "digitize")
     if core.get_aval(bins).ndim != 1:
@@ -159,6 +197,12 @@ def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple:
     Raises:
       ValueError: `a` is 0-d.
       ConcretizationTypeError: `size` is None and `a` is traced.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nonzero(jnp.array([[0, 1], [2, 0]]))
+    (Array([0, 1], dtype=int32), Array([1, 0], dtype=int32))
+    >>> jnp.nonzero(jnp.array([0, 5, 0, 7]), size=3, fill_value=-1)
+    (Array([ 1,  3, -1], dtype=int32),)
     """
     a = asarray_arg(a, "nonzero")
     shape = core.get_aval(a).shape
@@ -198,13 +242,24 @@ def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple:
 
 
 def flatnonzero(a, *, size: int | None = None, fill_value=None):
-    """Indices of the nonzero elements of the flattened `a` (see `nonzero` for size/fill_value)."""
+    """Indices of the nonzero elements of the flattened `a` (see `nonzero` for size/fill_value).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.flatnonzero(jnp.array([[0, 1], [2, 0]]))
+    Array([1, 2], dtype=int32)
+    """
     a = asarray_arg(a, "flatnonzero")
     return nonzero(st.reshape(a, (core.get_aval(a).size,)), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a, *, size: int | None = None, fill_value=None):
-    """(N, a.ndim) array of the indices of the nonzero elements of `a`."""
+    """(N, a.ndim) array of the indices of the nonzero elements of `a`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.argwhere(jnp.array([[0, 1], [2, 0]]))
+    Array([[0, 1],
+           [1, 0]], dtype=int32)
+    """
     a = asarray_arg(a, "argwhere")
     nd = core.get_aval(a).ndim
     cols = nonzero(a if nd else st.reshape(a, (1,)), size=size, fill_value=fill_value)
@@ -218,6 +273,13 @@ def compress(condition, a, axis: int | None = None, *, size: int | None = None, 
 
     Raises:
       ValueError: condition is not 1-d or has true entries past the axis length.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.compress(jnp.array([True, False, True]), jnp.array([10, 20, 30]))
+    Array([10, 30], dtype=int32)
+    >>> jnp.compress(jnp.array([False, True]), jnp.array([[1, 2], [3, 4]]), axis=1)
+    Array([[2],
+           [4]], dtype=int32)
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
@@ -244,7 +306,14 @@ def compress(condition, a, axis: int | None = None, *, size: int | None = None, 
 
 
 def extract(condition, arr, *, size: int | None = None, fill_value=0):
-    """Elements of the flattened `arr` where the flattened `condition` is nonzero."""
+    """Elements of the flattened `arr` where the flattened `condition` is nonzero.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.extract(jnp.array([[1, 0], [0, 1]]), jnp.array([[5, 6], [7, 8]]))
+    Array([5, 8], dtype=int32)
+    >>> jnp.extract(jnp.array([1, 0, 1]), jnp.array([5, 6, 7]), size=3, fill_value=-1)
+    Array([ 5,  7, -1], dtype=int32)
+    """
     cond = asarray_arg(condition, "extract")
     arr = asarray_arg(arr, "extract")
     cond = st.reshape(cond, (core.get_aval(cond).size,))

@@ -44,6 +44,11 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     Raises:
       ValueError: `m` or `y` has more than 2 dimensions; a weight is not 1-d of the number of observations.
       RuntimeError: `fweights` is not an integer array.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cov(jnp.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    Array([[ 1., -1.],
+           [-1.,  1.]], dtype=float32)
     """
     from .reductions import average, sum as _sum
     from .shape import atleast_2d, concatenate, squeeze
@@ -112,7 +117,12 @@ def _promote_inexact_keep_shapes(*args):
 @staged_as_call("corrcoef")
 def corrcoef(x, y=None, rowvar: bool = True):
     """Pearson correlation coefficients: `cov(x, y, rowvar)` normalized by the standard deviations, clipped to
-    [-1, 1] (real and imaginary parts separately for complex input). A single variable gives `c / c` (1 or NaN)."""
+    [-1, 1] (real and imaginary parts separately for complex input). A single variable gives `c / c` (1 or NaN).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.corrcoef(jnp.array([1.0, 2.0, 3.0]), jnp.array([2.0, 4.0, 7.0]))[0, 1] > 0.99
+    Array(True, dtype=bool)
+    """
     from .shape import diag
     from .ufuncs import clip, real, sqrt, true_divide
     c = cov(x, y, rowvar)
@@ -135,7 +145,12 @@ def corrcoef(x, y=None, rowvar: bool = True):
 
 @staged_as_call("nanprod")
 def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
-    """Product over `axis` treating NaNs as 1."""
+    """Product over `axis` treating NaNs as 1.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0]))
+    Array(6., dtype=float32)
+    """
     from .reductions import prod
     a = arraylike_arg(a, "nanprod")
     return prod(_replace_nan(a, 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
@@ -154,14 +169,24 @@ def _nanarg(name, fn, fill, a, axis, keepdims):
 
 @staged_as_call("_nanargmax")
 def nanargmax(a, axis=None, out=None, keepdims=None):
-    """Index of the maximum ignoring NaNs; -1 where a slice is all NaN (NumPy raises there)."""
+    """Index of the maximum ignoring NaNs; -1 where a slice is all NaN (NumPy raises there).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanargmax(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1)
+    Array([ 0, -1], dtype=int32)
+    """
     from .reductions import argmax
     return _nanarg("nanargmax", argmax, -np.inf, a, axis, keepdims)
 
 
 @staged_as_call("_nanargmin")
 def nanargmin(a, axis=None, out=None, keepdims=None):
-    """Index of the minimum ignoring NaNs; -1 where a slice is all NaN (NumPy raises there)."""
+    """Index of the minimum ignoring NaNs; -1 where a slice is all NaN (NumPy raises there).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanargmin(jnp.array([jnp.nan, 2.0, 1.0]))
+    Array(2, dtype=int32)
+    """
     from .reductions import argmin
     return _nanarg("nanargmin", argmin, np.inf, a, axis, keepdims)
 
@@ -169,7 +194,12 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 @staged_as_call("nanvar")
 def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, where=None):
     """Variance over `axis` of the non-NaN elements, with `ddof` delta degrees of freedom; NaN where fewer than
-    `ddof + 1` values remain. Complex input gives a real result."""
+    `ddof + 1` values remain. Complex input gives a real result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanvar(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(1., dtype=float32)
+    """
     from .reductions import sum as _sum
     from .ufuncs import isnan, less_equal, logical_not, subtract, true_divide, where as jwhere
     if out is not None:
@@ -199,7 +229,12 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
 
 @staged_as_call("nanstd")
 def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, where=None):
-    """Standard deviation of the non-NaN elements: `sqrt(nanvar(...))`."""
+    """Standard deviation of the non-NaN elements: `sqrt(nanvar(...))`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(1., dtype=float32)
+    """
     return ew.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where))
 
 
@@ -215,19 +250,33 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False, method
 
     Raises:
       ValueError: an unknown method, or `out`/`overwrite_input` given (JAX rejects them too).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanquantile(jnp.array([1.0, jnp.nan, 3.0, 5.0]), 0.5)
+    Array(3., dtype=float32)
     """
     return _quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims, 1)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False):
-    """`nanquantile` with `q` in percent."""
+    """`nanquantile` with `q` in percent.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanpercentile(jnp.array([1.0, jnp.nan, 3.0]), jnp.array([0, 100]))
+    Array([1., 3.], dtype=float32)
+    """
     return _quantile("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims, 100)
 
 
 @staged_as_call("nanmedian")
 def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
-    """The median of the non-NaN elements along `axis` (NaN for an all-NaN slice)."""
+    """The median of the non-NaN elements along `axis` (NaN for an all-NaN slice).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nanmedian(jnp.array([[1.0, jnp.nan, 4.0], [jnp.nan, jnp.nan, jnp.nan]]), axis=1)
+    Array([2.5, nan], dtype=float32)
+    """
     return _quantile("nanmedian", a, 0.5, axis, out, overwrite_input, "linear", keepdims, 1)
 
 

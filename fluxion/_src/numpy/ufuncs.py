@@ -2,6 +2,18 @@
 
 Each wrapper promotes its arguments with JAX's lattice and broadcasts them, then binds one primitive (or a short
 composition). Transcendental functions of integers compute in the default float dtype, as in JAX.
+
+Conventions of every function here (the docstrings do not repeat them):
+
+- Arguments are array-likes: fluxion Arrays, tracers, NumPy arrays and scalars, Python scalars. Other values
+  raise TypeError naming the function. Differs from JAX: Python lists and tuples are accepted (converted as
+  `jnp.asarray` would), where JAX raises TypeError.
+- Binary functions broadcast with NumPy's rules (ValueError naming both shapes otherwise) and promote with JAX's
+  type lattice, in which Python scalars are weakly typed: `float32_array * 2.0` stays float32 and
+  `int8_array + 1` stays int8 (where NumPy 2 would overflow-check the scalar).
+- Results are new immutable Arrays: there is no `out=`, `where=`, `casting=` or `dtype=` keyword, and no in-place
+  update. Without x64 mode the default float dtype is float32 and the default integer dtype int32, as in JAX.
+- Under `fluxion.jit` each function traces to the same primitives; shapes are static.
 """
 
 from __future__ import annotations
@@ -30,7 +42,25 @@ def _binary(prim, name, x, y):
 
 
 def add(x, y, /):
-    """`x + y` elementwise, with NumPy broadcasting and JAX dtype promotion (bool inputs: logical or)."""
+    """`x + y`, elementwise; for bool inputs the logical OR (as NumPy and JAX define `+` on bools).
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    Integer overflow wraps around (int8: 127 + 1 == -128).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.add(jnp.array([1, 2], dtype=jnp.int8), 100)
+    Array([101, 102], dtype=int8)
+    >>> jnp.add(jnp.array([True, False]), jnp.array([True, False]))
+    Array([ True, False], dtype=bool)
+    """
     if _same_array_pair(x, y) and x._value.dtype != np.bool_:
         return ew.add_p.bind(x, y)
     x, y = promote_args("add", x, y)
@@ -40,12 +70,42 @@ def add(x, y, /):
 
 
 def subtract(x, y, /):
-    """`x - y` elementwise (broadcasting, promotion)."""
+    """`x - y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+        TypeError: for two bool arguments (as in NumPy and JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.subtract(jnp.array([5.0, 1.0]), 2)
+    Array([ 3., -1.], dtype=float32)
+    """
     return _binary(ew.sub_p, "subtract", x, y)
 
 
 def multiply(x, y, /):
-    """`x * y` elementwise (bool inputs: logical and)."""
+    """`x * y`, elementwise; for bool inputs the logical AND.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.multiply(jnp.array([1.5, 2.0]), jnp.array([[2.0], [3.0]]))
+    Array([[3. , 4. ],
+           [4.5, 6. ]], dtype=float32)
+    """
     if _same_array_pair(x, y) and x._value.dtype != np.bool_:
         return ew.mul_p.bind(x, y)
     x, y = promote_args("multiply", x, y)
@@ -55,7 +115,24 @@ def multiply(x, y, /):
 
 
 def true_divide(x, y, /):
-    """`x / y` elementwise; integer inputs divide in the default float dtype."""
+    """`x / y`, elementwise; integer and bool inputs divide in the default float dtype (float32). `jnp.divide` is the
+    same function.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An inexact array of the broadcast shape; division by zero gives +-inf or nan (no warning).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.true_divide(jnp.array([1, 2, 3]), 2)
+    Array([0.5, 1. , 1.5], dtype=float32)
+    >>> jnp.divide(1.0, jnp.array([0.0]))
+    Array([inf], dtype=float32)
+    """
     if _same_array_pair(x, y) and dtypes.is_inexact(x._value.dtype):
         return ew.div_p.bind(x, y)
     x, y = promote_args_inexact("true_divide", x, y)
@@ -67,11 +144,27 @@ divide = true_divide
 
 @staged_as_call("floor_divide")
 def floor_divide(x, y, /):
-    """`x // y`: rounds toward negative infinity (Python semantics).
+    """`x // y`, elementwise: the quotient rounded toward negative infinity (Python semantics).
 
-    Division by zero follows JAX: integers give the truncating quotient `lax.div` (-1 for signed, all ones for
-    unsigned) moved down by one where the signs of `x` and 0 differ and the remainder is nonzero, so `5 // 0` and
-    `-5 // 0` are -2 and `0 // 0` is -1; floats give +-inf or nan. Complex inputs raise TypeError."""
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. Float quotients are computed from `x - fmod(x, y)`, as
+        CPython does, so `1.0 // 0.1` is 9.0. Division by zero follows JAX: for integers the truncating quotient of
+        `lax.div` (-1 for signed, all ones for unsigned) adjusted down by one where the signs differ, so `5 // 0` and
+        `-5 // 0` are -2 and `0 // 0` is -1; floats give +-inf or nan.
+
+    Raises:
+        TypeError: for bool or complex inputs.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.floor_divide(jnp.array([7, -7]), 2)
+    Array([ 3, -4], dtype=int32)
+    >>> jnp.floor_divide(jnp.array([1.0]), 0.1)
+    Array([9.], dtype=float32)
+    """
     x, y = promote_args("floor_divide", x, y)
     dt = core.get_aval(x).dtype
     if dt == dtypes.bool_:
@@ -109,7 +202,23 @@ def _int_divisor(x, y):
 
 @staged_as_call("remainder")
 def remainder(x, y, /):
-    """`x % y` with the sign of the divisor (Python/NumPy semantics); integer `x % 0` is 0 as in JAX."""
+    """`x % y`, elementwise, with the sign of the divisor (Python/NumPy semantics). `jnp.mod` is the same function.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype; integer `x % 0` is 0, as in JAX.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.remainder(jnp.array([7, -7]), 3)
+    Array([1, 2], dtype=int32)
+    >>> jnp.mod(jnp.array([7.5]), -2.0)
+    Array([-0.5], dtype=float32)
+    """
     x, y = promote_args("remainder", x, y)
     y = _int_divisor(x, y)
     r = ew.rem(x, y)
@@ -123,14 +232,43 @@ mod = remainder
 
 @staged_as_call("fmod")
 def fmod(x, y, /):
-    """C-style remainder (sign of the dividend); integer `fmod(x, 0)` is 0 as in JAX."""
+    """The C-style remainder of `x / y`, elementwise: it has the sign of the dividend `x`.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype; integer `fmod(x, 0)` is 0, as in JAX.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.fmod(jnp.array([7, -7]), 3)
+    Array([ 1, -1], dtype=int32)
+    """
     x, y = promote_args("fmod", x, y)
     return ew.rem(x, _int_divisor(x, y))
 
 
 @staged_as_call("divmod")
 def divmod(x, y, /):  # noqa: A001
-    """`(x // y, x % y)` elementwise, each as `floor_divide` and `remainder` define it."""
+    """`(x // y, x % y)`, elementwise, as `floor_divide` and `remainder` compute them.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules (Python scalars are weakly typed).
+
+    Returns:
+        A pair of arrays of the broadcast shape in the promoted dtype.
+
+    Raises:
+        TypeError: for bool or complex inputs.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.divmod(jnp.array([7, -7]), 3)
+    (Array([ 2, -3], dtype=int32), Array([1, 2], dtype=int32))
+    """
     x, y = promote_args("divmod", x, y)
     if dtypes.is_float(core.get_aval(x).dtype):
         return _float_divmod(x, y)
@@ -152,7 +290,33 @@ def _full_like(x, value):
 
 
 def power(x, y, /):
-    """`x ** y` elementwise. A static Python integer exponent lowers to `integer_pow`."""
+    """`x ** y`, elementwise. `jnp.pow` and `jnp.float_power` are the same function.
+
+    Args:
+        x: the base, array-like.
+        y: the exponent. A static Python int lowers to `lax.integer_pow` (exact repeated multiplication, and no
+            promotion of `x`); a float `x` with an integer-array `y` is not promoted either (so the derivative at
+            `x == 0` for `y == 0` is 0, as in JAX); otherwise both are broadcast and promoted with JAX's rules and
+            integer powers are computed by repeated squaring.
+
+    Returns:
+        An array of the broadcast shape.
+
+    Raises:
+        ValueError: for an integer `x` with a negative static integer exponent.
+        ValueError: if the shapes do not broadcast.
+
+    Differs from NumPy and JAX: `float_power` does not convert to a floating dtype (NumPy computes it in float64, JAX in
+    the default float dtype).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.power(jnp.array([2, 3]), 3)
+    Array([ 8, 27], dtype=int32)
+    >>> jnp.power(jnp.array([4.0, 9.0]), 0.5)
+    Array([2., 3.], dtype=float32)
+    >>> jnp.float_power(jnp.array([2]), 2)
+    Array([4], dtype=int32)
+    """
     if isinstance(y, int) and not isinstance(y, bool) and -(2 ** 31) <= y < 2 ** 31:
         x = asarray_arg(x, "power")
         dt = core.get_aval(x).dtype
@@ -217,30 +381,368 @@ def _unary(prim, name, x, inexact=True):
     return prim.bind(x)
 
 
-def negative(x, /): return _unary(ew.neg_p, "negative", x, inexact=False)
-def positive(x, /): return asarray_arg(x, "positive")
-def sign(x, /): return _unary(ew.sign_p, "sign", x, inexact=False)
-def exp(x, /): return _unary(ew.exp_p, "exp", x)
-def exp2(x, /): return _unary(ew.exp2_p, "exp2", x)
-def expm1(x, /): return _unary(ew.expm1_p, "expm1", x)
-def log(x, /): return _unary(ew.log_p, "log", x)
-def log1p(x, /): return _unary(ew.log1p_p, "log1p", x)
-def sqrt(x, /): return _unary(ew.sqrt_p, "sqrt", x)
-def cbrt(x, /): return _unary(ew.cbrt_p, "cbrt", x)
-def sin(x, /): return _unary(ew.sin_p, "sin", x)
-def cos(x, /): return _unary(ew.cos_p, "cos", x)
-def tan(x, /): return _unary(ew.tan_p, "tan", x)
-def arcsin(x, /): return _unary(ew.asin_p, "arcsin", x)
-def arccos(x, /): return _unary(ew.acos_p, "arccos", x)
-def arctan(x, /): return _unary(ew.atan_p, "arctan", x)
-def sinh(x, /): return _unary(ew.sinh_p, "sinh", x)
-def cosh(x, /): return _unary(ew.cosh_p, "cosh", x)
-def tanh(x, /): return _unary(ew.tanh_p, "tanh", x)
-def arcsinh(x, /): return _unary(ew.asinh_p, "arcsinh", x)
+def negative(x, /):
+    """Negation `-x`, elementwise.
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Unsigned integers wrap around modulo 2**bits, as in NumPy and JAX.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.negative(jnp.array([1, -2, 0]))
+    Array([-1,  2,  0], dtype=int32)
+    """
+    return _unary(ew.neg_p, "negative", x, inexact=False)
+def positive(x, /):
+    """`+x`: returns `x` as an array (no copy is needed, arrays are immutable).
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.positive(jnp.array([1.5, -2.0]))
+    Array([ 1.5, -2. ], dtype=float32)
+    """
+    return asarray_arg(x, "positive")
+def sign(x, /):
+    """The sign of `x`, elementwise: -1, 0 or +1 in `x`'s dtype (nan for nan).
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    For complex `x` the result is `x / |x|` (0 at 0), as in JAX and NumPy 2.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sign(jnp.array([-3.0, 0.0, 2.5]))
+    Array([-1.,  0.,  1.], dtype=float32)
+    """
+    return _unary(ew.sign_p, "sign", x, inexact=False)
+def exp(x, /):
+    """The natural exponential `e**x`, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.exp(jnp.array([0.0, 1.0]))
+    Array([1.      , 2.718282], dtype=float32)
+    """
+    return _unary(ew.exp_p, "exp", x)
+def exp2(x, /):
+    """`2**x`, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.exp2(jnp.array([0, 3, -1]))
+    Array([1. , 8. , 0.5], dtype=float32)
+    """
+    return _unary(ew.exp2_p, "exp2", x)
+def expm1(x, /):
+    """`exp(x) - 1`, elementwise, accurate for `x` near zero.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.expm1(jnp.array([0.0, 1e-10]))
+    Array([0.e+00, 1.e-10], dtype=float32)
+    """
+    return _unary(ew.expm1_p, "expm1", x)
+def log(x, /):
+    """The natural logarithm, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    log(0) is -inf and the log of a negative real is nan (no warning is emitted, unlike NumPy).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.log(jnp.array([1.0, 0.0, -1.0]))
+    Array([  0., -inf,  nan], dtype=float32)
+    """
+    return _unary(ew.log_p, "log", x)
+def log1p(x, /):
+    """`log(1 + x)`, elementwise, accurate for `x` near zero.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.log1p(jnp.array([0.0, 1e-10]))
+    Array([0.e+00, 1.e-10], dtype=float32)
+    """
+    return _unary(ew.log1p_p, "log1p", x)
+def sqrt(x, /):
+    """The non-negative square root, elementwise (nan for negative reals).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sqrt(jnp.array([4, 9, 2]))
+    Array([2.       , 3.       , 1.4142135], dtype=float32)
+    """
+    return _unary(ew.sqrt_p, "sqrt", x)
+def cbrt(x, /):
+    """The real cube root, elementwise (negative for negative `x`).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cbrt(jnp.array([8.0, -27.0]))
+    Array([ 2.       , -2.9999998], dtype=float32)
+    """
+    return _unary(ew.cbrt_p, "cbrt", x)
+def sin(x, /):
+    """Sine of `x` in radians, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sin(jnp.array([0.0, 1.0]))
+    Array([0.      , 0.841471], dtype=float32)
+    """
+    return _unary(ew.sin_p, "sin", x)
+def cos(x, /):
+    """Cosine of `x` in radians, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cos(jnp.array([0.0, 1.0]))
+    Array([1.       , 0.5403023], dtype=float32)
+    """
+    return _unary(ew.cos_p, "cos", x)
+def tan(x, /):
+    """Tangent of `x` in radians, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tan(jnp.array([0.0, 1.0]))
+    Array([0.       , 1.5574077], dtype=float32)
+    """
+    return _unary(ew.tan_p, "tan", x)
+def arcsin(x, /):
+    """Inverse sine in radians, elementwise (nan outside [-1, 1] for real inputs).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.asin` is the same function (Array API name).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arcsin(jnp.array([0.0, 1.0]))
+    Array([0.       , 1.5707964], dtype=float32)
+    """
+    return _unary(ew.asin_p, "arcsin", x)
+def arccos(x, /):
+    """Inverse cosine in radians, elementwise (nan outside [-1, 1] for real inputs).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.acos` is the same function (Array API name).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arccos(jnp.array([1.0, 0.0]))
+    Array([0.       , 1.5707964], dtype=float32)
+    """
+    return _unary(ew.acos_p, "arccos", x)
+def arctan(x, /):
+    """Inverse tangent in radians, elementwise, in (-pi/2, pi/2).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.atan` is the same function (Array API name).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arctan(jnp.array([0.0, 1.0]))
+    Array([0.       , 0.7853982], dtype=float32)
+    """
+    return _unary(ew.atan_p, "arctan", x)
+def sinh(x, /):
+    """Hyperbolic sine, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sinh(jnp.array([0.0, 1.0]))
+    Array([0.       , 1.1752012], dtype=float32)
+    """
+    return _unary(ew.sinh_p, "sinh", x)
+def cosh(x, /):
+    """Hyperbolic cosine, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.cosh(jnp.array([0.0, 1.0]))
+    Array([1.       , 1.5430807], dtype=float32)
+    """
+    return _unary(ew.cosh_p, "cosh", x)
+def tanh(x, /):
+    """Hyperbolic tangent, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.tanh(jnp.array([0.0, 1.0]))
+    Array([0.       , 0.7615942], dtype=float32)
+    """
+    return _unary(ew.tanh_p, "tanh", x)
+def arcsinh(x, /):
+    """Inverse hyperbolic sine, elementwise.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.asinh` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arcsinh(jnp.array([0.0, 1.0]))
+    Array([0.       , 0.8813736], dtype=float32)
+    """
+    return _unary(ew.asinh_p, "arcsinh", x)
 @staged_as_call("arccosh")
-def arccosh(x, /): return _unary(ew.acosh_p, "arccosh", x)
-def arctanh(x, /): return _unary(ew.atanh_p, "arctanh", x)
-def conjugate(x, /): return asarray_arg(x) if not dtypes.is_complex(core.get_aval(asarray_arg(x)).dtype) \
+def arccosh(x, /):
+    """Inverse hyperbolic cosine, elementwise (nan below 1 for real inputs).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.acosh` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arccosh(jnp.array([1.0, 2.0]))
+    Array([0.      , 1.316958], dtype=float32)
+    """
+    return _unary(ew.acosh_p, "arccosh", x)
+def arctanh(x, /):
+    """Inverse hyperbolic tangent, elementwise (+-inf at +-1, nan beyond for real inputs).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.atanh` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arctanh(jnp.array([0.0, 0.5]))
+    Array([0.        , 0.54930615], dtype=float32)
+    """
+    return _unary(ew.atanh_p, "arctanh", x)
+def conjugate(x, /):
+    """Complex conjugate, elementwise; real inputs are returned unchanged (same dtype, as in JAX).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        An array of `x`'s shape and dtype. `jnp.conj` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.conjugate(jnp.array([1 + 2j, 3 - 1j]))
+    Array([1.-2.j, 3.+1.j], dtype=complex64)
+    >>> jnp.conj(jnp.array([1, 2]))
+    Array([1, 2], dtype=int32)
+    """
+    return asarray_arg(x) if not dtypes.is_complex(core.get_aval(asarray_arg(x)).dtype) \
     else _unary(ew.conj_p, "conjugate", x)
 
 
@@ -249,16 +751,58 @@ conj = conjugate
 
 
 def log2(x, /):
+    """The base-2 logarithm, elementwise (computed as `log(x) / log(2)`).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.log2(jnp.array([1, 8]))
+    Array([0., 3.], dtype=float32)
+    """
     x = _unary(ew.log_p, "log2", x)
     return ew.div(x, Array(np.asarray(np.log(2), core.get_aval(x).dtype), True))
 
 
 def log10(x, /):
+    """The base-10 logarithm, elementwise (computed as `log(x) / log(10)`).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.log10(jnp.array([1.0, 100.0]))
+    Array([0., 2.], dtype=float32)
+    """
     x = _unary(ew.log_p, "log10", x)
     return ew.div(x, Array(np.asarray(np.log(10), core.get_aval(x).dtype), True))
 
 
 def absolute(x, /):
+    """Absolute value (magnitude for complex), elementwise.
+
+    Args:
+        x: array-like of any dtype. Bool and unsigned inputs are returned unchanged.
+
+    Returns:
+        An array of `x`'s shape; `x`'s dtype, except that complex inputs give the matching real dtype
+        (complex64 -> float32). The most negative signed integer maps to itself (two's complement wrap), as in
+        NumPy. `jnp.abs` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.absolute(jnp.array([-2, 0, 3]))
+    Array([2, 0, 3], dtype=int32)
+    >>> jnp.abs(jnp.array([3 + 4j]))
+    Array([5.], dtype=float32)
+    """
     x = asarray_arg(x, "absolute")
     dt = core.get_aval(x).dtype
     if dt == dtypes.bool_ or dtypes.is_integer(dt) and dt.kind == "u":
@@ -270,15 +814,59 @@ abs = absolute  # noqa: A001
 
 
 def fabs(x, /):
+    """Absolute value for real inputs, elementwise, always in a floating dtype.
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    Differs from NumPy and JAX, which raise TypeError for complex input: a complex `x` gives its magnitude.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.fabs(jnp.array([-2, 3]))
+    Array([2., 3.], dtype=float32)
+    """
     return _unary(ew.abs_p, "fabs", x)
 
 
 def square(x, /):
+    """`x * x`, elementwise (lowered to `integer_pow(x, 2)`).
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Integers wrap on overflow. Differs from JAX: bool inputs raise TypeError (JAX returns them as int32).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.square(jnp.array([-3, 2]))
+    Array([9, 4], dtype=int32)
+    """
     x = asarray_arg(x, "square")
     return ew.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
+    """`1 / x`, elementwise, in `x`'s dtype.
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Differs from JAX: integer inputs stay integer and the quotient truncates toward zero (`1 / 2` is 0,
+    `1 / 0` is -1, as `lax.div` defines it), where JAX promotes integers to float32 (`0.5`, `inf`).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.reciprocal(jnp.array([2.0, 4.0]))
+    Array([0.5 , 0.25], dtype=float32)
+    """
     x = asarray_arg(x, "reciprocal")
     return ew.div(_one(x), x) if dtypes.is_inexact(core.get_aval(x).dtype) else ew.div(_one(x), x)
 
@@ -290,12 +878,56 @@ def _round_float(prim, name, x):
     return prim.bind(x)
 
 
-def floor(x, /): return _round_float(ew.floor_p, "floor", x)
-def ceil(x, /): return _round_float(ew.ceil_p, "ceil", x)
+def floor(x, /):
+    """The largest integer not greater than `x`, elementwise.
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Integer and bool inputs are returned unchanged (same dtype); floats stay floats, as in JAX.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.floor(jnp.array([-1.5, 0.5, 2.0]))
+    Array([-2.,  0.,  2.], dtype=float32)
+    """
+    return _round_float(ew.floor_p, "floor", x)
+def ceil(x, /):
+    """The smallest integer not less than `x`, elementwise.
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Integer and bool inputs are returned unchanged (same dtype); floats stay floats, as in JAX.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ceil(jnp.array([-1.5, 0.5, 2.0]))
+    Array([-1.,  1.,  2.], dtype=float32)
+    """
+    return _round_float(ew.ceil_p, "ceil", x)
 
 
 @staged_as_call("trunc")
 def trunc(x, /):
+    """Rounds toward zero, elementwise (drops the fractional part).
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Integer and bool inputs are returned unchanged. `jnp.fix` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.trunc(jnp.array([-1.7, 1.7]))
+    Array([-1.,  1.], dtype=float32)
+    """
     x = asarray_arg(x, "trunc")
     if not dtypes.is_inexact(core.get_aval(x).dtype):
         return x
@@ -307,6 +939,20 @@ fix = trunc
 
 @staged_as_call("rint")
 def rint(x, /):
+    """Rounds to the nearest integer, halves to even, elementwise.
+
+    Args:
+        x: array-like of any numeric dtype (no conversion to float).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    Integer and bool inputs are returned unchanged; floats stay floats.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.rint(jnp.array([0.5, 1.5, -2.5]))
+    Array([ 0.,  2., -2.], dtype=float32)
+    """
     x = asarray_arg(x, "rint")
     if not dtypes.is_inexact(core.get_aval(x).dtype):
         return x
@@ -315,7 +961,24 @@ def rint(x, /):
 
 @staged_as_call("round")
 def round(a, decimals: int = 0, out=None):  # noqa: A001
-    """Rounds to `decimals` places, halves to even (NumPy semantics)."""
+    """Rounds `a` to `decimals` decimal places, halves to even (NumPy semantics). `jnp.around` is the same function.
+
+    Args:
+        a: array-like.
+        decimals: the number of decimals (negative values round to tens, hundreds, ...).
+        out: accepted and ignored.
+
+    Returns:
+        An array of `a`'s shape and dtype. Integers are returned unchanged for `decimals >= 0`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.675]), 1)
+    Array([0.5, 1.5, 2.7], dtype=float32)
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.5]))
+    Array([0., 2., 2.], dtype=float32)
+    >>> jnp.around(jnp.array([1234, 1250]), -2)
+    Array([1200, 1300], dtype=int32)
+    """
     a = asarray_arg(a, "round")
     dt = core.get_aval(a).dtype
     if not dtypes.is_inexact(dt):
@@ -332,23 +995,94 @@ def round(a, decimals: int = 0, out=None):  # noqa: A001
 around = round
 
 
-def maximum(x, y, /): return _binary(ew.max_p, "maximum", x, y)
-def minimum(x, y, /): return _binary(ew.min_p, "minimum", x, y)
+def maximum(x, y, /):
+    """Elementwise maximum of `x` and `y`.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. A nan in either input propagates (use `fmax` to ignore
+        nans).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.maximum(jnp.array([1.0, 5.0]), 3)
+    Array([3., 5.], dtype=float32)
+    """
+    return _binary(ew.max_p, "maximum", x, y)
+def minimum(x, y, /):
+    """Elementwise minimum of `x` and `y`.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. A nan in either input propagates (use `fmin` to ignore
+        nans).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.minimum(jnp.array([1.0, 5.0]), 3)
+    Array([1., 3.], dtype=float32)
+    """
+    return _binary(ew.min_p, "minimum", x, y)
 
 
 @staged_as_call("fmax")
 def fmax(x, y, /):
+    """Elementwise maximum of `x` and `y` that ignores nans.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan
+        only where both are.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.fmax(jnp.array([1.0, jnp.nan, jnp.nan]), jnp.array([2.0, 0.0, jnp.nan]))
+    Array([ 2.,  0., nan], dtype=float32)
+    """
     x, y = promote_args("fmax", x, y)
     return ew.select_n(isnan(y), ew.select_n(isnan(x), ew.max(x, y), y), x)
 
 
 @staged_as_call("fmin")
 def fmin(x, y, /):
+    """Elementwise minimum of `x` and `y` that ignores nans.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan
+        only where both are.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.fmin(jnp.array([1.0, jnp.nan, jnp.nan]), jnp.array([2.0, 0.0, jnp.nan]))
+    Array([ 1.,  0., nan], dtype=float32)
+    """
     x, y = promote_args("fmin", x, y)
     return ew.select_n(isnan(y), ew.select_n(isnan(x), ew.min(x, y), y), x)
 
 
 def arctan2(x, y, /):
+    """The angle of the point `(y, x) = (x1, x2)`: `arctan(x1 / x2)` with the quadrant chosen from both signs.
+
+    Args:
+        x: the y coordinate (numerator), array-like.
+        y: the x coordinate (denominator), array-like. Both are broadcast and promoted to an inexact dtype
+            (integers to float32).
+
+    Returns:
+        Angles in radians in [-pi, pi], of the broadcast shape. `jnp.atan2` is the same function.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.arctan2(jnp.array([1.0, -1.0]), jnp.array([0.0, 0.0]))
+    Array([ 1.5707964, -1.5707964], dtype=float32)
+    """
     x, y = promote_args_inexact("arctan2", x, y)
     return ew.atan2(x, y)
 
@@ -358,10 +1092,24 @@ atan2 = arctan2
 
 @staged_as_call("hypot")
 def hypot(x, y, /):
-    """sqrt(x**2 + y**2) elementwise without overflow or underflow: the larger magnitude times
-    sqrt(1 + (smaller/larger)**2). As in JAX the result is inf where either input is +-inf (even against nan), 0
-    where both are 0, and its gradient at (0, 0) is the maximum's tie split (0.5 each, not nan). Complex inputs
-    raise ValueError."""
+    """`sqrt(x**2 + y**2)`, elementwise, without intermediate overflow or underflow: computed as the larger magnitude
+    times `sqrt(1 + (smaller/larger)**2)`.
+
+    Args:
+        x, y: real array-likes, broadcast and promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape. As in JAX the result is inf where either input is +-inf (even against nan) and
+        0 where both are 0; its gradient at (0, 0) splits the tie of the maximum (0.5 each, not nan).
+
+    Raises:
+        ValueError: for complex inputs.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.hypot(jnp.array([3.0, 1e30]), jnp.array([4.0, 1e30]))
+    Array([5.0000000e+00, 1.4142135e+30], dtype=float32)
+    """
     x, y = promote_args_inexact("hypot", x, y)
     if dtypes.is_complex(core.get_aval(x).dtype):
         raise ValueError("jnp.hypot is not defined for complex inputs; pass their abs() instead")
@@ -413,25 +1161,78 @@ _logaddexp_2 = _make_logaddexp(
 
 
 def logaddexp(x, y, /):
-    """log(exp(x) + exp(y)) computed stably (its derivative as in JAX: the softmax weights of x and y)."""
+    """`log(exp(x) + exp(y))`, elementwise, computed stably as `max(x, y) + log1p(exp(-|x - y|))`.
+
+    Args:
+        x, y: array-likes, broadcast and promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape. Its derivative is JAX's: the softmax weights of `x` and `y` (1/2 each at a
+        tie).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logaddexp(jnp.array([0.0, 1000.0]), jnp.array([0.0, 1000.0]))
+    Array([6.9314718e-01, 1.0006932e+03], dtype=float32)
+    """
     x, y = promote_args_inexact("logaddexp", x, y)
     return _logaddexp_e(x, y)
 
 
 def logaddexp2(x, y, /):
-    """log2(2**x + 2**y) computed stably (its derivative as in JAX)."""
+    """`log2(2**x + 2**y)`, elementwise, computed stably (the base-2 `logaddexp`).
+
+    Args:
+        x, y: array-likes, broadcast and promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape (derivative as in JAX).
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logaddexp2(jnp.array([1.0, 3.0]), jnp.array([1.0, 3.0]))
+    Array([2., 4.], dtype=float32)
+    """
     x, y = promote_args_inexact("logaddexp2", x, y)
     return _logaddexp_2(x, y)
 
 
 @staged_as_call("copysign")
 def copysign(x, y, /):
+    """`|x|` with the sign bit of `y`, elementwise (so a `-0.0` in `y` gives a negative result).
+
+    Args:
+        x, y: array-likes, broadcast and promoted to an inexact dtype (integers to float32).
+
+    Returns:
+        An array of the broadcast shape and promoted dtype.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.copysign(jnp.array([1.0, 2.0, 3.0]), jnp.array([-1.0, 0.0, -0.0]))
+    Array([-1.,  2., -3.], dtype=float32)
+    """
     x, y = promote_args_inexact("copysign", x, y)
     return ew.select_n(signbit(y), ew.abs(x), ew.neg(ew.abs(x)))
 
 
 @staged_as_call("signbit")
 def signbit(x, /):
+    """Whether the sign bit of `x` is set, elementwise (True for -0.0 and negative nans).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape. Integers: `x < 0`; bool: all False.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.signbit(jnp.array([-1.0, -0.0, 0.0, 2.0]))
+    Array([ True,  True, False, False], dtype=bool)
+    """
     x = asarray_arg(x, "signbit")
     dt = core.get_aval(x).dtype
     if dtypes.is_integer(dt):
@@ -443,11 +1244,38 @@ def signbit(x, /):
 
 
 def nextafter(x, y, /):
+    """The next representable floating value after `x` in the direction of `y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast and promoted to an inexact dtype (integers to float32).
+
+    Returns:
+        An array of the broadcast shape and promoted dtype.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nextafter(jnp.float32(1.0), jnp.float32(2.0)) - 1.0
+    Array(1.1920929e-07, dtype=float32)
+    """
     x, y = promote_args_inexact("nextafter", x, y)
     return ew.nextafter(x, y)
 
 
 def ldexp(x, y, /):
+    """`x * 2**y`, elementwise.
+
+    Args:
+        x: mantissas, array-like (integers are converted to float32).
+        y: integer exponents, array-like; converted to `x`'s float dtype and broadcast against `x`.
+
+    Returns:
+        An array of the broadcast shape in `x`'s inexact dtype.
+
+    Unlike NumPy, `y` is not checked to be an integer: a float `y` is used as is.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.ldexp(jnp.array([1.0, 3.0]), jnp.array([2, -1]))
+    Array([4. , 1.5], dtype=float32)
+    """
     x = asarray_arg(x)
     x2, = promote_args_inexact("ldexp", x)
     return ew.mul(x2, exp2(ew.convert_element_type(asarray_arg(y), core.get_aval(x2).dtype)))
@@ -455,6 +1283,20 @@ def ldexp(x, y, /):
 
 @staged_as_call("heaviside")
 def heaviside(x, h, /):
+    """The Heaviside step: 0 where `x < 0`, `h` where `x == 0`, 1 where `x > 0`.
+
+    Args:
+        x: array-like.
+        h: the value at zero, array-like; broadcast with `x`. Both are promoted to an inexact dtype.
+
+    Returns:
+        An array of the broadcast shape and promoted dtype. Differs from NumPy and JAX: a nan in `x` gives `h`
+    (they give nan).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.heaviside(jnp.array([-1.0, 0.0, 2.0]), 0.5)
+    Array([0. , 0.5, 1. ], dtype=float32)
+    """
     x, h = promote_args_inexact("heaviside", x, h)
     zero = _zero(x)
     return ew.select_n(ew.lt(x, zero), ew.select_n(ew.gt(x, zero), h, _one(x) if not core.get_aval(x).shape
@@ -465,6 +1307,19 @@ def heaviside(x, h, /):
 
 @staged_as_call("sinc")
 def sinc(x, /):
+    """The normalized sinc function `sin(pi x) / (pi x)`, elementwise, with `sinc(0) = 1`.
+
+    Args:
+        x: array-like; integers are converted to float32.
+
+    Returns:
+        An array of `x`'s shape in its inexact dtype. Its derivative at 0 is 0 (the 0 branch is selected
+        without dividing by zero, so gradients stay finite).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.sinc(jnp.array([0.0, 0.5, 1.0]))
+    Array([ 1.0000000e+00,  6.3661975e-01, -2.7827534e-08], dtype=float32)
+    """
     x = promote_args_inexact("sinc", x)[0]
     pix = ew.mul(x, Array(np.asarray(np.pi, core.get_aval(x).dtype), True))
     is_zero = ew.eq(x, _zero(x))
@@ -475,11 +1330,41 @@ def sinc(x, /):
 
 
 def deg2rad(x, /):
+    """Converts degrees to radians, elementwise (`x * pi / 180`).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.radians` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.deg2rad(jnp.array([180.0, 90.0]))
+    Array([3.1415927, 1.5707964], dtype=float32)
+    """
     x = promote_args_inexact("deg2rad", x)[0]
     return ew.mul(x, Array(np.asarray(np.pi / 180, core.get_aval(x).dtype), True))
 
 
 def rad2deg(x, /):
+    """Converts radians to degrees, elementwise (`x * 180 / pi`).
+
+    Args:
+        x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
+            floating and complex inputs keep their dtype.
+
+    Returns:
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
+
+    `jnp.degrees` is the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.rad2deg(jnp.array([0.0, 1.0]))
+    Array([ 0.     , 57.29578], dtype=float32)
+    """
     x = promote_args_inexact("rad2deg", x)[0]
     return ew.mul(x, Array(np.asarray(180 / np.pi, core.get_aval(x).dtype), True))
 
@@ -488,11 +1373,38 @@ radians, degrees = deg2rad, rad2deg
 
 
 def real(x, /):
+    """The real part of `x`; real inputs are returned unchanged.
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        For complex `x`, an array of the matching real dtype (complex64 -> float32); otherwise `x` itself as an
+        array. Unlike NumPy there is no writable view: arrays are immutable.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.real(jnp.array([1 + 2j, 3 - 4j]))
+    Array([1., 3.], dtype=float32)
+    """
     x = asarray_arg(x)
     return ew.real(x) if dtypes.is_complex(core.get_aval(x).dtype) else x
 
 
 def imag(x, /):
+    """The imaginary part of `x`; zeros of `x`'s dtype for real inputs.
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        For complex `x`, an array of the matching real dtype; otherwise zeros of `x`'s shape and dtype.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.imag(jnp.array([1 + 2j, 3 - 4j]))
+    Array([ 2., -4.], dtype=float32)
+    >>> jnp.imag(jnp.array([1.0, 2.0]))
+    Array([0., 0.], dtype=float32)
+    """
     x = asarray_arg(x)
     if dtypes.is_complex(core.get_aval(x).dtype):
         return ew.imag(x)
@@ -502,6 +1414,21 @@ def imag(x, /):
 
 @staged_as_call("angle")
 def angle(z, deg: bool = False):
+    """The argument (phase angle) of complex `z`, elementwise: `arctan2(imag(z), real(z))`.
+
+    Args:
+        z: array-like; real inputs are promoted to an inexact dtype and give 0 or pi.
+        deg: if True, return degrees instead of radians.
+
+    Returns:
+        A real floating array of `z`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.angle(jnp.array([1j, -1.0, 1.0]))
+    Array([1.5707964, 3.1415927, 0.       ], dtype=float32)
+    >>> jnp.angle(jnp.array([1j]), deg=True)
+    Array([90.], dtype=float32)
+    """
     z = asarray_arg(z)
     a = core.get_aval(z)
     if dtypes.is_complex(a.dtype):
@@ -514,12 +1441,114 @@ def angle(z, deg: bool = False):
 
 # -- comparisons and logic ------------------------------------------------------------------------------------------
 
-def equal(x, y, /): return _binary(ew.eq_p, "equal", x, y)
-def not_equal(x, y, /): return _binary(ew.ne_p, "not_equal", x, y)
-def less(x, y, /): return _binary(ew.lt_p, "less", x, y)
-def less_equal(x, y, /): return _binary(ew.le_p, "less_equal", x, y)
-def greater(x, y, /): return _binary(ew.gt_p, "greater", x, y)
-def greater_equal(x, y, /): return _binary(ew.ge_p, "greater_equal", x, y)
+def equal(x, y, /):
+    """`x == y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted to a common dtype with JAX's rules before comparing
+            (a Python scalar is weakly typed, so `int8_array < 3` compares in int8).
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.equal(jnp.array([1, 2, 3]), 2)
+    Array([False,  True, False], dtype=bool)
+    """
+    return _binary(ew.eq_p, "equal", x, y)
+def not_equal(x, y, /):
+    """`x != y`, elementwise (True where either side is nan).
+
+    Args:
+        x, y: array-likes, broadcast together and promoted to a common dtype with JAX's rules before comparing
+            (a Python scalar is weakly typed, so `int8_array < 3` compares in int8).
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.not_equal(jnp.array([1, 2, 3]), 2)
+    Array([ True, False,  True], dtype=bool)
+    """
+    return _binary(ew.ne_p, "not_equal", x, y)
+def less(x, y, /):
+    """`x < y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted to a common dtype with JAX's rules before comparing
+            (a Python scalar is weakly typed, so `int8_array < 3` compares in int8).
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.less(jnp.array([1, 2, 3]), 2)
+    Array([ True, False, False], dtype=bool)
+    """
+    return _binary(ew.lt_p, "less", x, y)
+def less_equal(x, y, /):
+    """`x <= y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted to a common dtype with JAX's rules before comparing
+            (a Python scalar is weakly typed, so `int8_array < 3` compares in int8).
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.less_equal(jnp.array([1, 2, 3]), 2)
+    Array([ True,  True, False], dtype=bool)
+    """
+    return _binary(ew.le_p, "less_equal", x, y)
+def greater(x, y, /):
+    """`x > y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted to a common dtype with JAX's rules before comparing
+            (a Python scalar is weakly typed, so `int8_array < 3` compares in int8).
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.greater(jnp.array([1, 2, 3]), 2)
+    Array([False, False,  True], dtype=bool)
+    """
+    return _binary(ew.gt_p, "greater", x, y)
+def greater_equal(x, y, /):
+    """`x >= y`, elementwise.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted to a common dtype with JAX's rules before comparing
+            (a Python scalar is weakly typed, so `int8_array < 3` compares in int8).
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.greater_equal(jnp.array([1, 2, 3]), 2)
+    Array([False,  True,  True], dtype=bool)
+    """
+    return _binary(ew.ge_p, "greater_equal", x, y)
 
 
 def _to_bool(x):
@@ -527,10 +1556,62 @@ def _to_bool(x):
     return x if core.get_aval(x).dtype == dtypes.bool_ else ew.ne(x, _zero(x))
 
 
-def logical_and(x, y, /): return _binary(ew.and_p, "logical_and", _to_bool(x), _to_bool(y))
-def logical_or(x, y, /): return _binary(ew.or_p, "logical_or", _to_bool(x), _to_bool(y))
-def logical_xor(x, y, /): return _binary(ew.xor_p, "logical_xor", _to_bool(x), _to_bool(y))
-def logical_not(x, /): return ew.not_p.bind(_to_bool(x))
+def logical_and(x, y, /):
+    """Logical AND of the truth values of `x` and `y`, elementwise.
+
+    Args:
+        x, y: array-likes of any dtype; nonzero values count as True. They are broadcast together.
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logical_and(jnp.array([1, 0, 2]), jnp.array([True, True, False]))
+    Array([ True, False, False], dtype=bool)
+    """
+    return _binary(ew.and_p, "logical_and", _to_bool(x), _to_bool(y))
+def logical_or(x, y, /):
+    """Logical OR of the truth values of `x` and `y`, elementwise.
+
+    Args:
+        x, y: array-likes of any dtype; nonzero values count as True. They are broadcast together.
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logical_or(jnp.array([1, 0, 0]), jnp.array([False, True, False]))
+    Array([ True,  True, False], dtype=bool)
+    """
+    return _binary(ew.or_p, "logical_or", _to_bool(x), _to_bool(y))
+def logical_xor(x, y, /):
+    """Logical XOR of the truth values of `x` and `y`, elementwise.
+
+    Args:
+        x, y: array-likes of any dtype; nonzero values count as True. They are broadcast together.
+
+    Returns:
+        A bool array of the broadcast shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logical_xor(jnp.array([1, 0, 2]), jnp.array([True, True, False]))
+    Array([False,  True,  True], dtype=bool)
+    """
+    return _binary(ew.xor_p, "logical_xor", _to_bool(x), _to_bool(y))
+def logical_not(x, /):
+    """Logical NOT of the truth value of `x` (nonzero is True), elementwise.
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.logical_not(jnp.array([0, 1, 2]))
+    Array([ True, False, False], dtype=bool)
+    """
+    return ew.not_p.bind(_to_bool(x))
 
 
 def _int_binary(prim, name, x, y):
@@ -541,13 +1622,101 @@ def _int_binary(prim, name, x, y):
     return prim.bind(x, y)
 
 
-def bitwise_and(x, y, /): return _int_binary(ew.and_p, "bitwise_and", x, y)
-def bitwise_or(x, y, /): return _int_binary(ew.or_p, "bitwise_or", x, y)
-def bitwise_xor(x, y, /): return _int_binary(ew.xor_p, "bitwise_xor", x, y)
-def left_shift(x, y, /): return _int_binary(ew.shift_left_p, "left_shift", x, y)
+def bitwise_and(x, y, /):
+    """Bitwise AND of integers (logical AND of bools), elementwise.
+
+    Args:
+        x, y: integer or bool array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        TypeError: if the promoted dtype is floating or complex.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.bitwise_and(jnp.array([12, 10]), 6)
+    Array([4, 2], dtype=int32)
+    """
+    return _int_binary(ew.and_p, "bitwise_and", x, y)
+def bitwise_or(x, y, /):
+    """Bitwise OR of integers (logical OR of bools), elementwise.
+
+    Args:
+        x, y: integer or bool array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        TypeError: if the promoted dtype is floating or complex.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.bitwise_or(jnp.array([12, 10]), 6)
+    Array([14, 14], dtype=int32)
+    """
+    return _int_binary(ew.or_p, "bitwise_or", x, y)
+def bitwise_xor(x, y, /):
+    """Bitwise XOR of integers (logical XOR of bools), elementwise.
+
+    Args:
+        x, y: integer or bool array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        TypeError: if the promoted dtype is floating or complex.
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.bitwise_xor(jnp.array([12, 10]), 6)
+    Array([10, 12], dtype=int32)
+    """
+    return _int_binary(ew.xor_p, "bitwise_xor", x, y)
+def left_shift(x, y, /):
+    """Shifts the bits of `x` left by `y`, elementwise (`x * 2**y` modulo the width).
+
+    Args:
+        x, y: integer or bool array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        TypeError: if the promoted dtype is floating or complex.
+        ValueError: if the shapes do not broadcast.
+    Shifts by the bit width or more give 0, as in XLA. `jnp.bitwise_left_shift` is the same
+    function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.left_shift(jnp.array([1, 3]), 2)
+    Array([ 4, 12], dtype=int32)
+    """
+    return _int_binary(ew.shift_left_p, "left_shift", x, y)
 
 
 def right_shift(x, y, /):
+    """Shifts the bits of `x` right by `y`, elementwise: arithmetic (sign-filling) for signed integers,
+    logical for unsigned ones.
+
+    Args:
+        x, y: integer array-likes, broadcast together and promoted with JAX's rules.
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype. `jnp.bitwise_right_shift` is the same function.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    Unlike `left_shift`, a float or complex argument is not rejected up front (the primitive fails on it instead).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.right_shift(jnp.array([8, -8]), 2)
+    Array([ 2, -2], dtype=int32)
+    """
     x, y = promote_args("right_shift", x, y)
     dt = core.get_aval(x).dtype
     prim = ew.shift_right_logical_p if dt.kind == "u" else ew.shift_right_arithmetic_p
@@ -555,6 +1724,20 @@ def right_shift(x, y, /):
 
 
 def invert(x, /):
+    """Bitwise NOT of integers (logical NOT of bools), elementwise.
+
+    Args:
+        x: integer or bool array-like.
+
+    Returns:
+        An array of `x`'s shape and dtype. `jnp.bitwise_not` and `jnp.bitwise_invert` are the same function.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.invert(jnp.array([0, 5], dtype=jnp.uint8))
+    Array([255, 250], dtype=uint8)
+    >>> jnp.invert(jnp.array([True, False]))
+    Array([False,  True], dtype=bool)
+    """
     x = asarray_arg(x, "invert")
     return ew.not_p.bind(x)
 
@@ -564,6 +1747,18 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 def isnan(x, /):
+    """Whether `x` is nan, elementwise (all False for integer and bool inputs).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isnan(jnp.array([1.0, jnp.nan, jnp.inf]))
+    Array([False,  True, False], dtype=bool)
+    """
     x = asarray_arg(x, "isnan")
     if not dtypes.is_inexact(core.get_aval(x).dtype):
         return st.full(core.get_aval(x).shape, False, dtypes.bool_)
@@ -572,6 +1767,18 @@ def isnan(x, /):
 
 @staged_as_call("isinf")
 def isinf(x, /):
+    """Whether `x` is +inf or -inf, elementwise (complex: either part infinite).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isinf(jnp.array([1.0, jnp.nan, -jnp.inf]))
+    Array([False, False,  True], dtype=bool)
+    """
     x = asarray_arg(x, "isinf")
     dt = core.get_aval(x).dtype
     if not dtypes.is_inexact(dt):
@@ -582,18 +1789,54 @@ def isinf(x, /):
 
 
 def isposinf(x, /):
+    """Whether `x` is +inf, elementwise (all False for integer and bool inputs).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isposinf(jnp.array([jnp.inf, -jnp.inf, 0.0]))
+    Array([ True, False, False], dtype=bool)
+    """
     x = asarray_arg(x)
     return ew.eq(x, Array(np.asarray(np.inf, core.get_aval(x).dtype), True)) if dtypes.is_inexact(
         core.get_aval(x).dtype) else st.full(core.get_aval(x).shape, False, dtypes.bool_)
 
 
 def isneginf(x, /):
+    """Whether `x` is -inf, elementwise (all False for integer and bool inputs).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isneginf(jnp.array([jnp.inf, -jnp.inf, 0.0]))
+    Array([False,  True, False], dtype=bool)
+    """
     x = asarray_arg(x)
     return ew.eq(x, Array(np.asarray(-np.inf, core.get_aval(x).dtype), True)) if dtypes.is_inexact(
         core.get_aval(x).dtype) else st.full(core.get_aval(x).shape, False, dtypes.bool_)
 
 
 def isfinite(x, /):
+    """Whether `x` is neither inf nor nan, elementwise (complex: both parts finite).
+
+    Args:
+        x: array-like of any dtype.
+
+    Returns:
+        A bool array of `x`'s shape.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isfinite(jnp.array([1.0, jnp.nan, jnp.inf]))
+    Array([ True, False, False], dtype=bool)
+    """
     x = asarray_arg(x, "isfinite")
     dt = core.get_aval(x).dtype
     if not dtypes.is_inexact(dt):
@@ -605,6 +1848,24 @@ def isfinite(x, /):
 
 @staged_as_call("nan_to_num")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replaces nan, +inf and -inf in `x` with finite (or given) values.
+
+    Args:
+        x: array-like. Integer and bool inputs are returned unchanged.
+        copy: accepted for NumPy compatibility and ignored (results are always new immutable arrays).
+        nan: the value for nans (default 0.0).
+        posinf: the value for +inf (default: the largest finite value of `x`'s dtype).
+        neginf: the value for -inf (default: the most negative finite value of `x`'s dtype).
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf, -jnp.inf, 1.0]))
+    Array([ 0.0000000e+00,  3.4028235e+38, -3.4028235e+38,  1.0000000e+00],      dtype=float32)
+    >>> jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf]), nan=-1.0, posinf=9.0)
+    Array([-1.,  9.], dtype=float32)
+    """
     x = asarray_arg(x)
     dt = core.get_aval(x).dtype
     if not dtypes.is_inexact(dt):
@@ -618,7 +1879,26 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    """Elementwise `x if condition else y` (broadcasting, promotion of x and y)."""
+    """Elementwise selection: `x` where `condition` is true, `y` elsewhere. With neither `x` nor `y`, the indices of the
+    nonzero elements of `condition` (`nonzero`).
+
+    Args:
+        condition: array-like; nonzero values count as True.
+        x, y: array-likes, broadcast with `condition` and promoted to one dtype with JAX's rules.
+        size, fill_value: only for the one-argument form, as in `nonzero` (a static output size for use under jit).
+
+    Returns:
+        An array of the broadcast shape, or a tuple of index arrays for the one-argument form.
+
+    Raises:
+        ValueError: if exactly one of `x` and `y` is given, or the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.where(jnp.array([True, False, True]), jnp.array([1, 2, 3]), 0)
+    Array([1, 0, 3], dtype=int32)
+    >>> jnp.where(jnp.array([0, 3, 4]))
+    (Array([1, 2], dtype=int32),)
+    """
     if x is None and y is None:
         from . import sorting
         return sorting.nonzero(condition, size=size, fill_value=fill_value)
@@ -640,7 +1920,26 @@ def _where(condition, x, y):
 
 @staged_as_call("clip")
 def clip(arr, min=None, max=None, /, *, a_min=None, a_max=None):  # noqa: A002
-    """Clips `arr` to [min, max] (either may be None)."""
+    """`arr` limited to the interval [min, max] elementwise (`minimum(maximum(arr, min), max)`).
+
+    Args:
+        arr: array-like.
+        min, max: the bounds (array-likes broadcast against `arr`, or None for no bound). `a_min`/`a_max` are the
+            older NumPy keyword names. Differs from JAX: `min` and `max` are positional-only here, so
+            `clip(x, max=1.0)` raises TypeError (pass `clip(x, None, 1.0)` or `a_max=1.0`).
+
+    Returns:
+        An array of the broadcast shape in the promoted dtype.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.clip(jnp.array([-2, 0, 5]), 0, 3)
+    Array([0, 0, 3], dtype=int32)
+    >>> jnp.clip(jnp.array([-2.0, 7.0]), None, 1.0)
+    Array([-2.,  1.], dtype=float32)
+    """
     lo = min if min is not None else a_min
     hi = max if max is not None else a_max
     arr = asarray_arg(arr, "clip")

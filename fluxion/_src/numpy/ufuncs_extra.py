@@ -32,6 +32,10 @@ def frexp(x, /):
 
     Raises:
       TypeError: complex input.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.frexp(jnp.array([8.0, -0.75, 0.0]))
+    (Array([ 0.5 , -0.75,  0.  ], dtype=float32), Array([4, 0, 0], dtype=int32))
     """
     from .ufuncs import isfinite, logical_or, where
     x, = promote_args_inexact("frexp", arraylike_arg(x, "frexp"))
@@ -62,7 +66,12 @@ def frexp(x, /):
 
 @staged_as_call("modf")
 def modf(x, /, out=None):
-    """Fractional and integral parts of `x`, both with the sign of `x` (integers compute in the default float)."""
+    """Fractional and integral parts of `x`, both with the sign of `x` (integers compute in the default float).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.modf(jnp.array([2.5, -1.25]))
+    (Array([ 0.5 , -0.25], dtype=float32), Array([ 2., -1.], dtype=float32))
+    """
     from .ufuncs import trunc
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
@@ -77,6 +86,10 @@ def spacing(x, /):
 
     Raises:
       TypeError: complex input.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.spacing(jnp.array([1.0, -1.0], dtype=jnp.float32))
+    Array([ 1.1920929e-07, -1.1920929e-07], dtype=float32)
     """
     from .ufuncs import copysign, nextafter
     x, = promote_args_inexact("spacing", arraylike_arg(x, "spacing"))
@@ -100,6 +113,10 @@ def gcd(x1, x2, /):
 
     Raises:
       ValueError: non-integer arguments (as JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.gcd(jnp.array([12, -18, 0]), 8)
+    Array([4, 2, 8], dtype=int32)
     """
     from .ufuncs import absolute, where
     from .util import broadcast_shapes, broadcast_to_shape
@@ -127,6 +144,10 @@ def lcm(x1, x2, /):
 
     Raises:
       ValueError: non-integer arguments (as JAX).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.lcm(jnp.array([4, 6, 0]), 6)
+    Array([12,  6,  0], dtype=int32)
     """
     from .ufuncs import absolute, floor_divide, multiply, where
     x1, x2 = _int_args("lcm", x1, x2)
@@ -140,6 +161,10 @@ def bitwise_count(x, /):
 
     Raises:
       TypeError: non-integer input.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.bitwise_count(jnp.array([0, 7, -1], dtype=jnp.int8))
+    Array([0, 3, 1], dtype=uint8)
     """
     from .ufuncs import absolute
     x = arraylike_arg(x, "bitwise_count")
@@ -153,7 +178,12 @@ def bitwise_count(x, /):
 
 @staged_as_call("iscomplex")
 def iscomplex(x):
-    """True where `x` has a nonzero imaginary part (False everywhere for real input)."""
+    """True where `x` has a nonzero imaginary part (False everywhere for real input).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.iscomplex(jnp.array([1 + 0j, 2j]))
+    Array([False,  True], dtype=bool)
+    """
     from .ufuncs import imag
     x = arraylike_arg(x, "iscomplex")
     i = imag(x)
@@ -162,7 +192,12 @@ def iscomplex(x):
 
 @staged_as_call("isreal")
 def isreal(x):
-    """True where `x` has a zero imaginary part (True everywhere for real input)."""
+    """True where `x` has a zero imaginary part (True everywhere for real input).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.isreal(jnp.array([1 + 0j, 2j]))
+    Array([ True, False], dtype=bool)
+    """
     from .ufuncs import imag
     x = arraylike_arg(x, "isreal")
     i = imag(x)
@@ -191,6 +226,10 @@ def i0(x):
 
     Raises:
       ValueError: complex input.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.i0(jnp.array([0.0]))
+    Array([1.], dtype=float32)
     """
     from .ufuncs import where
     x, = promote_args_inexact("i0", arraylike_arg(x, "i0"))

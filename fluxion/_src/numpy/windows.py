@@ -37,28 +37,53 @@ def _symmetric(M, name, fn):
 
 
 def bartlett(M):
-    """Triangular window of `M` points (zero at both ends)."""
+    """Triangular window of `M` points (zero at both ends).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.bartlett(5)
+    Array([0. , 0.5, 1. , 0.5, 0. ], dtype=float32)
+    """
     from .ufuncs import abs as _abs
     return _symmetric(M, "bartlett", lambda ph, cos: 1 - _abs(ph) / np.pi)
 
 
 def blackman(M):
-    """Blackman window: 0.42 + 0.5 cos(phase) + 0.08 cos(2 phase)."""
+    """Blackman window: 0.42 + 0.5 cos(phase) + 0.08 cos(2 phase).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.blackman(5), 4)[1:4]
+    Array([0.34, 1.  , 0.34], dtype=float32)
+    """
     return _symmetric(M, "blackman", lambda ph, cos: 0.42 + 0.5 * cos(ph) + 0.08 * cos(2 * ph))
 
 
 def hamming(M):
-    """Hamming window: 0.54 + 0.46 cos(phase)."""
+    """Hamming window: 0.54 + 0.46 cos(phase).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.hamming(3), 4)
+    Array([0.08, 1.  , 0.08], dtype=float32)
+    """
     return _symmetric(M, "hamming", lambda ph, cos: 0.54 + 0.46 * cos(ph))
 
 
 def hanning(M):
-    """Hann window: 0.5 + 0.5 cos(phase)."""
+    """Hann window: 0.5 + 0.5 cos(phase).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.hanning(5), 4)
+    Array([0. , 0.5, 1. , 0.5, 0. ], dtype=float32)
+    """
     return _symmetric(M, "hanning", lambda ph, cos: 0.5 + 0.5 * cos(ph))
 
 
 def kaiser(M, beta):
-    """Kaiser window: I0(beta * sqrt(1 - (2n / (M - 1) - 1)^2)) / I0(beta) for n = 0..M-1 (`beta` may be traced)."""
+    """Kaiser window: I0(beta * sqrt(1 - (2n / (M - 1) - 1)^2)) / I0(beta) for n = 0..M-1 (`beta` may be traced).
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.round(jnp.kaiser(3, 0.0), 4)
+    Array([1., 1., 1.], dtype=float32)
+    """
     from .creation import arange, ones
     from .ufuncs import sqrt, true_divide
     from .ufuncs_extra import i0
