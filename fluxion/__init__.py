@@ -81,6 +81,14 @@ from ._src.placement import (make_array_from_callback as make_array_from_callbac
                              reshard as reshard)
 from ._src.shard_map import shard_map as shard_map  # noqa: E402
 
+# The rest of the `jax` top level (jax-toplevel issue).
+from ._src.buffers import (copy_to_host_async as copy_to_host_async,  # noqa: E402
+                           effects_barrier as effects_barrier, live_arrays as live_arrays)
+from . import custom_derivatives as custom_derivatives  # noqa: E402
+from . import dlpack as dlpack  # noqa: E402
+from . import memory as memory  # noqa: E402
+from . import version as version  # noqa: E402
+
 
 def __getattr__(name: str):
     # `jax.scipy` is reachable as an attribute after `import jax`; fluxion.scipy is imported on first use (it is large

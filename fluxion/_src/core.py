@@ -27,6 +27,7 @@ import numpy as np
 from . import dtypes
 from .array_methods import ArrayOps
 from .config import config
+from .memory import MemorySpace
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -57,6 +58,11 @@ class ShapedArray:
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def memory_space(self) -> MemorySpace:
+        """Where values of this type live: always `MemorySpace.Device` (fluxion's devices compute in host RAM)."""
+        return MemorySpace.Device
 
     def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
