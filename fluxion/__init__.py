@@ -3,7 +3,7 @@
 `import fluxion as jax` runs JAX programs on the CPU with NumPy as the backend.
 """
 
-__version__ = "0.1.0"
+from ._src.version import __version__ as __version__
 
 from ._src.api import (ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready as block_until_ready,
                        device_get as device_get, device_put as device_put, eval_shape as eval_shape, grad as grad,

@@ -1,5 +1,3 @@
 """`fluxion.version` (mirrors `jax.version`): the package's version string and tuple."""
 
-from . import __version__ as __version__
-
-__version_info__ = tuple(int(part) for part in __version__.split(".")[:3])
+from ._src.version import __version__ as __version__, __version_info__ as __version_info__
