@@ -84,6 +84,9 @@ from ._src.shard_map import shard_map as shard_map  # noqa: E402
 # The rest of the `jax` top level (jax-toplevel issue).
 from ._src.buffers import (copy_to_host_async as copy_to_host_async,  # noqa: E402
                            effects_barrier as effects_barrier, live_arrays as live_arrays)
+from ._src.config import (allow_f16_reductions as allow_f16_reductions,  # noqa: E402
+                          make_user_context as make_user_context, no_execution as no_execution,
+                          no_tracing as no_tracing, softmax_custom_jvp as softmax_custom_jvp)
 from . import custom_derivatives as custom_derivatives  # noqa: E402
 from . import dlpack as dlpack  # noqa: E402
 from . import memory as memory  # noqa: E402

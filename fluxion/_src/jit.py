@@ -33,7 +33,8 @@ import numpy as np
 from . import core, dtypes
 from .api import ShapeDtypeStruct
 from .api_util import PerFunction, as_value, fun_name, fun_src
-from .config import config
+from .config import add_user_context_hook, config, user_context_key
+from .config import user_context_generation as _user_context_generation
 from .core import Array
 from .core import all_eager as _all_eager
 from .core import float_checks as _float_checks
@@ -88,8 +89,15 @@ def clear_all_caches() -> None:
     for caches in _function_caches.values():
         caches.traces.clear()
         caches.compiled.clear()
+    _drop_dispatch_tables()
+
+
+def _drop_dispatch_tables() -> None:
     for w in list(_wrappers):
         w._clear_dispatch_tables()
+
+
+add_user_context_hook(_drop_dispatch_tables)
 
 
 def _caches_for(fun: Callable) -> _FunctionCaches:
@@ -180,7 +188,9 @@ class JitWrapped:
         try:
             if _jit_disabled or _float_checks.on:
                 # With jax_debug_nans/infs the function runs op by op, so a NaN is reported at the primitive that
-                # made it (JAX reruns the de-optimized function for the same message).
+                # made it (JAX reruns the de-optimized function for the same message). With no_execution it fails
+                # at once, naming the function.
+                _float_checks.check_execution(f"jit({self._name})")
                 return self._fun(*args, **kwargs)
             if not (_all_eager.value or _thread_state().eager):
                 return self._call_staged(args, kwargs)
@@ -211,6 +221,7 @@ class JitWrapped:
                     hit = None  # no stray reference to a donated buffer (see `_donate`)
                     if compiled is not None:
                         return self._run_compiled(compiled, leaves, raws)
+            generation = _user_context_generation.value
             statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
             sig = []
@@ -220,11 +231,13 @@ class JitWrapped:
                 sig.append(a)
                 raws.append(r)
             r = None  # no stray reference to a donated buffer (see `_donate`)
-            key = (self._options, in_tree, tuple(sig), statics)
+            key = (self._options, in_tree, tuple(sig), statics, user_context_key())
             compiled = self._cache.get(key)
             if compiled is None:
                 compiled = self._compile(args, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
-            if self._fast_ok and not kwargs:
+            # The dispatch tables are keyed without the user contexts (they are emptied when one changes): fill them
+            # only if no context changed since this call read them.
+            if self._fast_ok and not kwargs and generation == _user_context_generation.value:
                 if len(leaves) == len(args) and all(type(a) is Array for a in args):
                     self._fast[tuple([x for a in sig for x in a])] = compiled
                 elif tkey is not None and len(self._tree_fast) < 256:
@@ -277,7 +290,7 @@ class JitWrapped:
 
     # -- tracing and compilation ----------------------------------------------------------------------------------
     def _get_trace(self, args, statics, dyn_args, dyn_kwargs, in_tree, sig) -> Traced:
-        key = (self._options, in_tree, tuple(sig), statics)
+        key = (self._options, in_tree, tuple(sig), statics, user_context_key())
         traced = self._traces.get(key)
         if traced is None:
             traced = trace_function(self._fun, self._name, args, statics, dyn_args, dyn_kwargs, in_tree, sig)

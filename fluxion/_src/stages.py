@@ -121,5 +121,6 @@ class Compiled:
         return backends.executable_text(self._fn.executable, self.lowered.jaxpr.jaxpr)
 
     def __call__(self, *args, **kwargs):
+        core.float_checks.check_execution(f"jit({self.lowered.name})")
         leaves, _ = tree_flatten((list(args), kwargs))
         return self._fn([leaf_signature(x)[1] for x in leaves])

@@ -198,3 +198,166 @@ def test_effects_barrier_after_io_callback():
         f(np.float32(1.5))
         assert m.effects_barrier() is None
         assert seen == [3.0]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Guards and switches: no_tracing, no_execution, allow_f16_reductions, softmax_custom_jvp, make_user_context
+# --------------------------------------------------------------------------------------------------------------
+
+def test_new_states_have_jax_defaults():
+    jax = _jax()
+    for name in ("no_tracing", "no_execution", "allow_f16_reductions", "softmax_custom_jvp"):
+        assert getattr(fluxion, name).value == getattr(jax, name).value, name
+        with getattr(fluxion, name)(not getattr(jax, name).value):
+            assert getattr(fluxion, name).value != getattr(jax, name).value
+        assert getattr(fluxion, name).value == getattr(jax, name).value
+
+
+# name -> (call(m, cached jitted f), raises under no_tracing in both libraries?)
+NO_TRACING_CASES = {
+    "cached jit call": (lambda m, f: f(1.0), False),
+    "new jit": (lambda m, f: m.jit(lambda x: x + 1)(1.0), True),
+    "make_jaxpr": (lambda m, f: m.make_jaxpr(lambda x: x + 1)(1.0), True),
+    "jit of a new shape": (lambda m, f: f(m.numpy.ones(3)), True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_TRACING_CASES))
+def test_no_tracing(name):
+    jax = _jax()
+    case, raises = NO_TRACING_CASES[name]
+    for m in (fluxion, jax):
+        f = m.jit(lambda x: x * 2)
+        f(1.0)
+        with m.no_tracing(True):
+            if raises:
+                with pytest.raises(RuntimeError, match="no_tracing"):
+                    case(m, f)
+            else:
+                np.testing.assert_allclose(case(m, f), 2.0)
+        case(m, f)  # allowed again
+
+
+NO_EXECUTION_CASES = {
+    "cached jit call": (lambda m, f: f(1.0), True),
+    "eager add": (lambda m, f: m.numpy.ones(2) + 1, True),
+    "aot compiled": (lambda m, f: m.jit(lambda x: x - 1).lower(1.0).compile()(1.0), True),
+    "make_jaxpr": (lambda m, f: m.make_jaxpr(lambda x: x + 1)(1.0), False),
+    "eval_shape": (lambda m, f: m.eval_shape(lambda x: x + 1, 1.0), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_EXECUTION_CASES))
+def test_no_execution(name):
+    jax = _jax()
+    case, raises = NO_EXECUTION_CASES[name]
+    for m in (fluxion, jax):
+        f = m.jit(lambda x: x * 2)
+        f(1.0)
+        with m.no_execution(True):
+            if raises:
+                with pytest.raises(RuntimeError, match="no_execution"):
+                    case(m, f)
+            else:
+                case(m, f)
+        case(m, f)
+
+
+F16_CASES = {
+    "lax f16": (lambda m, x: m.lax.reduce_sum(x, (0,)), True),
+    "lax bf16": (lambda m, x: m.lax.reduce_sum(x.astype(m.numpy.bfloat16), (1,)), True),
+    "lax size-one axis": (lambda m, x: m.lax.reduce_sum(x[:1], (0,)), False),
+    "lax f32": (lambda m, x: m.lax.reduce_sum(x.astype(m.numpy.float32), (0, 1)), False),
+    "jnp.sum": (lambda m, x: m.numpy.sum(x), False),
+    "x.mean()": (lambda m, x: x.mean(), False),
+    "jit lax": (lambda m, x: m.jit(lambda y: m.lax.reduce_sum(y, (1,)))(x), True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(F16_CASES))
+def test_allow_f16_reductions(name):
+    jax = _jax()
+    case, raises = F16_CASES[name]
+    results = []
+    for m in (fluxion, jax):
+        x = m.numpy.arange(6, dtype=m.numpy.float16).reshape(3, 2)
+        with m.allow_f16_reductions(False):
+            if raises:
+                with pytest.raises(ValueError, match="jax_allow_f16_reductions=False"):
+                    case(m, x)
+            else:
+                results.append(np.asarray(case(m, x)))
+        case(m, x)
+    if results:
+        assert results[0].dtype == results[1].dtype
+        np.testing.assert_allclose(results[0].astype(np.float32), results[1].astype(np.float32))
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_softmax_custom_jvp_switch(custom):
+    jax = _jax()
+    x = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, -3.0]], np.float32)
+    w = np.array([1.0, -2.0, 0.5], np.float32)
+    outs = []
+    for m in (fluxion, jax):
+        with m.softmax_custom_jvp(custom):
+            def loss(x, m=m):
+                return (m.nn.softmax(x) * w).sum()
+            jaxpr = str(m.make_jaxpr(m.grad(loss))(x))
+            outs.append((m.nn.softmax(x), m.grad(loss)(x), m.jit(m.grad(loss))(x), "custom_jvp" in jaxpr))
+    for a, b in zip(outs[0][:3], outs[1][:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert outs[0][3] == outs[1][3]
+
+
+def test_make_user_context_retraces_per_value():
+    jax = _jax()
+    counts = {}
+    for m in (fluxion, jax):
+        ctx = m.make_user_context(default_value=None)
+        traces = []
+
+        @m.jit
+        def f(x, traces=traces):
+            traces.append(1)
+            return x * 2
+        f(1.0)
+        f(1.0)
+        with ctx(1):
+            f(1.0)
+            f(1.0)
+            assert ctx.value == 1
+        f(1.0)
+        with ctx(2):
+            f(1.0)
+        with ctx(1):
+            f(1.0)
+        assert ctx.value is None and ctx.get_global() is None
+        ctx.set_global(2)
+        f(1.0)
+        ctx.set_global(None)
+        counts[m.__name__] = len(traces)
+    assert counts["fluxion"] == counts["jax"] == 3
+
+
+def test_user_context_seen_by_concurrent_threads():
+    ctx = fluxion.make_user_context(0)
+    results = []
+
+    def g(x):
+        return x + ctx.value  # the context's value at trace time is baked into the program
+
+    f = fluxion.jit(g)
+
+    def worker():
+        for _ in range(20):
+            results.append(float(f(np.float32(0.0))))
+
+    with ctx(5):
+        threads = [threading.Thread(target=worker) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert set(results) == {5.0}
+    assert float(f(np.float32(0.0))) == 0.0

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import core
+from ..config import config
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Tracer, Var, abstract_eval_rules)
 
 
@@ -185,6 +186,9 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: D
       (jaxpr, consts, out_avals). `consts` are the values of the jaxpr's constvars: concrete Arrays, or tracers of
       enclosing transformations the function closed over (callers pass those as explicit operands).
     """
+    if config.jax_no_tracing:
+        name = debug_info.func_name if debug_info is not None else getattr(fun, "__name__", repr(fun))
+        raise RuntimeError(f"tracing function {name} to a jaxpr, but 'no_tracing' is set")
     builder = JaxprBuilder(debug_info)
     with core.new_main(JaxprTrace, dynamic=True, payload=builder) as main:
         trace = JaxprTrace(main)
