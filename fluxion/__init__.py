@@ -90,6 +90,8 @@ from ._src.config import (allow_f16_reductions as allow_f16_reductions,  # noqa:
 from . import custom_derivatives as custom_derivatives  # noqa: E402
 from . import dlpack as dlpack  # noqa: E402
 from . import memory as memory  # noqa: E402
+from . import monitoring as monitoring  # noqa: E402
+from . import profiler as profiler  # noqa: E402
 from . import version as version  # noqa: E402
 
 

@@ -361,3 +361,202 @@ def test_user_context_seen_by_concurrent_threads():
             t.join()
     assert set(results) == {5.0}
     assert float(f(np.float32(0.0))) == 0.0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# monitoring
+# --------------------------------------------------------------------------------------------------------------
+
+class _Recorder:
+    """Registers one listener of each kind with a monitoring module and records (kind, event, kwargs)."""
+
+    def __init__(self, mon):
+        self.mon, self.seen = mon, []
+        self.listeners = {
+            "event": lambda e, **k: self.seen.append(("event", e, k)),
+            "duration": lambda e, d, **k: self.seen.append(("duration", e, k)),
+            "span": lambda e, s, t, **k: self.seen.append(("span", e, k)),
+            "scalar": lambda e, v, **k: self.seen.append(("scalar", e, v, k)),
+        }
+        mon.register_event_listener(self.listeners["event"])
+        mon.register_event_duration_secs_listener(self.listeners["duration"])
+        mon.register_event_time_span_listener(self.listeners["span"])
+        mon.register_scalar_listener(self.listeners["scalar"])
+
+    def close(self):
+        self.mon.unregister_event_listener(self.listeners["event"])
+        self.mon.unregister_event_duration_listener(self.listeners["duration"])
+        self.mon.unregister_event_time_span_listener(self.listeners["span"])
+        self.mon.unregister_scalar_listener(self.listeners["scalar"])
+
+
+def test_monitoring_records_and_unregisters_like_jax():
+    jax = _jax()
+    outs = []
+    for m in (fluxion, jax):
+        rec = _Recorder(m.monitoring)
+        m.monitoring.record_event("/test/e", a=1)
+        m.monitoring.record_event_duration_secs("/test/d", 0.5, b="x")
+        m.monitoring.record_event_time_span("/test/s", 1.0, 2.0)
+        m.monitoring.record_scalar("/test/v", 3)
+        rec.close()
+        m.monitoring.record_event("/test/after")
+        outs.append(rec.seen)
+        with pytest.raises(AssertionError):
+            m.monitoring.unregister_event_listener(rec.listeners["event"])
+    assert outs[0] == outs[1]
+
+
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/backend_compile_duration")
+
+
+def test_monitoring_sees_compile_events_with_jax_names():
+    jax = _jax()
+    found = {}
+    for m in (fluxion, jax):
+        x = m.numpy.ones(3)  # (JAX compiles eager operations too: make the input before listening)
+        rec = _Recorder(m.monitoring)
+        try:
+            f = m.jit(lambda x: x * 2 + 1)
+            f(x)
+            first = [s for s in rec.seen if s[0] in ("duration", "span") and s[1] in COMPILE_EVENTS]
+            rec.seen.clear()
+            f(x)  # cached: no compile events
+            again = [s for s in rec.seen if s[1] in COMPILE_EVENTS]
+            m.make_jaxpr(lambda x: x + 1)(1.0)
+            staged = [s for s in rec.seen if s[0] == "duration" and s[1] in COMPILE_EVENTS]
+        finally:
+            rec.close()
+        found[m.__name__] = (sorted((k, e, tuple(sorted(kw.items()))) for k, e, kw in first), again,
+                             [(e, kw) for _, e, kw in staged])
+    assert found["fluxion"] == found["jax"]
+
+
+def test_monitoring_threads_register_and_record_concurrently():
+    mon = fluxion.monitoring
+    counts = [0] * 8
+    stop = threading.Event()
+
+    def recorder():
+        while not stop.is_set():
+            mon.record_event("/test/concurrent")
+
+    def registrar(i):
+        def listener(event, i=i):
+            if event == "/test/concurrent":
+                counts[i] += 1
+        for _ in range(50):
+            mon.register_event_listener(listener)
+            mon.unregister_event_listener(listener)
+        mon.register_event_listener(listener)
+
+    rec = threading.Thread(target=recorder)
+    rec.start()
+    regs = [threading.Thread(target=registrar, args=(i,)) for i in range(8)]
+    for t in regs:
+        t.start()
+    for t in regs:
+        t.join()
+    stop.set()
+    rec.join()
+    before = list(counts)
+    mon.record_event("/test/concurrent")
+    assert [c - b for c, b in zip(counts, before)] == [1] * 8  # each listener registered exactly once
+    mon.clear_event_listeners()
+    mon.record_event("/test/concurrent")
+    assert [c - b for c, b in zip(counts, before)] == [1] * 8
+
+
+# --------------------------------------------------------------------------------------------------------------
+# profiler
+# --------------------------------------------------------------------------------------------------------------
+
+def _trace_events(log_dir):
+    import glob
+    import gzip
+    import json
+    files = glob.glob(str(log_dir / "plugins" / "profile" / "*" / "*.trace.json.gz"))
+    assert len(files) == 1, files
+    with gzip.open(files[0]) as f:
+        content = json.load(f)
+    assert content["displayTimeUnit"] == "ns"
+    return content["traceEvents"]
+
+
+def _profile_program(m, log_dir):
+    @m.profiler.annotate_function
+    def helper(x):
+        return x - 1
+
+    with m.profiler.trace(log_dir):
+        with m.profiler.TraceAnnotation("outer_span", foo=3):
+            m.jit(lambda x: x * 2)(m.numpy.ones(3)).block_until_ready()
+        with m.profiler.StepTraceAnnotation("train", step_num=7):
+            helper(m.numpy.ones(2)).block_until_ready()
+
+
+def test_profiler_trace_file_matches_jax_annotations(tmp_path):
+    jax = _jax()
+    spans = {}
+    for m in (fluxion, jax):
+        _profile_program(m, tmp_path / m.__name__)
+        events = _trace_events(tmp_path / m.__name__)
+        spans[m.__name__] = {e["name"]: e.get("args", {}) for e in events if e.get("ph") == "X"
+                             and e["name"] in ("outer_span", "train")}
+        assert any("helper" in e.get("name", "") for e in events)
+    assert spans["fluxion"] == spans["jax"] == {"outer_span": {"foo": "3"}, "train": {"step_num": "7"}}
+
+
+def test_profiler_records_compiles_executions_and_eager_ops(tmp_path):
+    _profile_program(fluxion, tmp_path)
+    events = [e for e in _trace_events(tmp_path) if e.get("ph") == "X"]
+    by_cat = {}
+    for e in events:
+        by_cat.setdefault(e["cat"], []).append(e["name"])
+    assert "trace <lambda>" in by_cat["compile"] and "compile jit(<lambda>)" in by_cat["compile"]
+    assert "jit(<lambda>)" in by_cat["execute"]
+    assert "sub" in by_cat["eager"]
+    outer = next(e for e in events if e["name"] == "outer_span")
+    inner = next(e for e in events if e["name"] == "jit(<lambda>)")
+    assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+
+
+def test_profiler_errors_and_inactive_cost(tmp_path):
+    jax = _jax()
+    from fluxion._src import core
+    from fluxion._src.stages import CompiledFunction, _plain_call
+    for m in (fluxion, jax):
+        with pytest.raises(RuntimeError, match="No profile started"):
+            m.profiler.stop_trace()
+        m.profiler.start_trace(tmp_path / m.__name__)
+        try:
+            with pytest.raises(RuntimeError, match="already been started"):
+                m.profiler.start_trace(tmp_path / "other")
+        finally:
+            m.profiler.stop_trace()
+    # Inactive: the plain entry points are back in place.
+    assert core.eager_apply is core._plain_eager_apply and CompiledFunction.__call__ is _plain_call
+    with fluxion.profiler.TraceAnnotation("ignored"):
+        fnp.ones(2) + 1
+
+
+def test_profiler_records_every_thread(tmp_path):
+    barrier = threading.Barrier(3)
+
+    def worker(i):
+        barrier.wait()
+        with fluxion.profiler.TraceAnnotation(f"worker{i}"):
+            fluxion.jit(lambda x: x + i)(fnp.ones(2))
+
+    with fluxion.profiler.trace(tmp_path, create_perfetto_trace=True):
+        threads = [threading.Thread(target=worker, args=(i,), name=f"w{i}") for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    events = _trace_events(tmp_path)
+    names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"w0", "w1", "w2"} <= names
+    tids = {e["name"]: e["tid"] for e in events if e.get("name", "").startswith("worker")}
+    assert len(set(tids.values())) == 3
+    assert len(list(tmp_path.glob("plugins/profile/*/perfetto_trace.json.gz"))) == 1
