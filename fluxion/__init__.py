@@ -92,6 +92,7 @@ from . import dlpack as dlpack  # noqa: E402
 from . import memory as memory  # noqa: E402
 from . import monitoring as monitoring  # noqa: E402
 from . import profiler as profiler  # noqa: E402
+from . import stages as stages  # noqa: E402
 from . import version as version  # noqa: E402
 
 

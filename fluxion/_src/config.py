@@ -23,6 +23,13 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
   jax_traceback_filtering ("auto"; JAX_TRACEBACK_FILTERING): "off" keeps fluxion's internal frames in tracebacks.
   jax_debug_nans, jax_debug_infs (False): every primitive's floating-point outputs are checked for NaN (inf) and
     `FloatingPointError` names the first primitive that made one; `jit`ted functions then run op by op.
+  jax_no_tracing (False): staging a function to a jaxpr (a `jit` cache miss, make_jaxpr, ...) raises RuntimeError.
+  jax_no_execution (False): running anything (eager primitives, jitted, AOT-compiled, pmapped calls) raises
+    RuntimeError.
+  jax_allow_f16_reductions (True): False makes `lax.reduce_sum` of float16/bfloat16 over a dimension > 1 raise
+    ValueError (`jnp.sum` accumulates them in float32 and keeps working).
+  jax_softmax_custom_jvp (False): `nn.softmax` differentiates with its closed-form custom JVP rather than through its
+    operations.
   Recorded without effect: jax_numpy_rank_promotion ("allow"),
     jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
     jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),

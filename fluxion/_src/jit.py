@@ -42,9 +42,10 @@ from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
-from .stages import CompiledFunction, Lowered
+from . import stages
+from .stages import CompiledFunction
 from .traceback_util import filtered as filtered_traceback
-from .tree_util import node_kind, registered_kind, tree_flatten, tree_unflatten
+from .tree_util import node_kind, registered_kind, tree_flatten, tree_structure, tree_unflatten
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -154,7 +155,7 @@ def _donate(donated: Sequence[int], leaves: list, raws: list) -> None:
             raws[i] = np.array(raws[i], copy=True)
 
 
-class JitWrapped:
+class JitWrapped(stages.Wrapped):
     """The object `jit(f)` returns: callable, with `lower`, `trace`, `eval_shape` and cache introspection."""
 
     def __init__(self, fun: Callable, static_argnums: Sequence[int], static_argnames: Sequence[str],
@@ -335,15 +336,21 @@ class JitWrapped:
         return " (changed: " + "; ".join(changes) + ")" if changes else ""
 
     # -- ahead-of-time API ----------------------------------------------------------------------------------------
-    def lower(self, *args, **kwargs) -> Lowered:
+    def trace(self, *args, **kwargs) -> stages.Traced:
+        """Traces for the signature of `args` (arrays or `ShapeDtypeStruct`s) without compiling."""
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         sig = tuple(leaf_signature(x)[0] if not isinstance(x, ShapeDtypeStruct) else
                     (x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type) for x in leaves)
         traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
-        return Lowered(traced.closed, traced.out_tree, in_tree, self._name)
+        donated = donated_leaves(self._donate_argnums, args, statics)
+        # The stages describe the arguments as JAX does, `((args...), {kwargs})` (jit keys them as a list).
+        stage_tree = tree_structure((tuple(dyn_args), dyn_kwargs))
+        return stages.Traced(traced.closed, traced.out_tree, stage_tree, self._name, donated)
 
-    trace = lower
+    def lower(self, *args, **kwargs) -> stages.Lowered:
+        """`trace(*args).lower()`: the program for the signature of `args`, ready to `.compile()`."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         low = self.lower(*args, **kwargs)

@@ -560,3 +560,75 @@ def test_profiler_records_every_thread(tmp_path):
     tids = {e["name"]: e["tid"] for e in events if e.get("name", "").startswith("worker")}
     assert len(set(tids.values())) == 3
     assert len(list(tmp_path.glob("plugins/profile/*/perfetto_trace.json.gz"))) == 1
+
+
+# --------------------------------------------------------------------------------------------------------------
+# stages
+# --------------------------------------------------------------------------------------------------------------
+
+def _sds(tree):
+    return fluxion.tree_util.tree_map(lambda s: (tuple(s.shape), np.dtype(s.dtype).name), tree)
+
+
+def _struct(m, tree):
+    return str(m.tree_util.tree_structure(tree)).replace("PyTreeDef", "")
+
+
+# name -> (function builder, jit kwargs, args builder(m)); every stage is compared with JAX's.
+STAGE_CASES = {
+    "pytree out": (lambda m: lambda x, y: (x * 2, {"a": y}), {}, lambda m: (m.numpy.ones(3), 2.0)),
+    "static arg": (lambda m: lambda x, n: x * n, {"static_argnums": (1,)}, lambda m: (m.numpy.ones((2, 2)), 3)),
+    "shape structs": (lambda m: lambda x, y: x @ y, {},
+                      lambda m: (m.ShapeDtypeStruct((2, 3), np.float32), m.ShapeDtypeStruct((3, 4), np.float32))),
+    "donated": (lambda m: lambda p, g: p - g, {"donate_argnums": 0}, lambda m: (m.numpy.ones(4), m.numpy.ones(4))),
+}
+
+
+def _concrete(m, args):
+    return tuple(m.numpy.ones(a.shape, a.dtype) if isinstance(a, m.ShapeDtypeStruct) else a for a in args)
+
+
+@pytest.mark.parametrize("name", sorted(STAGE_CASES))
+def test_stages_match_jax(name):
+    jax = _jax()
+    build, kw, make_args = STAGE_CASES[name]
+    seen = {}
+    for m in (fluxion, jax):
+        f = m.jit(build(m), **kw)
+        args = make_args(m)
+        traced = f.trace(*args)
+        lowered = traced.lower()
+        compiled = lowered.compile()
+        assert isinstance(f, m.stages.Wrapped) and isinstance(traced, m.stages.Traced)
+        assert isinstance(lowered, m.stages.Lowered) and isinstance(compiled, m.stages.Compiled)
+        dyn = tuple(a for i, a in enumerate(_concrete(m, args)) if i not in kw.get("static_argnums", ()))
+        out = compiled(*dyn)
+        seen[m.__name__] = dict(
+            jaxpr=str(traced.jaxpr),
+            in_tree=_struct(m, traced.in_avals),
+            trees=[str(s.in_tree).replace("PyTreeDef", "") for s in (traced, lowered, compiled)],
+            in_avals=[(a.shape, a.dtype.name, a.weak_type) for a in m.tree_util.tree_leaves(traced.in_avals)],
+            out_info=[_sds(s.out_info) for s in (traced, lowered, compiled)],
+            args_info=[(a.shape, np.dtype(a.dtype).name, a.donated) for s in (traced, lowered, compiled)
+                       for a in m.tree_util.tree_leaves(s.args_info)],
+            fun_name=traced.fun_name,
+            out=[np.asarray(o).tolist() for o in m.tree_util.tree_leaves(out)],
+            jit_out=[np.asarray(o).tolist() for o in m.tree_util.tree_leaves(m.jit(build(m), **kw)(
+                *_concrete(m, make_args(m))))],
+        )
+        assert isinstance(lowered.as_text(), str) and isinstance(compiled.as_text(), str)
+    ours, theirs = seen["fluxion"], seen["jax"]
+    for key in ("in_tree", "trees", "in_avals", "out_info", "args_info", "fun_name", "out", "jit_out"):
+        assert ours[key] == theirs[key], key
+    assert ours["out"] == ours["jit_out"]
+
+
+def test_compiled_rejects_other_signatures():
+    jax = _jax()
+    for m in (fluxion, jax):
+        c = m.jit(lambda x: x + 1).lower(m.numpy.ones(3)).compile()
+        with pytest.raises(TypeError, match="compiled with"):
+            c(m.numpy.ones(4))
+        with pytest.raises(TypeError):
+            c(m.numpy.ones(3), m.numpy.ones(3))
+        np.testing.assert_array_equal(c(m.numpy.ones(3)), [2.0, 2.0, 2.0])
