@@ -88,6 +88,7 @@ from ._src.config import (allow_f16_reductions as allow_f16_reductions,  # noqa:
                           make_user_context as make_user_context, no_execution as no_execution,
                           no_tracing as no_tracing, softmax_custom_jvp as softmax_custom_jvp)
 from ._src.fwd_and_bwd import fwd_and_bwd as fwd_and_bwd  # noqa: E402
+from . import custom_batching as custom_batching  # noqa: E402
 from . import custom_derivatives as custom_derivatives  # noqa: E402
 from . import dlpack as dlpack  # noqa: E402
 from . import memory as memory  # noqa: E402
