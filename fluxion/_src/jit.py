@@ -42,6 +42,7 @@ from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
+from .refs import Ref, freeze, new_ref
 from . import stages
 from .stages import CompiledFunction
 from .traceback_util import filtered as filtered_traceback
@@ -179,6 +180,8 @@ class JitWrapped(stages.Wrapped):
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
+        # (tree, Ref positions) -> the jitted function taking and returning those Refs' values (see refs.py).
+        self._ref_wrappers: dict = {}
         _wrappers.add(self)
 
     def _split_args(self, args: tuple, kwargs: dict):
@@ -225,6 +228,8 @@ class JitWrapped(stages.Wrapped):
             generation = _user_context_generation.value
             statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            if any(type(x) is Ref for x in leaves):
+                return self._call_with_refs(args, kwargs)
             sig = []
             raws = []
             for x in leaves:
@@ -251,11 +256,42 @@ class JitWrapped(stages.Wrapped):
         """A call under another transformation: bind the `jit` call primitive on the traced program."""
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        if any(type(x) is Ref for x in leaves):
+            return self._call_with_refs(args, kwargs)
         leaves = [as_value(x) for x in leaves]
         sig = tuple(aval_signature(x) for x in leaves)
         traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
         outs = call_jaxpr(traced.closed, [*traced.const_args, *leaves], self._name)
         return tree_unflatten(traced.out_tree, outs)
+
+    def _call_with_refs(self, args: tuple, kwargs: dict):
+        """A call with `Ref`s among the arguments: the jitted function takes their values and returns their final
+        values after its own results; those are written back into the caller's Refs (see refs.py)."""
+        leaves, tree = tree_flatten((args, kwargs), is_leaf=lambda x: type(x) is Ref)
+        positions = tuple(i for i, x in enumerate(leaves) if type(x) is Ref)
+        wrapped = self._ref_wrappers.get((tree, positions))
+        if wrapped is None:
+            fun = self._fun
+
+            def with_refs(*a, **k):
+                inner_leaves, inner_tree = tree_flatten((a, k))
+                inner = [new_ref(inner_leaves[i]) for i in positions]
+                for r, i in zip(inner, positions):
+                    inner_leaves[i] = r
+                a2, k2 = tree_unflatten(inner_tree, inner_leaves)
+                return fun(*a2, **k2), [freeze(r) for r in inner]
+
+            functools.update_wrapper(with_refs, fun)
+            wrapped = self._ref_wrappers[(tree, positions)] = JitWrapped(
+                with_refs, self._static_argnums, self._static_argnames, (), name=self._name)
+        refs = [leaves[i] for i in positions]
+        for i, r in zip(positions, refs):
+            leaves[i] = freeze(r)
+        a, k = tree_unflatten(tree, leaves)
+        out, finals = wrapped(*a, **k)
+        for r, v in zip(refs, finals):
+            r._value = v
+        return out
 
     def _tree_lookup(self, args: tuple):
         """(compiled or None, leaves, raws, cache key) for positional pytree arguments, or None if their structure

@@ -835,3 +835,141 @@ def test_sequential_vmap_calls_in_order(capfd):
         m.effects_barrier()
         printed.append(capfd.readouterr().out.split())
     assert printed[0] == printed[1] == ["0", "1", "2", "0", "1"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Array references: Ref, new_ref, empty_ref, freeze, free_ref, the ref module
+# --------------------------------------------------------------------------------------------------------------
+
+def _ref_eager(m):
+    r = m.new_ref(m.numpy.arange(4.0))
+    r[...] = r[...] + 1
+    r[1] = 10.0
+    r[2:] += 5.0
+    old = m.ref.swap(r, (), m.numpy.zeros(4))
+    m.ref.addupdate(r, (), m.numpy.ones(4))
+    m.ref.set(r, 0, 3.0)
+    return [old, r[...], m.ref.get(r, ()), r[0], m.freeze(r)]
+
+
+def _ref_inside_jit(m):
+    @m.jit
+    def f(x):
+        r = m.new_ref(x)
+        r[...] += 1
+        r[0] = r[0] * 10
+        return m.freeze(r)
+    return [f(m.numpy.ones(3)), f(m.numpy.ones(3) * 2)]
+
+
+def _ref_argument_of_jit(m):
+    @m.jit
+    def step(r, x):
+        r[...] = r[...] * 2 + x
+        return r[...].sum()
+    r = m.new_ref(m.numpy.ones(3))
+    s1 = step(r, 1.0)
+    s2 = step(r, 1.0)
+    return [s1, s2, r[...]]
+
+
+def _ref_in_grad(m):
+    def loss(x):
+        r = m.new_ref(m.numpy.zeros(()))
+        r[...] = x * x
+        r[...] += m.numpy.sin(x)
+        return m.freeze(r)
+    return [m.grad(loss)(0.5), m.jit(m.grad(loss))(0.5)]
+
+
+def _ref_in_vmap(m):
+    def f(x):
+        r = m.new_ref(x)
+        r[...] = r[...] * 3
+        return m.freeze(r)
+    return [m.vmap(f)(m.numpy.arange(3.0)), m.jit(m.vmap(f))(m.numpy.arange(3.0))]
+
+
+def _ref_types(m):
+    r = m.new_ref(m.numpy.arange(6, dtype=m.numpy.int32).reshape(2, 3))
+    e = m.jit(lambda: m.freeze(m.empty_ref(m.ShapeDtypeStruct((2,), np.float32))).shape)()
+    return [np.asarray(r.shape), np.asarray(r.ndim), np.asarray(len(r)), np.asarray(str(m.typeof(r)) ==
+                                                                                    "Ref{int32[2,3]}"),
+            np.asarray(isinstance(r, m.Ref)), np.asarray(e)]
+
+
+REF_CASES = {"eager": _ref_eager, "inside jit": _ref_inside_jit, "argument of jit": _ref_argument_of_jit,
+             "grad": _ref_in_grad, "vmap": _ref_in_vmap, "types": _ref_types}
+
+
+@pytest.mark.parametrize("name", sorted(REF_CASES))
+def test_refs_match_jax(name):
+    jax = _jax()
+    ours, theirs = REF_CASES[name](fluxion), REF_CASES[name](jax)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype, (a, b)
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+REF_ERRORS = {
+    "shape": (lambda m, r: r.__setitem__(Ellipsis, m.numpy.ones(4)), ValueError, "shape"),
+    "dtype": (lambda m, r: r.__setitem__(Ellipsis, m.numpy.ones(3, m.numpy.int32)), ValueError, "dtype"),
+    "vmap writes outer ref": (lambda m, r: m.vmap(lambda x: r.__setitem__(Ellipsis, x))(m.numpy.ones((2, 3))),
+                              Exception, "array reference"),
+    "grad writes outer ref": (lambda m, r: m.grad(lambda x: (r.__setitem__(0, x), r[0])[1])(1.0),
+                              Exception, "array reference"),
+    "list init": (lambda m, r: m.new_ref([1, 2]), TypeError, "new_ref"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REF_ERRORS))
+def test_ref_errors_match_jax(name):
+    jax = _jax()
+    case, exc, match = REF_ERRORS[name]
+    for m in (fluxion, jax):
+        r = m.new_ref(m.numpy.zeros(3))
+        with pytest.raises(exc, match=match):
+            case(m, r)
+
+
+def test_ref_freeze_free_and_jit_caching():
+    r = fluxion.new_ref(fnp.arange(3.0))
+    frozen = fluxion.freeze(r)
+    r[...] = fnp.zeros(3)
+    np.testing.assert_array_equal(frozen, [0.0, 1.0, 2.0])  # freeze is a snapshot
+    fluxion.free_ref(r)
+    with pytest.raises(RuntimeError, match="free_ref"):
+        r[...]
+    traces = []
+
+    @fluxion.jit
+    def bump(r):
+        traces.append(1)
+        r[...] += 1
+
+    refs = [fluxion.new_ref(fnp.zeros(2)) for _ in range(3)]
+    for ref in refs:
+        bump(ref)
+        bump(ref)
+    assert len(traces) == 1 and all(np.asarray(ref[...]).tolist() == [2.0, 2.0] for ref in refs)
+    outer = fluxion.new_ref(fnp.ones(2))
+    with pytest.raises(ValueError, match="argument"):
+        fluxion.jit(lambda x: outer[...] + x)(1.0)  # a closed-over Ref would be baked into the cached program
+
+
+def test_refs_from_threads():
+    def worker(out, i):
+        r = fluxion.new_ref(fnp.zeros(3))
+        for _ in range(10):
+            fluxion.jit(lambda r, i: r.__setitem__(Ellipsis, r[...] + i))(r, float(i))
+        out[i] = np.asarray(r[...])
+
+    out = {}
+    threads = [threading.Thread(target=worker, args=(out, i)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {i: v.tolist() for i, v in out.items()} == {i: [10.0 * i] * 3 for i in range(4)}
