@@ -973,3 +973,56 @@ def test_refs_from_threads():
     for t in threads:
         t.join()
     assert {i: v.tolist() for i, v in out.items()} == {i: [10.0 * i] * 3 for i in range(4)}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# ds: dynamic slices in indices
+# --------------------------------------------------------------------------------------------------------------
+
+# name -> (index builder(m, i), operand shape); `i` is passed traced under jit.
+DS_CASES = {
+    "start size": (lambda m, i: m.ds(i, 2), (10,)),
+    "size only": (lambda m, i: m.ds(3), (10,)),
+    "none": (lambda m, i: m.ds(None), (10,)),
+    "stride": (lambda m, i: m.ds(i, 3, 2), (10,)),
+    "clamped start": (lambda m, i: m.ds(i + 5, 3), (10,)),
+    "two dims": (lambda m, i: (m.ds(i, 2), m.ds(1, 3)), (4, 5)),
+    "after ellipsis": (lambda m, i: (Ellipsis, m.ds(i, 2)), (3, 6)),
+    "with int": (lambda m, i: (1, m.ds(i, 2)), (3, 6)),
+    "with newaxis": (lambda m, i: (None, m.ds(i, 2), slice(None)), (4, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DS_CASES))
+def test_ds_matches_jax(name):
+    jax = _jax()
+    build, shape = DS_CASES[name]
+    results = []
+    for m in (fluxion, jax):
+        x = m.numpy.arange(int(np.prod(shape)), dtype=m.numpy.float32).reshape(shape)
+        eager = x[build(m, 2)]
+        jitted = m.jit(lambda x, i: x[build(m, i)])(x, 2)
+        updated = m.jit(lambda x, i: x.at[build(m, i)].set(-1.0))(x, 2)
+        added = m.jit(lambda x, i: x.at[build(m, i)].add(m.numpy.ones_like(x[build(m, i)])))(x, 2)
+        grad = m.grad(lambda x: (x[build(m, 2)] ** 2).sum())(x)
+        vm = m.vmap(lambda x, i: x[build(m, i)], in_axes=(None, 0))(x, m.numpy.array([0, 1]))
+        results.append([eager, jitted, updated, added, grad, vm])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def test_ds_objects_and_ref_writes():
+    jax = _jax()
+    for m in (fluxion, jax):
+        s = m.ds(4, 2)
+        assert (s.start, s.size, s.stride) == (4, 2, 1)
+        assert m.ds(None) == slice(None)
+        r = m.new_ref(m.numpy.zeros(5))
+
+        @m.jit
+        def write(r, i):
+            r[m.ds(i, 2)] = m.numpy.ones(2)
+
+        write(r, 2)
+        np.testing.assert_array_equal(r[...], [0.0, 0.0, 1.0, 1.0, 0.0])
