@@ -96,6 +96,7 @@ from . import monitoring as monitoring  # noqa: E402
 from . import profiler as profiler  # noqa: E402
 from . import stages as stages  # noqa: E402
 from . import ref as ref  # noqa: E402
+from . import export as export  # noqa: E402
 from ._src.numpy.dslice import ds as ds  # noqa: E402
 from ._src.refs import (Ref as Ref, empty_ref as empty_ref, free_ref as free_ref, freeze as freeze,  # noqa: E402
                         new_ref as new_ref)

@@ -1026,3 +1026,113 @@ def test_ds_objects_and_ref_writes():
 
         write(r, 2)
         np.testing.assert_array_equal(r[...], [0.0, 0.0, 1.0, 1.0, 0.0])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------------------------------
+
+def _scan_cumprod(m, x):
+    return m.lax.scan(lambda c, v: (c * v, c * v), m.numpy.ones((), x.dtype), x)
+
+
+# name -> (function builder(m), jit kwargs, argument builder(m)); each program is exported, called, serialized and
+# loaded back, and every result is compared with JAX's exported call.
+EXPORT_CASES = {
+    "pytrees": (lambda m: lambda x, p: {"y": x * 2 + p["b"], "s": (x.sum(), p["b"])}, {},
+                lambda m: (m.numpy.arange(3.0), {"b": m.numpy.float32(0.5)})),
+    "matmul and softmax": (lambda m: lambda w, x: m.nn.softmax(m.nn.relu(x @ w)), {},
+                           lambda m: (m.numpy.arange(12.0).reshape(3, 4) / 10, m.numpy.ones((2, 3)))),
+    "gather and scatter": (lambda m: lambda x, i: x.at[i].add(1.0)[i[::-1]], {},
+                           lambda m: (m.numpy.arange(5.0), m.numpy.array([0, 3, 3]))),
+    "control flow": (lambda m: lambda x: (_scan_cumprod(m, x),
+                                          m.lax.cond(x.sum() > 3, lambda v: v * 2, lambda v: -v, x),
+                                          m.lax.fori_loop(0, 3, lambda i, c: c + i, x)), {},
+                     lambda m: (m.numpy.arange(1.0, 4.0),)),
+    "constants and statics": (lambda m: lambda x, n: x * m.numpy.array([1.0, 2.0, 3.0]) ** n, {"static_argnums": 1},
+                              lambda m: (m.numpy.ones(3), 2)),
+    "sort cumsum argmax ints": (lambda m: lambda x: (m.numpy.sort(x), m.numpy.cumsum(x), m.numpy.argmax(x),
+                                                     (x > 1).astype(m.numpy.int32)), {},
+                                lambda m: (m.numpy.array([3.0, 1.0, 2.0]),)),
+    "random": (lambda m: lambda k: m.random.normal(m.random.wrap_key_data(k), (3,)), {},
+               lambda m: (m.random.key_data(m.random.key(0)),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPORT_CASES))
+def test_export_matches_jax(name):
+    jax = _jax()
+    build, kw, make_args = EXPORT_CASES[name]
+    seen = {}
+    for m in (fluxion, jax):
+        args = make_args(m)
+        statics = kw.get("static_argnums", ())
+        statics = (statics,) if isinstance(statics, int) else statics
+        exported = m.export.export(m.jit(build(m), **kw))(*args)
+        dyn = [a for i, a in enumerate(args) if i not in statics]
+        outs = exported.call(*dyn)
+        seen[m.__name__] = (exported, outs, dyn)
+    ours, ours_out, dyn = seen["fluxion"]
+    theirs, theirs_out, _ = seen["jax"]
+    assert [(a.shape, a.dtype) for a in ours.in_avals] == [(a.shape, a.dtype) for a in theirs.in_avals]
+    assert [(a.shape, a.dtype) for a in ours.out_avals] == [(a.shape, a.dtype) for a in theirs.out_avals]
+    assert str(ours.in_tree) == str(theirs.in_tree) and str(ours.out_tree) == str(theirs.out_tree)
+    assert ours.fun_name == theirs.fun_name and ours.platforms == theirs.platforms
+    loaded = fluxion.export.deserialize(ours.serialize())
+    jitted = fluxion.jit(loaded.call)(*dyn)
+    for got in (ours_out, loaded.call(*dyn), jitted):
+        for a, b in zip(fluxion.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(theirs_out)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def test_exported_call_differentiates_and_batches():
+    jax = _jax()
+    res = []
+    for m in (fluxion, jax):
+        e = m.export.export(m.jit(lambda w, x: m.numpy.tanh(x @ w).sum()))(m.numpy.ones((3, 2)), m.numpy.ones((4, 3)))
+        call = e.call if m is jax else fluxion.export.deserialize(e.serialize()).call
+        w = m.numpy.arange(6.0).reshape(3, 2) / 10
+        x = m.numpy.arange(12.0).reshape(4, 3) / 10
+        if m is jax:  # (JAX's exported calls have no batching rule: compare with a loop)
+            batched = m.numpy.stack([call(w, x), call(w, -x)])
+        else:
+            batched = m.vmap(call, in_axes=(None, 0))(w, m.numpy.stack([x, -x]))
+        res.append((m.grad(call)(w, x), batched))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+EXPORT_ERRORS = {
+    "not jitted": (lambda m, e: m.export.export(lambda x: x)(1.0), ValueError, "jit"),
+    "shape": (lambda m, e: e.call(m.numpy.ones(4)), ValueError, "hape mismatch"),
+    "dtype": (lambda m, e: e.call(m.numpy.ones(3, m.numpy.int32)), ValueError, "type mismatch"),
+    "structure": (lambda m, e: e.call(m.numpy.ones(3), m.numpy.ones(3)), ValueError, "structure"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPORT_ERRORS))
+def test_export_errors_match_jax(name):
+    jax = _jax()
+    case, exc, match = EXPORT_ERRORS[name]
+    for m in (fluxion, jax):
+        e = m.export.export(m.jit(lambda x: x + 1))(m.ShapeDtypeStruct((3,), np.float32))
+        with pytest.raises(exc, match=match):
+            case(m, e)
+
+
+def test_serialization_is_safe_and_refuses_callbacks():
+    with pytest.raises(ValueError, match="not a serialized fluxion export"):
+        fluxion.export.deserialize(b"garbage")
+    import msgpack
+    with pytest.raises(ValueError, match="not one of fluxion's"):  # only fluxion's own types are ever resolved
+        fluxion.export.deserialize(msgpack.packb({
+            "format": "fluxion.export", "version": 1, "fun_name": "f", "in_tree": {"t": [{"t": []}, {"d": []}]},
+            "out_tree": "*", "jaxpr": {"consts": [], "jaxpr": {"constvars": [], "invars": [], "outvars": [],
+                                                            "eqns": [{"p": "add", "in": [], "out": [], "params": {
+                                                                "x": {"enum": "os:PathLike", "name": "x"}}}]}}}))
+    e = fluxion.export.export(fluxion.jit(lambda x: fluxion.pure_callback(
+        np.sin, fluxion.ShapeDtypeStruct((3,), np.float32), x)))(fnp.ones(3))
+    np.testing.assert_allclose(e.call(fnp.ones(3)), np.sin(np.ones(3, np.float32)))
+    with pytest.raises(ValueError, match="callback"):
+        e.serialize()
