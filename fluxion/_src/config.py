@@ -28,8 +28,9 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
     RuntimeError.
   jax_allow_f16_reductions (True): False makes `lax.reduce_sum` of float16/bfloat16 over a dimension > 1 raise
     ValueError (`jnp.sum` accumulates them in float32 and keeps working).
-  jax_softmax_custom_jvp (False): `nn.softmax` differentiates with its closed-form custom JVP rather than through its
-    operations.
+  jax_softmax_custom_jvp (True; JAX's default is False): `nn.softmax` differentiates with its closed-form custom JVP;
+    False differentiates through its operations. fluxion keeps the custom rule on by default: its derivatives of
+    those operations are not JAX's op for op, so only the closed form gives JAX's backward program size.
   Recorded without effect: jax_numpy_rank_promotion ("allow"),
     jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
     jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
@@ -182,7 +183,7 @@ class Config:
         self._define("jax_no_tracing", False, parse=_boolean(False))
         self._define("jax_no_execution", False, parse=_boolean(False))
         self._define("jax_allow_f16_reductions", True, parse=_boolean(True))
-        self._define("jax_softmax_custom_jvp", False, parse=_boolean(False))
+        self._define("jax_softmax_custom_jvp", True, parse=_boolean(True))
         # `devices` validates updated values itself (with a message naming the option).
         self._define("jax_num_cpu_devices", 1, env=("FLUXION_NUM_CPU_DEVICES",), parse=_integer(1),
                      validate_updates=False)
@@ -362,8 +363,8 @@ no_execution = State("jax_no_execution")
 # When False, `lax.reduce_sum` of float16/bfloat16 over a dimension longer than 1 raises ValueError (jnp.sum still
 # works: it accumulates in float32, as in JAX).
 allow_f16_reductions = State("jax_allow_f16_reductions")
-# When True, `nn.softmax` uses its closed-form custom JVP; when False (JAX's default) its gradient is derived from
-# the operations (the max shift behind stop_gradient).
+# When True (fluxion's default; JAX's is False), `nn.softmax` uses its closed-form custom JVP; when False its gradient
+# is derived from the operations (the max shift behind stop_gradient). Values are the same either way.
 softmax_custom_jvp = State("jax_softmax_custom_jvp")
 
 STATES = ("enable_x64", "debug_nans", "debug_infs", "disable_jit", "log_compiles", "numpy_rank_promotion",

@@ -331,8 +331,8 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
       axis: axis or axes holding the classes. Default -1.
       where: optional boolean mask of the entries to include.
 
-    The derivative follows `jax.softmax_custom_jvp`: with it set, the closed-form JVP y * (t - sum(y * t)); unset
-    (the default, as in JAX), autodiff through the operations. Values are the same either way.
+    The derivative follows `jax.softmax_custom_jvp`: set (fluxion's default; JAX's default is unset), the
+    closed-form JVP y * (t - sum(y * t)); unset, autodiff through the operations. Values are the same either way.
     """
     x = _inexact("softmax", x)
     axis = tuple(axis) if isinstance(axis, list) else axis
