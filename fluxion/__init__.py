@@ -86,7 +86,8 @@ from ._src.buffers import (copy_to_host_async as copy_to_host_async,  # noqa: E4
                            effects_barrier as effects_barrier, live_arrays as live_arrays)
 from ._src.config import (allow_f16_reductions as allow_f16_reductions,  # noqa: E402
                           make_user_context as make_user_context, no_execution as no_execution,
-                          no_tracing as no_tracing, softmax_custom_jvp as softmax_custom_jvp)
+                          no_tracing as no_tracing, softmax_custom_jvp as softmax_custom_jvp,
+                          jax2tf_associative_scan_reductions as jax2tf_associative_scan_reductions)
 from ._src.fwd_and_bwd import fwd_and_bwd as fwd_and_bwd  # noqa: E402
 from . import custom_batching as custom_batching  # noqa: E402
 from . import custom_derivatives as custom_derivatives  # noqa: E402

@@ -37,7 +37,8 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
     jax_persistent_cache_min_compile_time_secs (1.0), jax_default_device, jax_transfer_guard,
     jax_transfer_guard_host_to_device, jax_transfer_guard_device_to_host, jax_transfer_guard_device_to_device
     (None), jax_enable_checks, jax_debug_key_reuse, jax_explain_cache_misses,
-    jax_enable_custom_prng (False), jax_legacy_prng_key ("allow").
+    jax_enable_custom_prng (False), jax_legacy_prng_key ("allow"), jax2tf_associative_scan_reductions (False; JAX
+    0.10 reads it nowhere either: it chose jax2tf's lowering of cumulative reductions).
 
 Options of fluxion (each with its `FLUXION_*` environment variable, read at use):
 
@@ -177,7 +178,8 @@ class Config:
                               ("jax_transfer_guard_host_to_device", None), ("jax_transfer_guard_device_to_host", None),
                               ("jax_transfer_guard_device_to_device", None), ("jax_enable_checks", False),
                               ("jax_debug_key_reuse", False), ("jax_explain_cache_misses", False),
-                              ("jax_enable_custom_prng", False), ("jax_legacy_prng_key", "allow")):
+                              ("jax_enable_custom_prng", False), ("jax_legacy_prng_key", "allow"),
+                              ("jax2tf_associative_scan_reductions", False)):
             self._define(name, default)
         # Guards and switches that change behaviour (see the State objects below for what each does).
         self._define("jax_no_tracing", False, parse=_boolean(False))
@@ -366,13 +368,15 @@ allow_f16_reductions = State("jax_allow_f16_reductions")
 # When True (fluxion's default; JAX's is False), `nn.softmax` uses its closed-form custom JVP; when False its gradient
 # is derived from the operations (the max shift behind stop_gradient). Values are the same either way.
 softmax_custom_jvp = State("jax_softmax_custom_jvp")
+jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
 
 STATES = ("enable_x64", "debug_nans", "debug_infs", "disable_jit", "log_compiles", "numpy_rank_promotion",
           "numpy_dtype_promotion", "default_matmul_precision", "default_prng_impl", "threefry_partitionable",
           "check_tracer_leaks", "checking_leaks", "enable_checks", "debug_key_reuse", "explain_cache_misses",
           "enable_custom_prng", "legacy_prng_key", "default_device", "transfer_guard",
           "transfer_guard_host_to_device", "transfer_guard_device_to_host", "transfer_guard_device_to_device",
-          "no_tracing", "no_execution", "allow_f16_reductions", "softmax_custom_jvp")
+          "no_tracing", "no_execution", "allow_f16_reductions", "softmax_custom_jvp",
+          "jax2tf_associative_scan_reductions")
 
 
 class UserContext:

@@ -206,11 +206,16 @@ def test_effects_barrier_after_io_callback():
 
 def test_new_states_have_jax_defaults():
     jax = _jax()
-    for name in ("no_tracing", "no_execution", "allow_f16_reductions"):
+    for name in ("no_tracing", "no_execution", "allow_f16_reductions", "jax2tf_associative_scan_reductions"):
         assert getattr(fluxion, name).value == getattr(jax, name).value, name
         with getattr(fluxion, name)(not getattr(jax, name).value):
             assert getattr(fluxion, name).value != getattr(jax, name).value
         assert getattr(fluxion, name).value == getattr(jax, name).value
+    # Neither library reads jax2tf_associative_scan_reductions outside jax2tf: cumsum is the same under both values.
+    for m in (fluxion, jax):
+        with m.jax2tf_associative_scan_reductions(True):
+            on = m.jit(m.numpy.cumsum)(m.numpy.arange(5.0))
+        np.testing.assert_array_equal(on, m.numpy.cumsum(m.numpy.arange(5.0)))
     # The documented difference: fluxion keeps softmax's closed-form JVP on by default.
     assert fluxion.softmax_custom_jvp.value is True and jax.softmax_custom_jvp.value is False
 
