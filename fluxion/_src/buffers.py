@@ -30,7 +30,8 @@ def live_arrays(platform: str | None = None) -> list[Array]:
     """
     if platform is not None and platform.lower() != "cpu":
         raise RuntimeError(f"live_arrays: unknown backend {platform!r}; fluxion has only 'cpu'")
-    return [o for o in gc.get_objects() if isinstance(o, Array) and not o.is_deleted()]
+    # type() rather than isinstance: isinstance on a dead weakref.proxy in the collector's list raises ReferenceError.
+    return [o for o in gc.get_objects() if issubclass(type(o), Array) and not o.is_deleted()]
 
 
 def copy_to_host_async(x: Any) -> Any:

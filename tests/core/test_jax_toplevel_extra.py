@@ -1143,3 +1143,17 @@ def test_serialization_is_safe_and_refuses_callbacks():
     np.testing.assert_allclose(e.call(fnp.ones(3)), np.sin(np.ones(3, np.float32)))
     with pytest.raises(ValueError, match="callback"):
         e.serialize()
+
+
+def test_live_arrays_ignores_dead_weak_proxies():
+    import weakref
+
+    class Target:
+        pass
+
+    t = Target()
+    proxy = weakref.proxy(t)
+    del t
+    gc.collect()
+    keep = [proxy]  # a dead proxy among the collector's objects must not break the scan
+    assert isinstance(fluxion.live_arrays(), list) and keep
