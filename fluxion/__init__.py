@@ -3,7 +3,7 @@
 `import fluxion as jax` runs JAX programs on the CPU with NumPy as the backend.
 """
 
-__version__ = "0.1.0"
+from ._src.version import __version__ as __version__
 
 from ._src.api import (ShapeDtypeStruct as ShapeDtypeStruct, block_until_ready as block_until_ready,
                        device_get as device_get, device_put as device_put, eval_shape as eval_shape, grad as grad,
@@ -80,6 +80,28 @@ from ._src.placement import (make_array_from_callback as make_array_from_callbac
                              make_array_from_single_device_arrays as make_array_from_single_device_arrays,
                              reshard as reshard)
 from ._src.shard_map import shard_map as shard_map, smap as smap  # noqa: E402
+
+# The rest of the `jax` top level (jax-toplevel issue).
+from ._src.buffers import (copy_to_host_async as copy_to_host_async,  # noqa: E402
+                           effects_barrier as effects_barrier, live_arrays as live_arrays)
+from ._src.config import (allow_f16_reductions as allow_f16_reductions,  # noqa: E402
+                          make_user_context as make_user_context, no_execution as no_execution,
+                          no_tracing as no_tracing, softmax_custom_jvp as softmax_custom_jvp,
+                          jax2tf_associative_scan_reductions as jax2tf_associative_scan_reductions)
+from ._src.fwd_and_bwd import fwd_and_bwd as fwd_and_bwd  # noqa: E402
+from . import custom_batching as custom_batching  # noqa: E402
+from . import custom_derivatives as custom_derivatives  # noqa: E402
+from . import dlpack as dlpack  # noqa: E402
+from . import memory as memory  # noqa: E402
+from . import monitoring as monitoring  # noqa: E402
+from . import profiler as profiler  # noqa: E402
+from . import stages as stages  # noqa: E402
+from . import ref as ref  # noqa: E402
+from . import export as export  # noqa: E402
+from ._src.numpy.dslice import ds as ds  # noqa: E402
+from ._src.refs import (Ref as Ref, empty_ref as empty_ref, free_ref as free_ref, freeze as freeze,  # noqa: E402
+                        new_ref as new_ref)
+from . import version as version  # noqa: E402
 
 
 def __getattr__(name: str):

@@ -23,13 +23,22 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
   jax_traceback_filtering ("auto"; JAX_TRACEBACK_FILTERING): "off" keeps fluxion's internal frames in tracebacks.
   jax_debug_nans, jax_debug_infs (False): every primitive's floating-point outputs are checked for NaN (inf) and
     `FloatingPointError` names the first primitive that made one; `jit`ted functions then run op by op.
+  jax_no_tracing (False): staging a function to a jaxpr (a `jit` cache miss, make_jaxpr, ...) raises RuntimeError.
+  jax_no_execution (False): running anything (eager primitives, jitted, AOT-compiled, pmapped calls) raises
+    RuntimeError.
+  jax_allow_f16_reductions (True): False makes `lax.reduce_sum` of float16/bfloat16 over a dimension > 1 raise
+    ValueError (`jnp.sum` accumulates them in float32 and keeps working).
+  jax_softmax_custom_jvp (True; JAX's default is False): `nn.softmax` differentiates with its closed-form custom JVP;
+    False differentiates through its operations. fluxion keeps the custom rule on by default: its derivatives of
+    those operations are not JAX's op for op, so only the closed form gives JAX's backward program size.
   Recorded without effect: jax_numpy_rank_promotion ("allow"),
     jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
     jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
     jax_persistent_cache_min_compile_time_secs (1.0), jax_default_device, jax_transfer_guard,
     jax_transfer_guard_host_to_device, jax_transfer_guard_device_to_host, jax_transfer_guard_device_to_device
     (None), jax_enable_checks, jax_debug_key_reuse, jax_explain_cache_misses,
-    jax_enable_custom_prng (False), jax_legacy_prng_key ("allow").
+    jax_enable_custom_prng (False), jax_legacy_prng_key ("allow"), jax2tf_associative_scan_reductions (False; JAX
+    0.10 reads it nowhere either: it chose jax2tf's lowering of cumulative reductions).
 
 Options of fluxion (each with its `FLUXION_*` environment variable, read at use):
 
@@ -64,6 +73,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from typing import Any, Callable, Iterator
 
 _TRUE = ("1", "true", "yes", "on")
@@ -168,8 +178,14 @@ class Config:
                               ("jax_transfer_guard_host_to_device", None), ("jax_transfer_guard_device_to_host", None),
                               ("jax_transfer_guard_device_to_device", None), ("jax_enable_checks", False),
                               ("jax_debug_key_reuse", False), ("jax_explain_cache_misses", False),
-                              ("jax_enable_custom_prng", False), ("jax_legacy_prng_key", "allow")):
+                              ("jax_enable_custom_prng", False), ("jax_legacy_prng_key", "allow"),
+                              ("jax2tf_associative_scan_reductions", False)):
             self._define(name, default)
+        # Guards and switches that change behaviour (see the State objects below for what each does).
+        self._define("jax_no_tracing", False, parse=_boolean(False))
+        self._define("jax_no_execution", False, parse=_boolean(False))
+        self._define("jax_allow_f16_reductions", True, parse=_boolean(True))
+        self._define("jax_softmax_custom_jvp", True, parse=_boolean(True))
         # `devices` validates updated values itself (with a message naming the option).
         self._define("jax_num_cpu_devices", 1, env=("FLUXION_NUM_CPU_DEVICES",), parse=_integer(1),
                      validate_updates=False)
@@ -340,8 +356,99 @@ transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device", "allo
 transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host", "allow")
 transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device", "allow")
 
+# `jit` raises RuntimeError when it would trace (a cache miss), as do make_jaxpr, eval_shape and every other staging
+# of a Python function to a jaxpr (partial_eval.trace_to_jaxpr). Unlike JAX, where eager operations are jitted
+# primitives and so also trace on their first use, fluxion's eager operations run without tracing and stay allowed.
+no_tracing = State("jax_no_tracing")
+# Every execution raises RuntimeError: eager primitives, jitted and AOT-compiled calls (core.eager_apply, jit).
+no_execution = State("jax_no_execution")
+# When False, `lax.reduce_sum` of float16/bfloat16 over a dimension longer than 1 raises ValueError (jnp.sum still
+# works: it accumulates in float32, as in JAX).
+allow_f16_reductions = State("jax_allow_f16_reductions")
+# When True (fluxion's default; JAX's is False), `nn.softmax` uses its closed-form custom JVP; when False its gradient
+# is derived from the operations (the max shift behind stop_gradient). Values are the same either way.
+softmax_custom_jvp = State("jax_softmax_custom_jvp")
+jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
+
 STATES = ("enable_x64", "debug_nans", "debug_infs", "disable_jit", "log_compiles", "numpy_rank_promotion",
           "numpy_dtype_promotion", "default_matmul_precision", "default_prng_impl", "threefry_partitionable",
           "check_tracer_leaks", "checking_leaks", "enable_checks", "debug_key_reuse", "explain_cache_misses",
           "enable_custom_prng", "legacy_prng_key", "default_device", "transfer_guard",
-          "transfer_guard_host_to_device", "transfer_guard_device_to_host", "transfer_guard_device_to_device")
+          "transfer_guard_host_to_device", "transfer_guard_device_to_host", "transfer_guard_device_to_device",
+          "no_tracing", "no_execution", "allow_f16_reductions", "softmax_custom_jvp",
+          "jax2tf_associative_scan_reductions")
+
+
+class UserContext:
+    """A value that `jit` caches depend on (`jax.make_user_context`): a jitted function traced and compiled under one
+    value is traced and compiled again under another, and served from its cache when the value comes back.
+
+    `ctx(value)` returns a context manager setting the value for a `with` block; `ctx.value` reads it;
+    `get_global`/`set_global` read and set the value outside any block. Unlike JAX, where a `with` block is local to
+    its thread, the value is process-wide, as for fluxion's other config states.
+    """
+
+    def __init__(self, default_value: Any = None):
+        self._value = default_value
+        with _user_context_lock:
+            _user_contexts.append(self)
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+    def get_global(self) -> Any:
+        return self._value
+
+    def set_global(self, new_value: Any) -> None:
+        _set_user_context(self, new_value)
+
+    @contextlib.contextmanager
+    def __call__(self, new_value: Any) -> Iterator[None]:
+        saved = self._value
+        _set_user_context(self, new_value)
+        try:
+            yield
+        finally:
+            _set_user_context(self, saved)
+
+
+_user_contexts: list[UserContext] = []
+_user_context_lock = threading.Lock()
+_user_context_hooks: list[Callable[[], None]] = []
+
+
+class _UserContextGeneration:
+    """Counts changes of user context values, so a dispatch that started under older values can tell."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+user_context_generation = _UserContextGeneration()
+
+
+def _set_user_context(ctx: UserContext, value: Any) -> None:
+    with _user_context_lock:
+        ctx._value = value
+        user_context_generation.value += 1
+    for hook in _user_context_hooks:
+        hook()
+
+
+def user_context_key() -> tuple:
+    """The current values of every user context (part of `jit`'s cache keys); () when none was made."""
+    return tuple(c._value for c in _user_contexts)
+
+
+def add_user_context_hook(hook: Callable[[], None]) -> None:
+    """Calls `hook()` whenever a user context's value changes (jit drops the dispatch tables keyed without them)."""
+    _user_context_hooks.append(hook)
+
+
+def make_user_context(default_value: Any = None) -> UserContext:
+    """A new `UserContext` starting at `default_value` (mirrors `jax.make_user_context`). Its values must be
+    hashable: they become part of `jit`'s cache keys."""
+    return UserContext(default_value)

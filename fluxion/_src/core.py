@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
+import time
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, NamedTuple, Sequence
@@ -27,6 +28,8 @@ import numpy as np
 from . import dtypes
 from .array_methods import ArrayOps
 from .config import config
+from . import profiler
+from .memory import MemorySpace
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -57,6 +60,11 @@ class ShapedArray:
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def memory_space(self) -> MemorySpace:
+        """Where values of this type live: always `MemorySpace.Device` (fluxion's devices compute in host RAM)."""
+        return MemorySpace.Device
 
     def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
@@ -454,20 +462,28 @@ class Primitive:
 
 
 class FloatChecks:
-    """`jax_debug_nans` / `jax_debug_infs`: whether every primitive's output is checked (kept in sync with config by
-    hooks; one attribute read on the eager paths when off)."""
+    """`jax_debug_nans` / `jax_debug_infs` / `jax_no_execution`: whether every eager primitive is checked -- before
+    it runs (no_execution) or on its output (NaNs, infs). Kept in sync with config by hooks; `on` is the one
+    attribute the eager paths read, and `jit` runs op by op while it is set, so its calls are checked too."""
 
-    __slots__ = ("nans", "infs", "on")
+    __slots__ = ("nans", "infs", "no_execution", "on")
 
     def __init__(self):
-        self.nans = self.infs = self.on = False
+        self.nans = self.infs = self.no_execution = self.on = False
 
-    def set(self, nans: bool | None = None, infs: bool | None = None) -> None:
+    def set(self, nans: bool | None = None, infs: bool | None = None, no_execution: bool | None = None) -> None:
         if nans is not None:
             self.nans = bool(nans)
         if infs is not None:
             self.infs = bool(infs)
-        self.on = self.nans or self.infs
+        if no_execution is not None:
+            self.no_execution = bool(no_execution)
+        self.on = self.nans or self.infs or self.no_execution
+
+    def check_execution(self, name: str) -> None:
+        """Raises `RuntimeError` (JAX's message) if executions are disallowed (`jax.no_execution`)."""
+        if self.no_execution:
+            raise RuntimeError(f"fluxion tried to execute function {name}, but the no_execution config option is set")
 
     def check(self, prim: "Primitive", out: Any) -> None:
         """Raises `FloatingPointError` (JAX's message) if an output of `prim` holds a NaN (or an inf) being checked."""
@@ -484,7 +500,8 @@ class FloatChecks:
 float_checks = FloatChecks()
 config.add_hook("jax_debug_nans", lambda v: float_checks.set(nans=v))
 config.add_hook("jax_debug_infs", lambda v: float_checks.set(infs=v))
-float_checks.set(nans=config.jax_debug_nans, infs=config.jax_debug_infs)
+config.add_hook("jax_no_execution", lambda v: float_checks.set(no_execution=v))
+float_checks.set(nans=config.jax_debug_nans, infs=config.jax_debug_infs, no_execution=config.jax_no_execution)
 
 
 def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
@@ -493,15 +510,40 @@ def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     impl = prim.impl
     if impl is None:
         raise NotImplementedError(f"Primitive '{prim.name}' has no implementation on the NumPy backend")
-    out = impl(*vals, **params)
-    if float_checks.on:
+    if float_checks.on:  # one read of a plain attribute when no check is on (the common case)
+        float_checks.check_execution(prim.name)
+        out = impl(*vals, **params)
         float_checks.check(prim, out)
+    else:
+        out = impl(*vals, **params)
     weak = prim.weak_type_rule(args, params)
     if prim.multiple_results:
         if type(weak) is bool:
             return [Array(o, weak) for o in out]
         return [Array(o, w) for o, w in zip(out, weak)]
     return Array(out, weak)
+
+
+_plain_eager_apply = eager_apply
+
+
+def _profiled_eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
+    """`eager_apply` while a profiler trace is active: each primitive is a span named after it."""
+    start = time.perf_counter_ns()
+    try:
+        return _plain_eager_apply(prim, args, params)
+    finally:
+        profiler.record_span(prim.name, "eager", start, time.perf_counter_ns())
+
+
+def _on_profiler(active: bool) -> None:
+    # `Primitive.bind` looks `eager_apply` up in this module's globals on each call: swapping it costs the
+    # unprofiled path nothing.
+    global eager_apply
+    eager_apply = _profiled_eager_apply if active else _plain_eager_apply
+
+
+profiler.add_activation_hook(_on_profiler)
 
 
 def _raw_operand(a: Any, prim: Primitive) -> Any:

@@ -55,6 +55,15 @@ def _split_static(fun: Callable, nondiff_argnums: tuple, args: tuple, kwargs: di
     return args, static, dyn, flat, in_tree, merge
 
 
+def forward_attr(self, name: str) -> Any:
+    """`__getattr__` of the custom-rule wrappers: attributes they lack come from the wrapped function, so wrappers
+    stack (`custom_vjp(custom_vmap(f))` still has `def_vmap`), as in JAX."""
+    fun = self.__dict__.get("fun")
+    if fun is None:
+        raise AttributeError(name)
+    return getattr(fun, name)
+
+
 class custom_jvp:
     """Gives `fun` a user-defined JVP rule (and, through linearization, its reverse mode).
 
@@ -76,6 +85,8 @@ class custom_jvp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
+
+    __getattr__ = forward_attr
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         self.jvp = jvp
@@ -157,6 +168,8 @@ class custom_vjp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+
+    __getattr__ = forward_attr
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         self.fwd = fwd

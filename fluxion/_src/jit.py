@@ -34,7 +34,8 @@ import numpy as np
 from . import core, dtypes
 from .api import ShapeDtypeStruct
 from .api_util import PerFunction, as_value, fun_name, fun_src
-from .config import config
+from .config import add_user_context_hook, config, user_context_key
+from .config import user_context_generation as _user_context_generation
 from .core import Array
 from .core import all_eager as _all_eager
 from .core import float_checks as _float_checks
@@ -42,10 +43,12 @@ from .core import thread_state as _thread_state
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
+from . import stages
+from .refs import Ref, freeze, new_ref
 from .sharding import MESH_IN_USE as _MESH_IN_USE
-from .stages import CompiledFunction, Lowered
+from .stages import CompiledFunction
 from .traceback_util import filtered as filtered_traceback
-from .tree_util import node_kind, registered_kind, tree_flatten, tree_unflatten
+from .tree_util import node_kind, registered_kind, tree_flatten, tree_structure, tree_unflatten
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -97,8 +100,15 @@ def clear_all_caches() -> None:
     for caches in _function_caches.values():
         caches.traces.clear()
         caches.compiled.clear()
+    _drop_dispatch_tables()
+
+
+def _drop_dispatch_tables() -> None:
     for w in list(_wrappers):
         w._clear_dispatch_tables()
+
+
+add_user_context_hook(_drop_dispatch_tables)
 
 
 def _caches_for(fun: Callable) -> _FunctionCaches:
@@ -155,7 +165,7 @@ def _donate(donated: Sequence[int], leaves: list, raws: list) -> None:
             raws[i] = np.array(raws[i], copy=True)
 
 
-class JitWrapped:
+class JitWrapped(stages.Wrapped):
     """The object `jit(f)` returns: callable, with `lower`, `trace`, `eval_shape` and cache introspection."""
 
     def __init__(self, fun: Callable, static_argnums: Sequence[int], static_argnames: Sequence[str],
@@ -179,6 +189,8 @@ class JitWrapped:
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
+        # (tree, Ref positions) -> the jitted function taking and returning those Refs' values (see refs.py).
+        self._ref_wrappers: dict = {}
         _wrappers.add(self)
 
     def _split_args(self, args: tuple, kwargs: dict):
@@ -189,7 +201,9 @@ class JitWrapped:
         try:
             if _jit_disabled or _float_checks.on:
                 # With jax_debug_nans/infs the function runs op by op, so a NaN is reported at the primitive that
-                # made it (JAX reruns the de-optimized function for the same message).
+                # made it (JAX reruns the de-optimized function for the same message). With no_execution it fails
+                # at once, naming the function.
+                _float_checks.check_execution(f"jit({self._name})")
                 return self._fun(*args, **kwargs)
             if not (_all_eager.value or _thread_state().eager):
                 return self._call_staged(args, kwargs)
@@ -222,8 +236,11 @@ class JitWrapped:
                     hit = None  # no stray reference to a donated buffer (see `_donate`)
                     if compiled is not None:
                         return self._run_compiled(compiled, leaves, raws)
+            generation = _user_context_generation.value
             statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            if any(type(x) is Ref for x in leaves):
+                return self._call_with_refs(args, kwargs)
             sig = []
             raws = []
             for x in leaves:
@@ -231,11 +248,13 @@ class JitWrapped:
                 sig.append(a)
                 raws.append(r)
             r = None  # no stray reference to a donated buffer (see `_donate`)
-            key = (self._options, in_tree, tuple(sig), statics)
+            key = (self._options, in_tree, tuple(sig), statics, user_context_key())
             compiled = self._cache.get(key)
             if compiled is None:
                 compiled = self._compile(args, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
-            if self._fast_ok and not kwargs:
+            # The dispatch tables are keyed without the user contexts (they are emptied when one changes): fill them
+            # only if no context changed since this call read them.
+            if self._fast_ok and not kwargs and generation == _user_context_generation.value:
                 if len(leaves) == len(args) and all(type(a) is Array for a in args):
                     self._fast[tuple([x for a in sig for x in a])] = compiled
                 elif tkey is not None and len(self._tree_fast) < 256:
@@ -260,11 +279,42 @@ class JitWrapped:
         """A call under another transformation: bind the `jit` call primitive on the traced program."""
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        if any(type(x) is Ref for x in leaves):
+            return self._call_with_refs(args, kwargs)
         leaves = [as_value(x) for x in leaves]
         sig = tuple(aval_signature(x) for x in leaves)
         traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
         outs = call_jaxpr(traced.closed, [*traced.const_args, *leaves], self._name)
         return tree_unflatten(traced.out_tree, outs)
+
+    def _call_with_refs(self, args: tuple, kwargs: dict):
+        """A call with `Ref`s among the arguments: the jitted function takes their values and returns their final
+        values after its own results; those are written back into the caller's Refs (see refs.py)."""
+        leaves, tree = tree_flatten((args, kwargs), is_leaf=lambda x: type(x) is Ref)
+        positions = tuple(i for i, x in enumerate(leaves) if type(x) is Ref)
+        wrapped = self._ref_wrappers.get((tree, positions))
+        if wrapped is None:
+            fun = self._fun
+
+            def with_refs(*a, **k):
+                inner_leaves, inner_tree = tree_flatten((a, k))
+                inner = [new_ref(inner_leaves[i]) for i in positions]
+                for r, i in zip(inner, positions):
+                    inner_leaves[i] = r
+                a2, k2 = tree_unflatten(inner_tree, inner_leaves)
+                return fun(*a2, **k2), [freeze(r) for r in inner]
+
+            functools.update_wrapper(with_refs, fun)
+            wrapped = self._ref_wrappers[(tree, positions)] = JitWrapped(
+                with_refs, self._static_argnums, self._static_argnames, (), name=self._name)
+        refs = [leaves[i] for i in positions]
+        for i, r in zip(positions, refs):
+            leaves[i] = freeze(r)
+        a, k = tree_unflatten(tree, leaves)
+        out, finals = wrapped(*a, **k)
+        for r, v in zip(refs, finals):
+            r._value = v
+        return out
 
     def _tree_lookup(self, args: tuple):
         """(compiled or None, leaves, raws, cache key) for positional pytree arguments, or None if their structure
@@ -300,7 +350,7 @@ class JitWrapped:
 
     # -- tracing and compilation ----------------------------------------------------------------------------------
     def _get_trace(self, args, statics, dyn_args, dyn_kwargs, in_tree, sig) -> Traced:
-        key = (self._options, in_tree, tuple(sig), statics)
+        key = (self._options, in_tree, tuple(sig), statics, user_context_key())
         traced = self._traces.get(key)
         if traced is None:
             traced = trace_function(self._fun, self._name, args, statics, dyn_args, dyn_kwargs, in_tree, sig)
@@ -345,15 +395,21 @@ class JitWrapped:
         return " (changed: " + "; ".join(changes) + ")" if changes else ""
 
     # -- ahead-of-time API ----------------------------------------------------------------------------------------
-    def lower(self, *args, **kwargs) -> Lowered:
+    def trace(self, *args, **kwargs) -> stages.Traced:
+        """Traces for the signature of `args` (arrays or `ShapeDtypeStruct`s) without compiling."""
         statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         sig = tuple(leaf_signature(x)[0] if not isinstance(x, ShapeDtypeStruct) else
                     (x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type) for x in leaves)
         traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
-        return Lowered(traced.closed, traced.out_tree, in_tree, self._name)
+        donated = donated_leaves(self._donate_argnums, args, statics)
+        # The stages describe the arguments as JAX does, `((args...), {kwargs})` (jit keys them as a list).
+        stage_tree = tree_structure((tuple(dyn_args), dyn_kwargs))
+        return stages.Traced(traced.closed, traced.out_tree, stage_tree, self._name, donated)
 
-    trace = lower
+    def lower(self, *args, **kwargs) -> stages.Lowered:
+        """`trace(*args).lower()`: the program for the signature of `args`, ready to `.compile()`."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         low = self.lower(*args, **kwargs)

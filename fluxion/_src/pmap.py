@@ -244,6 +244,7 @@ class PmapWrapped:
         if nproc > 1:
             from . import distributed
             comm = distributed.communicator()
+        core.float_checks.check_execution(f"pmap({self._pmap_name})")
         results = spmd.run_replicas(compiled.executable, compiled.consts_raw, per_replica, devs, self._pmap_axis_name,
                                devices_mod.process_index() * n, n * nproc, comm)
         outs = []

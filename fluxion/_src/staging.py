@@ -16,7 +16,10 @@ from .tree_util import tree_flatten, tree_unflatten
 
 def typeof(x: Any) -> core.ShapedArray:
     """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`, as `jax.typeof` gives it (without
-    sharding: fluxion's arrays are not sharded)."""
+    sharding: fluxion's arrays are not sharded); for a `Ref`, its `AbstractRef` (`Ref{f32[3]}`)."""
+    from .refs import Ref
+    if isinstance(x, Ref):
+        return x.aval
     return core.get_aval(as_value(x))
 
 

@@ -30,7 +30,8 @@ LAYERS = [
     ("fluxion._src.config", 0), ("fluxion._src.errors", 0), ("fluxion._src.dtypes", 0),
     ("fluxion._src.tree_util", 0), ("fluxion._src.devices", 0), ("fluxion._src.distributed", 0),
     ("fluxion._src.array_methods", 0), ("fluxion._src.traceback_util", 0), ("fluxion._src.source_info", 0),
-    ("fluxion._src.mesh_utils", 0),
+    ("fluxion._src.mesh_utils", 0), ("fluxion._src.memory", 0), ("fluxion._src.monitoring", 0),
+    ("fluxion._src.profiler", 0),
     ("fluxion._src.sharding", 1),
     ("fluxion._src.core", 1),
     ("fluxion._src.interpreters", 2),
@@ -38,7 +39,7 @@ LAYERS = [
     ("fluxion._src.backends", 4), ("fluxion._src.backends.compiler", 4),
     ("fluxion._src.api", 5), ("fluxion._src.api_util", 5), ("fluxion._src.jit", 5), ("fluxion._src.jit_trace", 5),
     ("fluxion._src.stages", 5), ("fluxion._src.pmap", 5), ("fluxion._src.custom_derivatives", 5),
-    ("fluxion._src.placement", 5), ("fluxion._src.shard_map", 5),
+    ("fluxion._src.placement", 5), ("fluxion._src.refs", 5), ("fluxion._src.shard_map", 5),
     ("fluxion._src.numpy", 6), ("fluxion._src.nn", 6), ("fluxion._src.random", 6), ("fluxion._src.lax_reference", 6),
     ("fluxion._src.test_util", 6), ("fluxion._src.scipy", 6), ("fluxion._src", 6),
     ("fluxion", 6),  # the public modules (`fluxion.numpy`, ...); the package root itself is layer 7

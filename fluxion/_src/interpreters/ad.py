@@ -261,7 +261,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents: Sequence
                   for v in eqn.invars]
         rule = transposes.get(prim)
         if rule is None:
-            exc = ValueError if prim.name == "while" else NotImplementedError
+            exc = ValueError if prim.name in ("while", "custom_vmap_call") else NotImplementedError
             raise exc(transpose_missing_message(prim))
         if prim.multiple_results:
             cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts_out)]
@@ -342,6 +342,9 @@ def transpose_missing_message(prim: core.Primitive) -> str:
     if prim.name == "while":
         return ("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
                 "start/stop values. Try using lax.scan, or lax.fori_loop with constant start/stop.")
+    if prim.name == "custom_vmap_call":
+        return ("Reverse-mode differentiation does not work for custom_vmap functions: combine custom_vmap with "
+                "custom_vjp (custom_vjp on the outside) to give them a reverse-mode rule.")
     if prim.name == "custom_lin":
         return "custom_lin should have been transposed"
     return (f"Transpose rule (for reverse-mode differentiation) for '{prim.name}' not implemented: the primitive "

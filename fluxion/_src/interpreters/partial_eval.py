@@ -10,11 +10,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import core
+from .. import core, monitoring, profiler
+from ..config import config
 from ..source_info import Recorder
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Tracer, Var, abstract_eval_rules)
 
@@ -189,13 +191,21 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: D
       (jaxpr, consts, out_avals). `consts` are the values of the jaxpr's constvars: concrete Arrays, or tracers of
       enclosing transformations the function closed over (callers pass those as explicit operands).
     """
+    if config.jax_no_tracing:
+        name = debug_info.func_name if debug_info is not None else getattr(fun, "__name__", repr(fun))
+        raise RuntimeError(f"tracing function {name} to a jaxpr, but 'no_tracing' is set")
     builder = JaxprBuilder(debug_info)
+    if debug_info is not None:  # a user's function (jit, make_jaxpr, ...): its staging is a compile event
+        start, start_ns = time.time(), time.perf_counter_ns()
     with core.new_main(JaxprTrace, dynamic=True, payload=builder) as main:
         trace = JaxprTrace(main)
         in_tracers = [trace.new_arg(a) for a in in_avals]
         outs = fun(*in_tracers)
         out_tracers = [core.full_raise(trace, o) for o in outs]
         jaxpr, consts = builder.to_jaxpr(out_tracers)
+    if debug_info is not None:
+        monitoring.record_duration(monitoring.JAXPR_TRACE_EVENT, start, time.time(), fun_name=debug_info.func_name)
+        profiler.record_span(f"trace {debug_info.func_name}", "compile", start_ns, time.perf_counter_ns())
     return jaxpr, consts, [t.aval for t in out_tracers]
 
 

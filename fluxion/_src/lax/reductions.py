@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import core, dtypes
+from ..config import config
 from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import ad, batching
 from ..interpreters.ad import Zero
@@ -76,7 +77,18 @@ core.param_print_rules[reduce_sum_p] = lambda params: {**params, "out_sharding":
 
 
 def reduce_sum(x, axes: Sequence[int]):
-    """Sums `x` over `axes` (dtype preserved)."""
+    """Sums `x` over `axes` (dtype preserved).
+
+    Raises:
+      ValueError: `x` is float16 or bfloat16, some reduced dimension is longer than 1, and `jax.allow_f16_reductions`
+        is False (half-precision sums lose accuracy quickly; `jnp.sum` accumulates them in float32 instead).
+    """
+    x = st._as_array(x)
+    if not config.jax_allow_f16_reductions:
+        aval = core.get_aval(x)
+        if aval.dtype in (dtypes.float16, dtypes.bfloat16) and any(aval.shape[a] != 1 for a in _axes(x, axes)):
+            raise ValueError(f"reduce_sum on operand {aval.str_short()} is not allowed when "
+                             "jax_allow_f16_reductions=False.")
     return _bind_reduce(reduce_sum_p, x, axes)
 
 

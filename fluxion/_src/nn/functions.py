@@ -2,8 +2,8 @@
 
 Each function is written with `fluxion.numpy`/`fluxion.lax` operations following JAX's definitions, so values
 match JAX's and every function works under grad, jit and vmap. Where JAX fixes a derivative by hand (`relu` and
-`relu6` have derivative 0 at their kinks; `softmax` has the closed-form JVP y * (t - sum(y * t))), the same rule
-is attached with `custom_jvp`.
+`relu6` have derivative 0 at their kinks; `softmax` has the closed-form JVP y * (t - sum(y * t)) when
+`jax.softmax_custom_jvp` is set), the same rule is attached with `custom_jvp`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..staged_call import staged_as_call
 from ... import lax
 from ... import numpy as jnp
 from .. import dtypes
+from ..config import config
 from ..core import Array, Tracer
 from ..custom_derivatives import custom_jvp
 
@@ -330,6 +331,18 @@ def _softmax_jvp(axis, primals, tangents):
     return y, y * (x_dot - jnp.sum(y * x_dot, axis, where=where, keepdims=True))
 
 
+def _softmax_autodiff(x: Any, axis: Axis, where: Any) -> Any:
+    # The same computation, differentiated through its operations; the shift by the maximum is constant for autodiff
+    # (it cancels in the ratio), which keeps the gradient finite.
+    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
+    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
+    if where is not None:
+        result = jnp.where(where, result, 0)
+    return result
+
+
 def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     """exp(x) / sum(exp(x)) along `axis`, shifted by the maximum for stability (masked entries give 0).
 
@@ -337,10 +350,15 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
       x: array.
       axis: axis or axes holding the classes. Default -1.
       where: optional boolean mask of the entries to include.
+
+    The derivative follows `jax.softmax_custom_jvp`: set (fluxion's default; JAX's default is unset), the
+    closed-form JVP y * (t - sum(y * t)); unset, autodiff through the operations. Values are the same either way.
     """
     x = _inexact("softmax", x)
     axis = tuple(axis) if isinstance(axis, list) else axis
-    return _softmax(x, axis, where)
+    if config.jax_softmax_custom_jvp:
+        return _softmax(x, axis, where)
+    return _softmax_autodiff(x, axis, where)
 
 
 @staged_as_call("standardize")

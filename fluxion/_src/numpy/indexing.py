@@ -35,6 +35,7 @@ from ..lax import elementwise as ew
 from ..lax import indexing as lind
 from ..lax import structural as st
 from ..lax.indexing import GatherScatterMode
+from . import dslice
 from .util import asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axis, promote_dtypes
 
 # --------------------------------------------------------------------------------------------------------------
@@ -282,6 +283,10 @@ def _is_advanced(e: _Entry, any_arrays: bool) -> bool:
 def _rewriting_take(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
     """Indexes `x` by the NumPy index `idx` (the implementation of `x[idx]` and `x.at[idx].get()`)."""
     x = asarray_arg(x, "indexing")
+    if dslice.has_slice(idx):
+        return dslice.take(x, idx, lambda w, rest: _rewriting_take(
+            w, rest, mode=mode, fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+            unique_indices=unique_indices))
     shape = core.get_aval(x).shape
     entries = _expand(shape, idx)
     mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else GatherScatterMode.from_any(mode)
@@ -414,6 +419,9 @@ def _broadcast_updates(y, shape: tuple, name: str):
 def _scatter_update(x, idx, y, combine: str, *, indices_are_sorted=False, unique_indices=False, mode=None):
     """x.at[idx].<combine>(y) for combine in set/add/mul/min/max."""
     x = asarray_arg(x, f"at[].{combine}")
+    if dslice.has_slice(idx):
+        return dslice.update(x, idx, lambda w, rest: _scatter_update(
+            w, rest, y, combine, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode))
     shape = core.get_aval(x).shape
     y = _cast_updates(x, y, f"at[].{combine}")
     mode = GatherScatterMode.from_any(mode)
@@ -483,6 +491,9 @@ def _flat_positions(x, idx, mode, unique_indices, indices_are_sorted):
 
 def _apply_update(x, idx, func: Callable, *, indices_are_sorted=False, unique_indices=False, mode=None):
     x = asarray_arg(x, "at[].apply")
+    if dslice.has_slice(idx):
+        return dslice.update(x, idx, lambda w, rest: _apply_update(
+            w, rest, func, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode))
     mode = GatherScatterMode.from_any(mode)
     entries = _expand(core.get_aval(x).shape, idx)
     operand, indices, dnums, _, scatter_shape, unique, restore = _scatter_target(

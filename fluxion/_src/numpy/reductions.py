@@ -84,7 +84,12 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
         a = ew._convert_weak(a, dt, aval.weak_type)
     a = _apply_where(a, where, 0)
     axes = canonicalize_axes(axis, aval.ndim)
-    result = red.reduce_sum(a, axes)
+    if dt in (dtypes.float16, dtypes.bfloat16):
+        # Half-precision sums accumulate in float32 and round once at the end, as JAX's do (this is also why
+        # `jax.allow_f16_reductions=False`, which forbids half-precision `reduce_sum`, leaves `sum` working).
+        result = ew._convert_weak(red.reduce_sum(ew._convert_weak(a, dtypes.float32, False), axes), dt, False)
+    else:
+        result = red.reduce_sum(a, axes)
     if initial is not None:
         result = ew.add(result, Array(np.asarray(initial, dt), True))
     return _keepdims(result, aval.shape, axes, keepdims)

@@ -35,8 +35,8 @@ XLA gives the HLO that JAX lowers the same primitive to. The rules, per output e
   ``iota``, ``copy``, ``stop_gradient``, plain ``scatter``) and ``top_k``: 0.
 * ``gather`` in ``FILL_OR_DROP`` mode: JAX adds an in-bounds mask (3 per index component, plus the
   ``and`` across the index vector) and a select of the fill value (one per output element).
-* Control flow: a call (``jit``, ``checkpoint``, ``custom_jvp_call``, ``custom_vjp_call``) counts its body; ``cond``
-  its most expensive branch; ``while`` its condition and body once and ``scan`` its body once (XLA
+* Control flow: a call (``jit``, ``checkpoint``, ``custom_jvp_call``, ``custom_vjp_call``, ``custom_vmap_call``)
+  counts its body; ``cond`` its most expensive branch; ``while`` its condition and body once and ``scan`` its body once (XLA
   does not multiply a loop body by its trip count).
 
 Before XLA counts, the lowering folds constants, and so does this counter: an elementwise or
@@ -261,7 +261,7 @@ def _scan(eqn: Any, consts: list) -> int:
 
 # Calls are inlined by the lowering: constants flow into (and out of) their bodies.
 _CALL_BODY = {'jit': 'jaxpr', 'checkpoint': 'jaxpr', 'custom_jvp_call': 'call_jaxpr',
-              'custom_vjp_call': 'call_jaxpr'}
+              'custom_vjp_call': 'call_jaxpr', 'custom_vmap_call': 'call_jaxpr'}
 def _fft(eqn) -> int:
     # XLA's count: 8 (a complex multiply-add, as two FMAs of two flops each) per operand element and per
     # floor(log2(n)) of each transformed length.

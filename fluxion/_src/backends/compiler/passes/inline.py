@@ -16,12 +16,14 @@ from ....core import ClosedJaxpr, Jaxpr, Literal, Var
 from ....interpreters.custom import custom_jvp_call_p, custom_vjp_call_p
 from ....lax.call import jit_p
 from ....lax.checkpoint import checkpoint_p
+from ....lax.custom_batching import custom_vmap_call_p
 from ....lax.control_flow import cond_p
 from .. import ir
 
 # Call-like primitives -> the parameter holding the program applied to all of the equation's operands.
 # (A `checkpoint` call only matters to reverse mode, which a staged program is past.)
-CALL_PRIMITIVES = {jit_p: "jaxpr", checkpoint_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr"}
+CALL_PRIMITIVES = {jit_p: "jaxpr", checkpoint_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
+                   custom_vmap_call_p: "call_jaxpr"}  # (its batching rule, like the custom derivatives, is past too)
 
 
 def _branch_index(eqn, known: dict) -> int | None:
