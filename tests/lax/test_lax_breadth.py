@@ -27,9 +27,6 @@ jax = pytest.importorskip("jax")
 jlax = jax.lax
 
 MISSING_WITH_REASON = {
-    "RaggedDotDimensionNumbers": "ragged dot products are not implemented",
-    "ragged_dot": "ragged dot products are not implemented",
-    "ragged_dot_general": "ragged dot products are not implemented",
     "ragged_all_to_all": "ragged collectives are not implemented",
     "ragged_all_to_all_p": "ragged collectives are not implemented",
     "scaled_dot": "block-scaled (microscaling) dot products are not implemented",
@@ -65,10 +62,6 @@ MISSING_WITH_REASON = {
     "unstack_p": "lax.unstack is a composition of slices here",
     "tile_p": "lax.tile is a composition of broadcast_in_dim and reshape here",
     "approx_top_k_p": "approx_max_k/approx_min_k compute the exact top-k through top_k_p",
-    "linear_solve_p": "custom_linear_solve is not implemented yet",
-    "custom_linear_solve": "not implemented yet: it needs a primitive carrying the matvec/solve/transpose_solve "
-                           "jaxprs, so that reverse mode calls transpose_solve instead of transposing an "
-                           "iterative solve",
     "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
     "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
