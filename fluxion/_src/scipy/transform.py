@@ -84,16 +84,15 @@ def _from_matrix(m):
     return _normalize(q)
 
 
-def _half_angle_ratio(angle):
-    """sin(angle / 2) / angle, with its Taylor series 1/2 - angle^2/48 + angle^4/3840 near 0."""
-    small = angle <= 1e-3
-    safe = jnp.where(small, 1.0, angle)
-    return jnp.where(small, 0.5 - angle ** 2 / 48 + angle ** 4 / 3840, jnp.sin(safe / 2) / safe)
-
-
 def _from_rotvec(rotvec):
-    angle = jnp.linalg.norm(rotvec, axis=-1, keepdims=True)
-    return jnp.concatenate([_half_angle_ratio(angle) * rotvec, jnp.cos(angle / 2)], axis=-1)
+    """q = (sin(angle/2) / angle * rotvec, cos(angle/2)), written in angle^2 with Taylor series below 1e-6 so that
+    the derivative at the zero rotation is finite (the norm's is not)."""
+    a2 = jnp.sum(rotvec * rotvec, axis=-1, keepdims=True)
+    small = a2 <= 1e-6
+    angle = jnp.sqrt(jnp.where(small, 1.0, a2))
+    ratio = jnp.where(small, 0.5 - a2 / 48 + a2 * a2 / 3840, jnp.sin(angle / 2) / angle)
+    w = jnp.where(small, 1 - a2 / 8 + a2 * a2 / 384, jnp.cos(angle / 2))
+    return jnp.concatenate([ratio * rotvec, w], axis=-1)
 
 
 def _angle(q):
@@ -102,13 +101,17 @@ def _angle(q):
 
 
 def _as_rotvec(q):
+    """angle * v / |v| with angle = 2 atan2(|v|, w) (w >= 0 after choosing the sign); below |v|^2 = 1e-6 the
+    ratio 2 atan(|v| / w) / |v| is its series (2 / w)(1 - r^2/3 + r^4/5), r = |v| / w, smooth at the identity."""
     q = jnp.where(q[..., 3:] < 0, -q, q)
-    angle = _angle(q)[..., None]
-    small = angle <= 1e-3
-    safe = jnp.where(small, 1.0, angle)
-    # angle / sin(angle / 2), with its series 2 + angle^2/12 + 7 angle^4/2880 near 0.
-    scale = jnp.where(small, 2 + angle ** 2 / 12 + 7 * angle ** 4 / 2880, safe / jnp.sin(safe / 2))
-    return scale * q[..., :3]
+    v, w = q[..., :3], q[..., 3:]
+    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    small = n2 <= 1e-6
+    n = jnp.sqrt(jnp.where(small, 1.0, n2))
+    safe_w = jnp.where(small, w, 1.0)
+    r2 = n2 / (safe_w * safe_w)
+    ratio = jnp.where(small, 2 / safe_w * (1 - r2 / 3 + r2 * r2 / 5), 2 * jnp.arctan2(n, w) / n)
+    return ratio * v
 
 
 def _as_mrp(q):
