@@ -145,3 +145,4 @@ from .._src.lax.ragged import (RaggedDotDimensionNumbers as RaggedDotDimensionNu
                                ragged_dot as ragged_dot, ragged_dot_general as ragged_dot_general)
 from .._src.lax.linear_solve import (custom_linear_solve as custom_linear_solve,  # noqa: E402
                                      linear_solve_p as linear_solve_p)
+from .._src.lax.elementwise import polygamma_p as polygamma_p  # noqa: E402

@@ -49,7 +49,6 @@ MISSING_WITH_REASON = {
     "eq_to_p": "internal comparison-chain primitives of JAX's dynamic shapes",
     "le_to_p": "see eq_to_p",
     "lt_to_p": "see eq_to_p",
-    "polygamma_p": "fluxion's polygamma primitive takes the order m as a parameter, JAX's as an operand",
     "reduce_p": "lax.reduce is a composition of other primitives here (a pairwise tree or reduce_sum etc.)",
     "reduce_window_p": "lax.reduce_window binds reduce_window_sum/max/min; a general reducer is not supported",
     "scatter_sub_p": "lax.scatter_sub binds scatter-add of the negated updates",

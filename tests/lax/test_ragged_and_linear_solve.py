@@ -224,3 +224,30 @@ def test_custom_linear_solve_pytree_and_errors():
         lax.custom_linear_solve(lambda x: x[:2], rhs, lambda f, y: y)
     with pytest.raises(NotImplementedError, match="has_aux"):
         lax.custom_linear_solve(lambda x: x, rhs, lambda f, y: (y, 0), has_aux=True)
+
+
+# --- polygamma_p (the order is an operand, as in JAX) ------------------------------------------------------------
+
+def test_polygamma_primitive_matches_jax():
+    m = np.float32([0, 1, 2, 3, 1.5, -1])
+    x = np.float32([1.5, 2.0, 3.0, 0.7, 2.0, 2.0])
+    ours, theirs = lax.polygamma(m, x), jlax.polygamma(m, x)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=2e-5, equal_nan=True)
+    assert lax.polygamma_p.name == jlax.polygamma_p.name
+    assert "polygamma" in str(fluxion.make_jaxpr(lax.polygamma)(m, x))
+    valid_m, valid_x = m[:4], x[:4]
+    tu.check_jit(lax.polygamma, [valid_m, valid_x])
+    tu.check_batching(lax.polygamma, [np.stack([valid_m, valid_m[::-1]]), np.stack([valid_x, valid_x + 1])])
+    tu.check_batching(lax.polygamma, [np.float32(1), np.stack([valid_x, valid_x + 1])], in_axes=[None, 0])
+    with tu.enable_x64():
+        tu.check_grads(lambda v: lax.polygamma(valid_m.astype(np.float64), v), [valid_x.astype(np.float64) + 1],
+                       order=2, atol=1e-5, rtol=1e-5)
+    g = fluxion.grad(lambda v: jnp.sum(lax.polygamma(valid_m, v)))(valid_x)
+    jg = jax.grad(lambda v: jax.numpy.sum(jlax.polygamma(valid_m, v)))(valid_x)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=1e-4)
+    np.testing.assert_allclose(float(fluxion.grad(lax.digamma)(np.float32(1.5))),
+                               float(jax.grad(jlax.digamma)(np.float32(1.5))), rtol=1e-6)
+    with pytest.raises(ValueError, match="with respect to m"):
+        fluxion.grad(lambda k: lax.polygamma(k, np.float32(2)))(np.float32(1))
+    with pytest.raises(TypeError):
+        lax.polygamma(np.int32(1), np.int32(2))
