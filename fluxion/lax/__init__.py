@@ -146,3 +146,5 @@ from .._src.lax.ragged import (RaggedDotDimensionNumbers as RaggedDotDimensionNu
 from .._src.lax.linear_solve import (custom_linear_solve as custom_linear_solve,  # noqa: E402
                                      linear_solve_p as linear_solve_p)
 from .._src.lax.elementwise import polygamma_p as polygamma_p  # noqa: E402
+from .._src.lax.rng_bits import (rng_bit_generator as rng_bit_generator,  # noqa: E402
+                                 rng_bit_generator_p as rng_bit_generator_p)

@@ -61,8 +61,6 @@ MISSING_WITH_REASON = {
     "unstack_p": "lax.unstack is a composition of slices here",
     "tile_p": "lax.tile is a composition of broadcast_in_dim and reshape here",
     "approx_top_k_p": "approx_max_k/approx_min_k compute the exact top-k through top_k_p",
-    "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
-    "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
     "rng_uniform_p": "see rng_uniform",
 }

@@ -251,3 +251,54 @@ def test_polygamma_primitive_matches_jax():
         fluxion.grad(lambda k: lax.polygamma(k, np.float32(2)))(np.float32(1))
     with pytest.raises(TypeError):
         lax.polygamma(np.int32(1), np.int32(2))
+
+
+# --- rng_bit_generator (JAX's CPU stream, bit for bit) -----------------------------------------------------------
+
+RNG_CASES = [((4,), np.uint32), ((2, 3), np.uint32), ((), np.uint32), ((5,), np.uint8), ((3, 3), np.uint16),
+             ((7,), np.uint64), ((2, 5), np.uint64), ((0,), np.uint32), ((9,), np.uint32)]
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("shape,dtype", RNG_CASES, ids=[f"{s}-{np.dtype(d).name}" for s, d in RNG_CASES])
+def test_rng_bit_generator_bits_match_jax(shape, dtype, x64):
+    keys = np.random.default_rng(sum(shape) + len(shape)).integers(0, 2**32, (4, 4), dtype=np.uint64)
+    keys = np.concatenate([keys.astype(np.uint32), [[5, 6, 0xFFFFFFFF, 0xFFFFFFFF]]]).astype(np.uint32)
+    import warnings
+    with warnings.catch_warnings(), (tu.enable_x64(jax.config) if x64 else contextlib_null()):
+        warnings.simplefilter("ignore")  # JAX warns that uint64 is uint32 without 64-bit mode
+        for key in keys:
+            for algorithm in (lax.RandomAlgorithm.RNG_DEFAULT, lax.RandomAlgorithm.RNG_PHILOX):
+                ours = lax.rng_bit_generator(key, shape, dtype, algorithm)
+                theirs = jlax.rng_bit_generator(key, shape, dtype, jlax.RandomAlgorithm(int(algorithm)))
+                for a, b in zip(ours, theirs):
+                    a, b = np.asarray(a), np.asarray(b)
+                    assert (a.dtype, a.shape) == (b.dtype, b.shape)
+                    np.testing.assert_array_equal(a, b)
+        f = lambda k: lax.rng_bit_generator(k, shape, dtype)  # noqa: E731
+        tu.check_jit(f, [keys[0]])
+        tu.check_batching(f, [keys])  # every key its own stream (JAX's vmap uses the first key for all)
+
+
+def contextlib_null():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def test_rng_bit_generator_chains_and_errors():
+    key = np.array([1, 2, 3, 4], np.uint32)
+    k1, a = lax.rng_bit_generator(key, (6,))
+    _, b = lax.rng_bit_generator(k1, (6,))
+    jk1, ja = jlax.rng_bit_generator(key, (6,))
+    np.testing.assert_array_equal(np.asarray(b), np.asarray(jlax.rng_bit_generator(jk1, (6,))[1]))
+    assert not np.array_equal(np.asarray(a), np.asarray(b))
+    assert "rng_bit_generator" in str(fluxion.make_jaxpr(lambda k: lax.rng_bit_generator(k, (2,)))(key))
+    assert lax.rng_bit_generator_p.name == jlax.rng_bit_generator_p.name
+    with pytest.raises(TypeError, match="uint32 of shape"):
+        lax.rng_bit_generator(key[:2], (3,))
+    with pytest.raises(TypeError, match="uint32 of shape"):
+        lax.rng_bit_generator(key.astype(np.int32), (3,))
+    with pytest.raises(TypeError, match="dtype"):
+        lax.rng_bit_generator(key, (3,), np.float32)
+    with pytest.raises(NotImplementedError, match="THREE_FRY"):
+        lax.rng_bit_generator(key, (3,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)

@@ -57,6 +57,6 @@ def call_closed_jaxpr(closed, args: Sequence[Any]) -> list:
 # The implementations register themselves on import (the `jit` call's, which runs the compiled program, is in
 # `backends`). Last in this file: they use register_impl and the jaxpr interpreter above.
 from . import (bits, callback, checkpoint, control_flow, convolution, custom_derivatives, elementwise, fft, indexing,  # noqa: E402,F401
-               linear_solve,
+               linear_solve, rng_bits,
                linalg, parallel, reductions, sorting, special, special_functions, structural, threefry, windowed)
 from .elementwise import QUIET_PRIMITIVES as QUIET_PRIMITIVES  # noqa: E402
