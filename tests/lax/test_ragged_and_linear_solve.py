@@ -256,7 +256,8 @@ def test_polygamma_primitive_matches_jax():
 # --- rng_bit_generator (JAX's CPU stream, bit for bit) -----------------------------------------------------------
 
 RNG_CASES = [((4,), np.uint32), ((2, 3), np.uint32), ((), np.uint32), ((5,), np.uint8), ((3, 3), np.uint16),
-             ((7,), np.uint64), ((2, 5), np.uint64), ((0,), np.uint32), ((9,), np.uint32)]
+             ((7,), np.uint64), ((2, 5), np.uint64), ((0,), np.uint32), ((9,), np.uint32), ((3, 5, 2), np.uint32),
+             ((3, 1, 5), np.uint32)]
 
 
 @pytest.mark.parametrize("x64", [False, True])
@@ -268,16 +269,17 @@ def test_rng_bit_generator_bits_match_jax(shape, dtype, x64):
     with warnings.catch_warnings(), (tu.enable_x64(jax.config) if x64 else contextlib_null()):
         warnings.simplefilter("ignore")  # JAX warns that uint64 is uint32 without 64-bit mode
         for key in keys:
-            for algorithm in (lax.RandomAlgorithm.RNG_DEFAULT, lax.RandomAlgorithm.RNG_PHILOX):
+            for algorithm in lax.RandomAlgorithm:
                 ours = lax.rng_bit_generator(key, shape, dtype, algorithm)
                 theirs = jlax.rng_bit_generator(key, shape, dtype, jlax.RandomAlgorithm(int(algorithm)))
                 for a, b in zip(ours, theirs):
                     a, b = np.asarray(a), np.asarray(b)
                     assert (a.dtype, a.shape) == (b.dtype, b.shape)
                     np.testing.assert_array_equal(a, b)
-        f = lambda k: lax.rng_bit_generator(k, shape, dtype)  # noqa: E731
-        tu.check_jit(f, [keys[0]])
-        tu.check_batching(f, [keys])  # every key its own stream (JAX's vmap uses the first key for all)
+        for algorithm in lax.RandomAlgorithm:
+            f = lambda k, a=algorithm: lax.rng_bit_generator(k, shape, dtype, a)  # noqa: E731
+            tu.check_jit(f, [keys[0]])
+            tu.check_batching(f, [keys])  # every key its own stream (JAX's vmap uses the first key for all)
 
 
 def contextlib_null():
@@ -300,5 +302,3 @@ def test_rng_bit_generator_chains_and_errors():
         lax.rng_bit_generator(key.astype(np.int32), (3,))
     with pytest.raises(TypeError, match="dtype"):
         lax.rng_bit_generator(key, (3,), np.float32)
-    with pytest.raises(NotImplementedError, match="THREE_FRY"):
-        lax.rng_bit_generator(key, (3,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
