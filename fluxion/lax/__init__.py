@@ -141,3 +141,10 @@ from .._src.lax.parallel import (all_gather_p as all_gather_p, all_to_all_p as a
                                  axis_index_p as axis_index_p, pmax_p as pmax_p, pmin_p as pmin_p,
                                  ppermute_p as ppermute_p, psum_p as psum_p)
 from .._src.solves import custom_root as custom_root  # noqa: E402
+from .._src.lax.ragged import (RaggedDotDimensionNumbers as RaggedDotDimensionNumbers,  # noqa: E402
+                               ragged_dot as ragged_dot, ragged_dot_general as ragged_dot_general)
+from .._src.lax.linear_solve import (custom_linear_solve as custom_linear_solve,  # noqa: E402
+                                     linear_solve_p as linear_solve_p)
+from .._src.lax.elementwise import polygamma_p as polygamma_p  # noqa: E402
+from .._src.lax.rng_bits import (rng_bit_generator as rng_bit_generator,  # noqa: E402
+                                 rng_bit_generator_p as rng_bit_generator_p)

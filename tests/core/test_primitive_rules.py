@@ -58,7 +58,7 @@ LINEAR = {
     "gather": "operand", "scatter-add": "operand, updates", "scatter": "operand, updates (unique indices)",
     "scatter-mul": "operand",
     "dot_general": "lhs or rhs", "conv_general_dilated": "lhs or rhs",
-    "triangular_solve": "b", "solve": "b", "fft": "x", "name": "x", "reduce_precision": "x",
+    "triangular_solve": "b", "solve": "b", "custom_linear_solve": "b (the right-hand side)", "fft": "x", "name": "x", "reduce_precision": "x",
     "checkpoint": "the operands its program is linear in",
     "psum": "every operand", "all_gather": "x", "psum_scatter": "x", "all_to_all": "x", "ppermute": "x",
     "jit": "the operands its program is linear in",

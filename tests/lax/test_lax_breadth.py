@@ -27,9 +27,6 @@ jax = pytest.importorskip("jax")
 jlax = jax.lax
 
 MISSING_WITH_REASON = {
-    "RaggedDotDimensionNumbers": "ragged dot products are not implemented",
-    "ragged_dot": "ragged dot products are not implemented",
-    "ragged_dot_general": "ragged dot products are not implemented",
     "ragged_all_to_all": "ragged collectives are not implemented",
     "ragged_all_to_all_p": "ragged collectives are not implemented",
     "scaled_dot": "block-scaled (microscaling) dot products are not implemented",
@@ -52,7 +49,6 @@ MISSING_WITH_REASON = {
     "eq_to_p": "internal comparison-chain primitives of JAX's dynamic shapes",
     "le_to_p": "see eq_to_p",
     "lt_to_p": "see eq_to_p",
-    "polygamma_p": "fluxion's polygamma primitive takes the order m as a parameter, JAX's as an operand",
     "reduce_p": "lax.reduce is a composition of other primitives here (a pairwise tree or reduce_sum etc.)",
     "reduce_window_p": "lax.reduce_window binds reduce_window_sum/max/min; a general reducer is not supported",
     "scatter_sub_p": "lax.scatter_sub binds scatter-add of the negated updates",
@@ -65,12 +61,6 @@ MISSING_WITH_REASON = {
     "unstack_p": "lax.unstack is a composition of slices here",
     "tile_p": "lax.tile is a composition of broadcast_in_dim and reshape here",
     "approx_top_k_p": "approx_max_k/approx_min_k compute the exact top-k through top_k_p",
-    "linear_solve_p": "custom_linear_solve is not implemented yet",
-    "custom_linear_solve": "not implemented yet: it needs a primitive carrying the matvec/solve/transpose_solve "
-                           "jaxprs, so that reverse mode calls transpose_solve instead of transposing an "
-                           "iterative solve",
-    "rng_bit_generator": "not implemented: XLA's bit generators' streams are backend-defined",
-    "rng_bit_generator_p": "see rng_bit_generator",
     "rng_uniform": "not implemented: XLA's stateful RNG has no defined stream",
     "rng_uniform_p": "see rng_uniform",
 }

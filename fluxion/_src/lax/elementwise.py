@@ -387,31 +387,22 @@ ad.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 
 digamma_p = _nary("digamma", "realfloat")
 digamma = _make_unary(digamma_p)
-ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma_p.bind(x, m=1)))
+ad.defjvp(digamma_p, lambda t, x: mul(t, polygamma(_const(x, 1), x)))
 
 
-polygamma_p = standard_primitive("polygamma")
+# polygamma(m, x) takes the order as an operand, as JAX's primitive does (a traced or per-element order is fine).
+polygamma_p = _nary("polygamma", "realfloat")
+polygamma = _make_binary(polygamma_p)
+polygamma.__doc__ = """The m-th derivative of digamma at x: psi^(m)(x), elementwise over m and x of one real floating
+dtype (scalars broadcast). NaN where m is not a non-negative integer (as JAX). Differentiable in x (the derivative
+is polygamma(m + 1, x)); the derivative in m raises ValueError, as in JAX."""
 
 
-def polygamma(m, x):
-    """The m-th derivative of digamma at x (m a non-negative static integer)."""
-    (x,) = _lift_scalars(x)
-    mv = core.concrete_value(m)
-    if mv is None or np.ndim(mv) != 0:
-        raise TypeError("lax.polygamma requires a static scalar integer order m")
-    _polygamma_abstract_eval(core.get_aval(x), m=int(mv))
-    return polygamma_p.bind(x, m=int(mv))
+def _polygamma_jvp_m(t, ans, m, x):
+    raise ValueError("polygamma gradient with respect to m is not supported")
 
 
-def _polygamma_abstract_eval(x, *, m):
-    if not dtypes.is_float(x.dtype):
-        raise TypeError(f"lax.polygamma requires a floating operand, got {x.dtype.name}")
-    return ShapedArray(x.shape, x.dtype)
-
-
-abstract_eval_rules[polygamma_p] = _polygamma_abstract_eval
-ad.defjvp(polygamma_p, lambda t, x, *, m: mul(t, polygamma_p.bind(x, m=m + 1)))
-batching.primitive_batchers[polygamma_p] = _elementwise_batch_rule(polygamma_p)
+defjvp_broadcasting(polygamma_p, _polygamma_jvp_m, lambda t, ans, m, x: mul(t, polygamma(add(m, _const(m, 1)), x)))
 
 population_count_p = _nary("population_count", "int")
 population_count = _make_unary(population_count_p)

@@ -29,7 +29,7 @@ XLA gives the HLO that JAX lowers the same primitive to. The rules, per output e
 * ``fft``: ``8 * prod(floor(log2(n)) for n in fft_lengths) * operand size`` (XLA's count).
 * ``bessel_i0e``/``bessel_i1e``: 83 per element (XLA's float32 count). Not counted (0, unlike XLA): ``igamma``,
   ``igammac``, ``igamma_grad_a``, ``random_gamma_grad``, ``regularized_incomplete_beta``, ``zeta``, which XLA
-  expands into loops whose counted cost depends on the operands' layout.
+  expands into loops whose counted cost depends on the operands' layout, and ``rng_bit_generator``.
 * Host callbacks (``pure_callback``, ``io_callback``, ``debug_*``): 0 (XLA reports -1, unknown, for the program).
 * Data movement (reshape, broadcast, transpose, slice, pad, concatenate, gather, dynamic slices,
   ``iota``, ``copy``, ``stop_gradient``, plain ``scatter``) and ``top_k``: 0.
@@ -37,7 +37,7 @@ XLA gives the HLO that JAX lowers the same primitive to. The rules, per output e
   ``and`` across the index vector) and a select of the fill value (one per output element).
 * Control flow: a call (``jit``, ``checkpoint``, ``custom_jvp_call``, ``custom_vjp_call``, ``custom_vmap_call``)
   counts its body; ``cond`` its most expensive branch; ``while`` its condition and body once and ``scan`` its body once (XLA
-  does not multiply a loop body by its trip count).
+  does not multiply a loop body by its trip count); ``custom_linear_solve`` its solve program.
 
 Before XLA counts, the lowering folds constants, and so does this counter: an elementwise or
 data-movement equation whose operands are all constants (literals, closed-over arrays, and results
@@ -134,6 +134,8 @@ _UNCOUNTED = frozenset({
     'mulhi',
     # XLA expands these into loops whose counted cost depends on the operands' layout in ways not modelled here.
     'igamma', 'igammac', 'igamma_grad_a', 'random_gamma_grad', 'regularized_incomplete_beta', 'zeta',
+    # XLA expands its Philox rounds; that expansion is not modelled.
+    'rng_bit_generator',
 })
 
 # Primitives that cannot be counted, with the reason given in the error.
@@ -281,7 +283,12 @@ def _special_loop(eqn) -> int:
     return per_element * _out_size(eqn) + per_call
 
 
-_LOOP_RULES = {'cond': _cond, 'while': _while, 'scan': _scan}
+def _linear_solve(eqn: Any, consts: list) -> int:
+    # The program runs the solve jaxpr (the matvec and transposed programs are only for derivative rules).
+    return _count(eqn.params['jaxprs'][2], None)[0]
+
+
+_LOOP_RULES = {'cond': _cond, 'while': _while, 'scan': _scan, 'custom_linear_solve': _linear_solve}
 
 _RULES: dict[str, Callable[[Any], int]] = {
     **{name: _out_size for name in _ELEMENTWISE},

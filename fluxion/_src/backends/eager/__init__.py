@@ -57,5 +57,6 @@ def call_closed_jaxpr(closed, args: Sequence[Any]) -> list:
 # The implementations register themselves on import (the `jit` call's, which runs the compiled program, is in
 # `backends`). Last in this file: they use register_impl and the jaxpr interpreter above.
 from . import (bits, callback, checkpoint, control_flow, convolution, custom_batching, custom_derivatives,  # noqa: E402,F401
-               elementwise, fft, indexing, linalg, parallel, reductions, sorting, special, special_functions, structural, threefry, windowed)
+               elementwise, fft, indexing, linalg, linear_solve, parallel, reductions, rng_bits, sorting, special,
+               special_functions, structural, threefry, windowed)
 from .elementwise import QUIET_PRIMITIVES as QUIET_PRIMITIVES  # noqa: E402

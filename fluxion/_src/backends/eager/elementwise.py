@@ -108,10 +108,14 @@ _register(ew.lgamma_p, _same_dtype(sp.gammaln))
 _register(ew.digamma_p, _same_dtype(sp.digamma))
 
 
-def _polygamma(x, *, m):
-    dt = np.result_type(x)
+def _polygamma(m, x):
+    # SciPy wants an integer order: other orders (fractional, negative) give NaN, as in JAX.
+    dt = np.result_type(m, x)
+    m, x = np.broadcast_arrays(np.asarray(m, np.float64), np.asarray(x, np.float64))
+    valid = (m >= 0) & (m == np.floor(m))
     with np.errstate(**_ERR):
-        return np.asarray(sp.polygamma(m, np.asarray(x, np.float64))).astype(dt)
+        out = sp.polygamma(np.where(valid, m, 0).astype(np.int64), x)
+    return np.asarray(np.where(valid, out, np.nan)).astype(dt)
 
 
 _register(ew.polygamma_p, _polygamma)
