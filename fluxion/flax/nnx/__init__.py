@@ -162,3 +162,15 @@ from .nn.lora import LoRA as LoRA
 from .nn.lora import LoRALinear as LoRALinear
 from .nn.lora import LoRAParam as LoRAParam
 from .training.ema import EMA as EMA
+from .spmd import PARTITION_NAME as PARTITION_NAME
+from .spmd import abstract_with_sharding as abstract_with_sharding
+from .spmd import as_abstract as as_abstract
+from .spmd import get_abstract_model as get_abstract_model
+from .spmd import get_named_sharding as get_named_sharding
+from .spmd import get_partition_spec as get_partition_spec
+from .spmd import logical_axis_rules as logical_axis_rules
+from .spmd import use_eager_sharding as use_eager_sharding
+from .spmd import using_eager_sharding as using_eager_sharding
+from .spmd import with_partitioning as with_partitioning
+from .spmd import StateSharding as StateSharding
+from .spmd import transform_metadata as transform_metadata
