@@ -174,3 +174,6 @@ from .spmd import using_eager_sharding as using_eager_sharding
 from .spmd import with_partitioning as with_partitioning
 from .spmd import StateSharding as StateSharding
 from .spmd import transform_metadata as transform_metadata
+from .transforms.functional import jvp as jvp
+from .transforms.functional import make_jaxpr as make_jaxpr
+from .transforms.functional import vjp as vjp
