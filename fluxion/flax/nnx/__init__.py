@@ -177,3 +177,4 @@ from .spmd import transform_metadata as transform_metadata
 from .transforms.functional import jvp as jvp
 from .transforms.functional import make_jaxpr as make_jaxpr
 from .transforms.functional import vjp as vjp
+from .transforms.custom_vjp import custom_vjp as custom_vjp
