@@ -178,3 +178,5 @@ from .transforms.functional import jvp as jvp
 from .transforms.functional import make_jaxpr as make_jaxpr
 from .transforms.functional import vjp as vjp
 from .transforms.custom_vjp import custom_vjp as custom_vjp
+from .transforms.parallel import pmap as pmap
+from .transforms.parallel import shard_map as shard_map

@@ -120,53 +120,60 @@ def vmap(f: Any = None, *, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any =
         input and no ``axis_size``.
     """
     def wrap(fn: Any) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            arg_axes = _normalize_axes(in_axes, len(args), 'in_axes')
-            spec, nodes, dyn = flatten_tree((args, kwargs))
-            node_axes, dyn_axes = _leaf_axes(args, kwargs, arg_axes)
-            graphdef, state = split_nodes(nodes)
-
-            def in_axis_of(path: tuple, leaf: Any) -> Any:
-                return _axis_for(node_axes[path[0]], path[1:], leaf)
-
-            groups: dict = {}
-            for path, leaf in to_flat_state(state):
-                groups.setdefault(in_axis_of(path, leaf), []).append((path, leaf))
-            group_keys = list(groups)
-            group_states = [from_flat_state(groups[k]) for k in group_keys]
-            cell: dict = {}
-
-            def pure(group_states: list, dyn: list) -> tuple:
-                flat = [pv for s in group_states for pv in to_flat_state(s)]
-                fresh = merge_nodes(graphdef, from_flat_state(flat))
-                call_args, call_kwargs = unflatten_tree(spec, fresh, dyn)
-                out = fn(*call_args, **call_kwargs)
-                out_spec, out_nodes, out_dyn = flatten_tree(out)
-                out_graphdef, out_state = split_nodes([tuple(fresh), tuple(out_nodes)])
-                cell['out'] = (out_spec, out_graphdef, _out_leaf_axes(out, out_axes))
-                return out_state, out_dyn
-
-            size = axis_size
-            if size is None and not any(a is not None for a in group_keys) and all(a is None for a in dyn_axes):
-                raise ValueError('vmap must have at least one non-None value in in_axes (or give axis_size)')
-            mapped = fluxion.vmap(pure, in_axes=(list(group_keys), list(dyn_axes)), out_axes=0,
-                                  axis_name=axis_name, axis_size=size)
-            out_state, out_dyn = mapped(group_states, dyn)
-            out_spec, out_graphdef, (out_node_axes, out_dyn_axes) = cell['out']
-
-            def out_axis_of(path: tuple, leaf: Any) -> Any:
-                if path[0] == 0:
-                    return in_axis_of(path[1:], leaf)
-                return _axis_for(out_node_axes[path[1]], path[2:], leaf)
-
-            out_state = _move_state(out_state, out_axis_of, from_zero=True)
-            out_dyn = [v[0] if a is None else _moveaxis(v, 0, a) for v, a in zip(out_dyn, out_dyn_axes)]
-            fresh_in, fresh_out = merge(out_graphdef, out_state)
-            memo = sync_all(nodes, fresh_in)
-            return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
-        return wrapper
+        return map_graph(fluxion.vmap, fn, in_axes, out_axes, axis_name, axis_size, 'vmap')
     return wrap if f is None else wrap(f)
+
+
+def map_graph(mapper: Any, fn: Any, in_axes: Any, out_axes: Any, axis_name: Any, axis_size: Any,
+              name: str) -> Any:
+    """``fn`` mapped by ``mapper`` (``fluxion.vmap`` or ``fluxion.pmap``, called as ``mapper(pure, in_axes=...,
+    out_axes=0, axis_name=..., axis_size=...)``) with graph arguments handled as :func:`vmap` describes."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        arg_axes = _normalize_axes(in_axes, len(args), 'in_axes')
+        spec, nodes, dyn = flatten_tree((args, kwargs))
+        node_axes, dyn_axes = _leaf_axes(args, kwargs, arg_axes)
+        graphdef, state = split_nodes(nodes)
+
+        def in_axis_of(path: tuple, leaf: Any) -> Any:
+            return _axis_for(node_axes[path[0]], path[1:], leaf)
+
+        groups: dict = {}
+        for path, leaf in to_flat_state(state):
+            groups.setdefault(in_axis_of(path, leaf), []).append((path, leaf))
+        group_keys = list(groups)
+        group_states = [from_flat_state(groups[k]) for k in group_keys]
+        cell: dict = {}
+
+        def pure(group_states: list, dyn: list) -> tuple:
+            flat = [pv for s in group_states for pv in to_flat_state(s)]
+            fresh = merge_nodes(graphdef, from_flat_state(flat))
+            call_args, call_kwargs = unflatten_tree(spec, fresh, dyn)
+            out = fn(*call_args, **call_kwargs)
+            out_spec, out_nodes, out_dyn = flatten_tree(out)
+            out_graphdef, out_state = split_nodes([tuple(fresh), tuple(out_nodes)])
+            cell['out'] = (out_spec, out_graphdef, _out_leaf_axes(out, out_axes))
+            return out_state, out_dyn
+
+        size = axis_size
+        if size is None and not any(a is not None for a in group_keys) and all(a is None for a in dyn_axes):
+            raise ValueError(f'{name} must have at least one non-None value in in_axes (or give axis_size)')
+        mapped = mapper(pure, in_axes=(list(group_keys), list(dyn_axes)), out_axes=0,
+                        axis_name=axis_name, axis_size=size)
+        out_state, out_dyn = mapped(group_states, dyn)
+        out_spec, out_graphdef, (out_node_axes, out_dyn_axes) = cell['out']
+
+        def out_axis_of(path: tuple, leaf: Any) -> Any:
+            if path[0] == 0:
+                return in_axis_of(path[1:], leaf)
+            return _axis_for(out_node_axes[path[1]], path[2:], leaf)
+
+        out_state = _move_state(out_state, out_axis_of, from_zero=True)
+        out_dyn = [v[0] if a is None else _moveaxis(v, 0, a) for v, a in zip(out_dyn, out_dyn_axes)]
+        fresh_in, fresh_out = merge(out_graphdef, out_state)
+        memo = sync_all(nodes, fresh_in)
+        return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
+    return wrapper
 
 
 def _leaf_axes(args: tuple, kwargs: dict, arg_axes: tuple) -> tuple[list, list]:
