@@ -180,3 +180,4 @@ from .transforms.functional import vjp as vjp
 from .transforms.custom_vjp import custom_vjp as custom_vjp
 from .transforms.parallel import pmap as pmap
 from .transforms.parallel import shard_map as shard_map
+from .transforms.checks import checkify as checkify
