@@ -181,3 +181,5 @@ from .transforms.custom_vjp import custom_vjp as custom_vjp
 from .transforms.parallel import pmap as pmap
 from .transforms.parallel import shard_map as shard_map
 from .transforms.checks import checkify as checkify
+from . import summary as summary
+from .summary import tabulate as tabulate
