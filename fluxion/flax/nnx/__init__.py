@@ -183,3 +183,5 @@ from .transforms.parallel import shard_map as shard_map
 from .transforms.checks import checkify as checkify
 from . import summary as summary
 from .summary import tabulate as tabulate
+from . import visualization as visualization
+from .visualization import display as display
