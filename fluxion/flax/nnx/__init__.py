@@ -185,3 +185,5 @@ from . import summary as summary
 from .summary import tabulate as tabulate
 from . import visualization as visualization
 from .visualization import display as display
+from . import bridge as bridge
+from .bridge import wrappers as wrappers
