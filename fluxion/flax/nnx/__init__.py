@@ -187,3 +187,4 @@ from . import visualization as visualization
 from .visualization import display as display
 from . import bridge as bridge
 from .bridge import wrappers as wrappers
+from . import compat as compat
