@@ -171,7 +171,8 @@ def shard_value(value: Any, out_sharding: Any, sharding_rules: Any, mesh: Any) -
         mesh = fluxion.sharding.get_mesh() if current.axis_names else None
     if mesh is None:
         raise ValueError('An auto mesh context or metadata is required if creating a variable with annotation '
-                         f'out_sharding={PartitionSpec(*out_sharding)}.')
+                         f'out_sharding={PartitionSpec(*out_sharding)}. For more guidance, see '
+                         'https://flax.readthedocs.io/en/latest/flip/4844-var-eager-sharding.html.')
     spec = _spec_from_names(out_sharding, {'sharding_rules': sharding_rules} if sharding_rules else {})
     return fluxion.device_put(value, NamedSharding(mesh, spec))
 
