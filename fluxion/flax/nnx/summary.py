@@ -172,7 +172,8 @@ def _as_cell(value: Any) -> str:
 
     def normalize(x: Any) -> Any:
         if isinstance(x, (dict, list, tuple)) and not _is_namedtuple(x):
-            items = x.items() if isinstance(x, dict) else enumerate(x)
+            # Dict keys in sorted order, as Flax's pytree flattening puts them.
+            items = sorted(x.items(), key=lambda kv: str(kv[0])) if isinstance(x, dict) else enumerate(x)
             out = {k: normalize(v) for k, v in items}
             return out if isinstance(x, dict) else [out[i] for i in range(len(x))]
         return _leaf_repr(x)
@@ -303,6 +304,11 @@ def _state_of(obj: Any) -> Any:
     return state(obj)
 
 
+def _center(text: str, width: int) -> str:
+    # Rich's centring: when the padding is odd, the extra space goes to the right.
+    return ' ' * (max(width - len(text), 0) // 2) + text
+
+
 def _render(title: str, header: list, rows: list, footer: list, caption: str) -> str:
     cells = [[c.split('\n') for c in row] for row in [header, *rows, footer]]
     widths = [max(len(line) for row in cells for line in row[i]) + 2 for i in range(len(header))]
@@ -321,13 +327,13 @@ def _render(title: str, header: list, rows: list, footer: list, caption: str) ->
         return out
 
     width = sum(widths) + len(widths) + 1
-    lines = [title.center(width).rstrip(), rule('┏', '┳', '┓', '━'), *body(cells[0], '┃'),
+    lines = [_center(title, width), rule('┏', '┳', '┓', '━'), *body(cells[0], '┃'),
              rule('┡', '╇', '┩', '━')]
     for row in cells[1:-1]:
         lines += body(row, '│')
         lines.append(rule('├', '┼', '┤', '─'))
     lines += body(cells[-1], '│', right_cols=(3,))
-    lines += [rule('└', '┴', '┘', '─'), '', caption.center(width).rstrip()]
+    lines += [rule('└', '┴', '┘', '─'), '', _center(caption, width)]
     return '\n'.join(lines) + '\n'
 
 
