@@ -531,15 +531,6 @@ def test_eval_shape_view_and_modes():
 # -- coverage ---------------------------------------------------------------------------------------------------
 
 MISSING_WITH_REASON = {
-    # Linen interop and conversion.
-    'bridge': 'Linen<->NNX bridge not implemented', 'wrappers': 'Linen<->NNX bridge not implemented',
-    'compat': 'Linen<->NNX bridge not implemented',
-    # Sharding / multi-device.
-    'shard_map': 'single-device runtime', 'StateSharding': 'single-device runtime', 'pmap': 'single-device runtime',
-    'get_partition_spec': 'sharding', 'get_named_sharding': 'sharding', 'with_partitioning': 'sharding',
-    'get_abstract_model': 'sharding', 'abstract_with_sharding': 'sharding', 'as_abstract': 'sharding',
-    'logical_axis_rules': 'sharding', 'PARTITION_NAME': 'sharding', 'use_eager_sharding': 'sharding',
-    'using_eager_sharding': 'sharding',
     # Flax 0.12 tree-mode / pytree Module machinery (fluxion modules are graph-only).
     'Data': 'tree-mode pytree attributes', 'Static': 'tree-mode pytree attributes', 'data': 'tree-mode',
     'static': 'tree-mode', 'dataclass': 'tree-mode', 'register_data_type': 'tree-mode', 'is_data': 'tree-mode',
@@ -555,14 +546,7 @@ MISSING_WITH_REASON = {
     'M': 'typing alias', 'A': 'typing alias',
     # Features not implemented yet.
     'capture': 'intermediate capture contexts', 'view_info': 'view introspection', 'with_rngs': 'rng helpers',
-    'jit_partial': 'partial jit', 'custom_vjp': 'NNX custom_vjp',
-    'vjp': 'Flax 0.12 offers it only in tree mode (graph mode with updates raises NotImplementedError)',
-    'jvp': 'Flax 0.12 offers it only in tree mode (graph mode with updates raises NotImplementedError)',
-    'make_jaxpr': 'Flax 0.12 offers it only without graph updates (the default raises ValueError)',
-    'checkify': 'checkify', 'transform_metadata': 'sharding metadata',
-
- 'display': 'treescope display',
-    'tabulate': 'summary table', 'var_defaults': 'variable defaults',
+    'jit_partial': 'partial jit', 'var_defaults': 'variable defaults',
 }
 
 
