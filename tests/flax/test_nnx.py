@@ -546,7 +546,7 @@ MISSING_WITH_REASON = {
     'M': 'typing alias', 'A': 'typing alias',
     # Features not implemented yet.
     'capture': 'intermediate capture contexts', 'view_info': 'view introspection', 'with_rngs': 'rng helpers',
-    'jit_partial': 'partial jit', 'var_defaults': 'variable defaults',
+    'var_defaults': 'variable defaults',
 }
 
 

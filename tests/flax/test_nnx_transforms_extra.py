@@ -147,6 +147,20 @@ def case_make_jaxpr(L: Any) -> Any:
     return [[str(v.aval) for v in j.jaxpr.invars] + [str(v.aval) for v in j.jaxpr.outvars] for j in (j1, j2)]
 
 
+def case_jit_partial(L: Any) -> Any:
+    m = L.nnx.Sequential(L.nnx.Linear(2, 3, rngs=L.nnx.Rngs(0)), L.nnx.BatchNorm(3, rngs=L.nnx.Rngs(1)))
+    c, = [_counter_module(L)]
+
+    def step(m, c, x, scale):
+        return m(x).sum() * scale + c(L.jnp.ones(2))
+    f = L.nnx.jit_partial(step, m, c, graph_updates=False)
+    x = L.jnp.asarray(np.arange(8.).reshape(4, 2).astype(np.float32))
+    outs = [f(x, 2.0), f(x * 2, 3.0)]
+    return [outs, m, c, _error(lambda: L.nnx.jit_partial(step, m, c)),
+            _error(lambda: L.nnx.jit_partial(step, m, in_shardings=(L.nnx.StateSharding({...: None}),),
+                                             graph_updates=False))]
+
+
 # -- custom_vjp --------------------------------------------------------------------------------------------------
 
 def _foo(L: Any) -> Any:

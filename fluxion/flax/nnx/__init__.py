@@ -188,3 +188,4 @@ from .visualization import display as display
 from . import bridge as bridge
 from .bridge import wrappers as wrappers
 from . import compat as compat
+from .transforms.compilation import jit_partial as jit_partial

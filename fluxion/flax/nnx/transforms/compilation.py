@@ -173,3 +173,40 @@ def eval_shape(f: Any, *args: Any, **kwargs: Any) -> Any:
     out_state, out_dyn = fluxion.eval_shape(pure, state, dyn)
     out_spec, out_graphdef = cell['out']
     return unflatten_tree(out_spec, merge(out_graphdef, out_state), out_dyn)
+
+
+def jit_partial(fun: Any, *partial_args: Any, in_shardings: Any = None, out_shardings: Any = None,
+                static_argnums: Any = None, static_argnames: Any = None, donate_argnums: Any = None,
+                donate_argnames: Any = None, keep_unused: bool = False, device: Any = None, backend: Any = None,
+                inline: bool = False, graph: Any = None, graph_updates: Any = None) -> Any:
+    """:func:`jit` of ``fun`` with ``partial_args`` bound as its first positional arguments.
+
+    The returned function takes the remaining arguments; Variable values the
+    call writes (in the bound objects too) reach the caller's objects.  As in
+    Flax 0.12 it is offered without graph updates only (``graph=False`` or
+    ``graph_updates=False``).
+
+    Raises:
+      ValueError: graph mode with graph updates (the default), as in Flax; a
+        ``StateSharding`` in ``in_shardings``/``out_shardings``.
+    """
+    graph = True if graph is None else graph
+    graph_updates = True if graph_updates is None else graph_updates
+    if graph and graph_updates:
+        raise ValueError('`graph_updates` not supported by `jit_partial`')
+    from ..spmd import StateSharding
+    from fluxion import tree_util
+    for name, shardings in (('in_shardings', in_shardings), ('out_shardings', out_shardings)):
+        if any(isinstance(x, StateSharding) for x in tree_util.tree_leaves(
+                shardings, is_leaf=lambda x: isinstance(x, StateSharding))):
+            raise ValueError(f'`{name}` cannot contain `StateSharding` objects when `graph=False` or '
+                             '`graph_updates=False`. Consider the following options:\n\n'
+                             f'1. Drop the StateSharding from `{name}`.\n'
+                             '2. Use nnx.jit with its default graph mode (it accepts StateSharding).')
+    jitted = jit(fun, static_argnums=static_argnums, static_argnames=static_argnames, keep_unused=keep_unused,
+                 inline=inline)
+
+    @functools.wraps(fun)
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        return jitted(*partial_args, *args, **kwargs)
+    return bound
