@@ -545,7 +545,7 @@ MISSING_WITH_REASON = {
     'graphlib': 'internal module', 'traversals': 'internal module',
     'M': 'typing alias', 'A': 'typing alias',
     # Features not implemented yet.
-    'capture': 'intermediate capture contexts', 'view_info': 'view introspection', 'with_rngs': 'rng helpers',
+    'capture': 'intermediate capture contexts', 'view_info': 'view introspection',
     'var_defaults': 'variable defaults',
 }
 

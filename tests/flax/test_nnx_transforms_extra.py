@@ -36,8 +36,8 @@ def _theirs() -> Any:
 
 def normalize(x: Any, L: Any) -> Any:
     """Arrays as NumPy, Modules/States as pure dicts of NumPy, containers recursively."""
-    if isinstance(x, (L.nnx.Module, L.nnx.State)):
-        state = L.nnx.state(x) if isinstance(x, L.nnx.Module) else x
+    if isinstance(x, (L.nnx.Module, L.nnx.Rngs, L.nnx.State)):
+        state = x if isinstance(x, L.nnx.State) else L.nnx.state(x)
         return normalize(L.nnx.to_pure_dict(state), L)
     if isinstance(x, L.nnx.Variable):
         return normalize(x.get_value(), L)
@@ -159,6 +159,31 @@ def case_jit_partial(L: Any) -> Any:
     return [outs, m, c, _error(lambda: L.nnx.jit_partial(step, m, c)),
             _error(lambda: L.nnx.jit_partial(step, m, in_shardings=(L.nnx.StateSharding({...: None}),),
                                              graph_updates=False))]
+
+
+def case_with_rngs(L: Any) -> Any:
+    class M(L.nnx.Module):
+        def __init__(self):
+            self.rngs = L.nnx.Rngs(params=0, dropout=1)
+            self.lin = L.nnx.Linear(2, 3, rngs=self.rngs)
+    m = M()
+    out = []
+    for graph in (False, True):
+        n = L.nnx.with_rngs(m, split={'params': 4}, fork='dropout', graph=graph, graph_updates=False)
+        out.append([n is m, n.lin is m.lin, n.lin.kernel is m.lin.kernel, n.rngs, m.rngs])
+    r = L.nnx.Rngs(params=0, dropout=1)
+    out.append(L.nnx.with_rngs(r, split=4, graph=False))
+    t = L.nnx.with_rngs((r, 3), broadcast={'params': 2}, graph=False)
+    out += [t[1], t[0], r]
+    out.append(_error(lambda: L.nnx.with_rngs(r, split={'params': 2}, fork='params', graph=False)))
+    out.append(L.nnx.with_rngs(r, split={...: 2}, fork='params', graph=False))
+    out.append(_error(lambda: L.nnx.with_rngs(r, split=2)))
+
+    @L.nnx.with_rngs(split=3, graph=False)
+    def f(rngs):
+        return rngs.params.key.shape
+    out += [f(r), L.nnx.with_rngs(r, fork=..., only='dropout', graph=False)]
+    return out
 
 
 # -- custom_vjp --------------------------------------------------------------------------------------------------

@@ -189,3 +189,4 @@ from . import bridge as bridge
 from .bridge import wrappers as wrappers
 from . import compat as compat
 from .transforms.compilation import jit_partial as jit_partial
+from .rng_helpers import with_rngs as with_rngs

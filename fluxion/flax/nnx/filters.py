@@ -47,7 +47,10 @@ def filters_to_predicates(filters: tuple) -> tuple:
 
 def _has_tag(x: Any) -> bool:
     from .variables import Variable
-    return isinstance(x, Variable) and 'tag' in x._var_metadata
+    if isinstance(x, Variable):
+        return 'tag' in x._var_metadata
+    # Other tagged objects (an RngStream carries its stream name as ``tag``), as Flax's WithTag accepts.
+    return isinstance(getattr(x, 'tag', None), str)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -77,7 +77,9 @@ class RngStream(Object):
         """A new stream whose key is one key from this stream repeated to shape ``k``."""
         key = self()
         shape = (k,) if isinstance(k, int) else tuple(k)
-        return type(self)(jnp.broadcast_to(key, shape + key.shape), tag=self.tag)
+        # Broadcast the raw key data (fluxion's broadcast_to does not take typed key arrays).
+        data = random.key_data(key)
+        return type(self)(random.wrap_key_data(jnp.broadcast_to(data, shape + data.shape)), tag=self.tag)
 
     def __repr__(self) -> str:
         return f'RngStream(tag={self.tag!r}, key={self.key!r}, count={self.count!r})'
