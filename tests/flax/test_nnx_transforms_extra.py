@@ -368,6 +368,8 @@ def case_partitioning_and_specs(L: Any) -> Any:
     no_mesh = _error(lambda: L.nnx.Linear(2, 3, kernel_init=init, rngs=L.nnx.Rngs(0)))
     with L.jax.set_mesh(mesh):
         m = L.nnx.Linear(2, 3, kernel_init=init, rngs=L.nnx.Rngs(0))
+        jitted = L.nnx.jit(lambda: L.nnx.Linear(2, 3, kernel_init=init, rngs=L.nnx.Rngs(0)))()
+    assert_same(normalize(jitted, L), normalize(m, L))
     st = L.nnx.state(m)
     out = [no_mesh, m.kernel.get_metadata()['out_sharding'], tuple(m.kernel[...].sharding.spec), m,
            _specs(L.nnx.get_partition_spec(st), L),
