@@ -426,6 +426,28 @@ def case_state_sharding_and_transform_metadata(L: Any) -> Any:
             s == L.nnx.StateSharding({L.nnx.Param: 'p', ...: 'r'})]
 
 
+def case_vmap_lifts_partition_axis(L: Any) -> Any:
+    mesh = L.jax.make_mesh((1, 1), ('d', 'layers'), **({} if L.nnx is nnx else {
+        'axis_types': (L.jax.sharding.AxisType.Auto,) * 2}))
+    init = L.nnx.with_partitioning(L.nnx.initializers.lecun_normal(), ('d', None))
+    lift = {L.nnx.PARTITION_NAME: 'layers'}
+    with L.jax.set_mesh(mesh):
+        @L.nnx.split_rngs(splits=3)
+        @L.nnx.vmap(in_axes=(0,), out_axes=1, transform_metadata=lift)
+        def make(rngs):
+            return L.nnx.Linear(2, 4, kernel_init=init, rngs=rngs)
+        m = make(L.nnx.Rngs(0))
+        seen = []
+
+        @L.nnx.vmap(in_axes=(1, 0), out_axes=0, transform_metadata=lift)
+        def apply(m, x):
+            seen.append(m.kernel.out_sharding)
+            return m(x)
+        y = apply(m, L.jnp.ones((3, 2)))
+    spec = L.nnx.get_partition_spec(L.nnx.state(m))['kernel'].get_value()
+    return [m, m.kernel.out_sharding, tuple(spec), y, seen, m.kernel.out_sharding]
+
+
 CASES = {name[len('case_'):]: fn for name, fn in dict(globals()).items() if name.startswith('case_')}
 
 

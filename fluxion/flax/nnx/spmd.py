@@ -282,34 +282,72 @@ def _path_filter(path: tuple) -> Callable:
     return matches
 
 
-def _edit_axis(tree: Any, index: int, name: Any, insert: bool) -> None:
-    """Inserts ``name`` at ``index`` of (or removes it from) the ``out_sharding`` of each Variable in ``tree``."""
+def _edit_axis(tree: Any, index: int, name: Any, insert: bool, extra: dict | None = None) -> None:
+    """Inserts ``name`` at ``index`` of (or removes it from) the ``out_sharding`` of each Variable in ``tree``
+    (and, for each ``key: value`` of ``extra``, ``value`` in a tuple-valued ``key`` metadata of the Variable).
+
+    Raises:
+      ValueError: removing, the entry at ``index`` is not ``name``; nothing is changed then.
+    """
     from .graph import is_graph_node, iter_graph
     leaves = tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Variable) or is_graph_node(x))
     seen: set = set()
     edits = []
+    fields = [('out_sharding', name)] + list((extra or {}).items())
     for leaf in leaves:
         found = [v for _, v in iter_graph(leaf) if isinstance(v, Variable)] if is_graph_node(leaf) else [leaf]
         for v in found:
             if not isinstance(v, Variable) or id(v) in seen:
                 continue
             seen.add(id(v))
-            names = v.get_metadata().get('out_sharding')
-            if not names:
-                continue
-            names = list(names)
-            if insert:
-                names += [None] * (index - len(names))
-                names.insert(index, name)
-            else:
-                removed = names.pop(index)
-                if removed != name:
-                    raise ValueError(f'Expected to remove {name!r} at index {index} from '
-                                     f'{tuple(v.out_sharding)!r}, but found {removed!r}.')
-            edits.append((v, tuple(names)))
+            for key, value in fields:
+                names = v.get_metadata().get(key)
+                if not names or not isinstance(names, tuple):
+                    continue
+                names = list(names)
+                if insert:
+                    names += [None] * (index - len(names))
+                    names.insert(index, value)
+                else:
+                    removed = names.pop(index)
+                    if removed != value:
+                        raise ValueError(f'Expected to remove {value!r} at index {index} from '
+                                         f'{tuple(v.get_metadata()[key])!r}, but found {removed!r}.')
+                edits.append((v, key, tuple(names)))
     # Validate every Variable before changing any, so a bad axis leaves the metadata untouched.
-    for v, names in edits:
-        v.set_metadata(out_sharding=names)
+    for v, key, names in edits:
+        v.set_metadata(**{key: names})
+
+
+def _partition_and_rest(transform_metadata: Any) -> tuple:
+    if PARTITION_NAME not in transform_metadata:
+        raise ValueError('Trying to transform a Partitioned variable but "partition_name" is not specified in '
+                         f'transform_metadata: {transform_metadata}')
+    rest = dict(transform_metadata)
+    return rest.pop(PARTITION_NAME), rest
+
+
+def add_axis(tree: Any, index: int, transform_metadata: Any) -> Any:
+    """Inserts ``transform_metadata[PARTITION_NAME]`` at ``index`` of the ``out_sharding`` of every Variable in
+    ``tree`` (in place; returns ``tree``), as a lifted transform does for the axis it adds.
+
+    Raises:
+      ValueError: ``transform_metadata`` has no ``PARTITION_NAME``.
+    """
+    name, rest = _partition_and_rest(transform_metadata)
+    _edit_axis(tree, index, name, insert=True, extra=rest)
+    return tree
+
+
+def remove_axis(tree: Any, index: int, transform_metadata: Any) -> Any:
+    """The inverse of :func:`add_axis`.
+
+    Raises:
+      ValueError: no ``PARTITION_NAME``, or a Variable's entry at ``index`` is not that name.
+    """
+    name, rest = _partition_and_rest(transform_metadata)
+    _edit_axis(tree, index, name, insert=False, extra=rest)
+    return tree
 
 
 def _apply_axes(values: Any, axes: Any, name: Any, insert: bool) -> None:

@@ -120,14 +120,20 @@ def vmap(f: Any = None, *, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any =
         input and no ``axis_size``.
     """
     def wrap(fn: Any) -> Any:
-        return map_graph(fluxion.vmap, fn, in_axes, out_axes, axis_name, axis_size, 'vmap')
+        return map_graph(fluxion.vmap, fn, in_axes, out_axes, axis_name, axis_size, 'vmap', transform_metadata)
     return wrap if f is None else wrap(f)
 
 
 def map_graph(mapper: Any, fn: Any, in_axes: Any, out_axes: Any, axis_name: Any, axis_size: Any,
-              name: str) -> Any:
+              name: str, transform_metadata: Any = None) -> Any:
     """``fn`` mapped by ``mapper`` (``fluxion.vmap`` or ``fluxion.pmap``, called as ``mapper(pure, in_axes=...,
-    out_axes=0, axis_name=..., axis_size=...)``) with graph arguments handled as :func:`vmap` describes."""
+    out_axes=0, axis_name=..., axis_size=...)``) with graph arguments handled as :func:`vmap` describes.
+
+    With ``transform_metadata`` naming a ``PARTITION_NAME``, the mapped axis is taken out of the Variables'
+    ``out_sharding`` inside and put back (at the in/out axis) after, as Flax does."""
+    from .. import spmd
+    lift = dict(transform_metadata or {})
+    lift = lift if spmd.PARTITION_NAME in lift else None
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         arg_axes = _normalize_axes(in_axes, len(args), 'in_axes')
@@ -147,12 +153,20 @@ def map_graph(mapper: Any, fn: Any, in_axes: Any, out_axes: Any, axis_name: Any,
 
         def pure(group_states: list, dyn: list) -> tuple:
             flat = [pv for s in group_states for pv in to_flat_state(s)]
+            if lift is not None:
+                for path, leaf in flat:
+                    axis = in_axis_of(path, leaf)
+                    if isinstance(axis, int) and isinstance(leaf, Variable):
+                        spmd.remove_axis(leaf, axis, lift)
             fresh = merge_nodes(graphdef, from_flat_state(flat))
             call_args, call_kwargs = unflatten_tree(spec, fresh, dyn)
             out = fn(*call_args, **call_kwargs)
             out_spec, out_nodes, out_dyn = flatten_tree(out)
+            leaf_axes = _out_leaf_axes(out, out_axes)
+            if lift is not None:
+                _lift_out_metadata(fresh, out_nodes, in_axis_of, leaf_axes[0], lift)
             out_graphdef, out_state = split_nodes([tuple(fresh), tuple(out_nodes)])
-            cell['out'] = (out_spec, out_graphdef, _out_leaf_axes(out, out_axes))
+            cell['out'] = (out_spec, out_graphdef, leaf_axes)
             return out_state, out_dyn
 
         size = axis_size
@@ -174,6 +188,22 @@ def map_graph(mapper: Any, fn: Any, in_axes: Any, out_axes: Any, axis_name: Any,
         memo = sync_all(nodes, fresh_in)
         return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
     return wrapper
+
+
+def _lift_out_metadata(fresh: Any, out_nodes: list, in_axis_of: Any, out_node_axes: list, lift: dict) -> None:
+    """Puts the mapped axis back into the ``out_sharding`` of the Variables leaving a mapped function: inputs'
+    at their in axis, outputs' at their out axis (each Variable once)."""
+    from .. import spmd
+    seen: set = set()
+    _, in_state = split_nodes(list(fresh))
+    pending = [(in_axis_of(p, v), v) for p, v in to_flat_state(in_state)]
+    for k, node in enumerate(out_nodes):
+        _, st = split_nodes([node])
+        pending += [(_axis_for(out_node_axes[k], p[1:], v), v) for p, v in to_flat_state(st)]
+    for axis, v in pending:
+        if isinstance(axis, int) and isinstance(v, Variable) and id(v) not in seen:
+            seen.add(id(v))
+            spmd.add_axis(v, axis, lift)
 
 
 def _leaf_axes(args: tuple, kwargs: dict, arg_axes: tuple) -> tuple[list, list]:

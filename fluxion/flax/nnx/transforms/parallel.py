@@ -47,7 +47,7 @@ def pmap(f: Any = None, *, axis_name: Any = None, in_axes: Any = 0, out_axes: An
 
     def wrap(fn: Any) -> Any:
         if not static:
-            return map_graph(mapper, fn, in_axes, out_axes, axis_name, axis_size, 'pmap')
+            return map_graph(mapper, fn, in_axes, out_axes, axis_name, axis_size, 'pmap', transform_metadata)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -61,7 +61,8 @@ def pmap(f: Any = None, *, axis_name: Any = None, in_axes: Any = 0, out_axes: An
             def call(*inner: Any, **kw: Any) -> Any:
                 it = iter(inner)
                 return fn(*[fixed[i] if i in fixed else next(it) for i in range(n)], **kw)
-            return map_graph(mapper, call, axes, out_axes, axis_name, axis_size, 'pmap')(*dyn_args, **kwargs)
+            return map_graph(mapper, call, axes, out_axes, axis_name, axis_size, 'pmap', transform_metadata)(
+                *dyn_args, **kwargs)
         return wrapper
     return wrap if f is None else wrap(f)
 
