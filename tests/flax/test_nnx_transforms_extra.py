@@ -444,8 +444,17 @@ def case_vmap_lifts_partition_axis(L: Any) -> Any:
             seen.append(m.kernel.out_sharding)
             return m(x)
         y = apply(m, L.jnp.ones((3, 2)))
+        stack = make(L.nnx.Rngs(1))
+        steps = []
+
+        @L.nnx.scan(in_axes=(L.nnx.Carry, 1), out_axes=L.nnx.Carry, transform_metadata=lift)
+        def forward(x, layer):
+            steps.append(layer.kernel.out_sharding)
+            return x + layer(L.jnp.ones((1, 2))).sum()
+        z = forward(L.jnp.zeros(()), stack)
     spec = L.nnx.get_partition_spec(L.nnx.state(m))['kernel'].get_value()
-    return [m, m.kernel.out_sharding, tuple(spec), y, seen, m.kernel.out_sharding]
+    return [m, m.kernel.out_sharding, tuple(spec), y, seen, m.kernel.out_sharding, z, steps,
+            stack.kernel.out_sharding]
 
 
 CASES = {name[len('case_'):]: fn for name, fn in dict(globals()).items() if name.startswith('case_')}

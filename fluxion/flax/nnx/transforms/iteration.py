@@ -110,6 +110,9 @@ def vmap(f: Any = None, *, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any =
     element of a tuple output.  Objects created inside (``vmap`` over a
     constructor with split Rngs makes an ensemble) come out with their state
     stacked on their out axis; the state of input objects comes back on its in axis.
+    ``transform_metadata={nnx.PARTITION_NAME: name}`` keeps sharding names in
+    step: ``name`` leaves the mapped Variables' ``out_sharding`` inside and is
+    inserted at their in/out axis after.
 
     Differences from Flax: state with a ``None`` axis that becomes batched
     inside is not an error: element 0 is kept.  ``in_axes`` entries are not
@@ -247,7 +250,9 @@ def scan(f: Any = None, *, length: Any = None, reverse: bool = False, unroll: An
     sliced graph state is re-stacked after the loop.  ``out_axes`` is
     :class:`Carry`, an int (stack the per-step outputs on that axis), or a
     tuple of those for a tuple output; the ``Carry`` output must have the
-    carry's structure.
+    carry's structure.  ``transform_metadata={nnx.PARTITION_NAME: name}``
+    takes the scanned axis out of sliced Variables' ``out_sharding`` for each
+    step and puts it back after.
 
     Raises:
       ValueError: more than one Carry argument, a Carry output without a Carry
@@ -282,9 +287,18 @@ def scan(f: Any = None, *, length: Any = None, reverse: bool = False, unroll: An
             carry_dyn_axes = [dyn_axes[i] for i in carry_idx]
             cell: dict = {}
 
+            from .. import spmd
+            lift = dict(transform_metadata or {})
+            lift = lift if spmd.PARTITION_NAME in lift else None
+
             def body(carry: tuple, xs: tuple) -> tuple:
                 c_vals, c_state = carry
                 x_vals, x_state = xs
+                if lift is not None:
+                    # The scanned axis leaves the sliced Variables' out_sharding for the step, as in Flax.
+                    for path, leaf in to_flat_state(x_state):
+                        if isinstance(leaf, Variable):
+                            spmd.remove_axis(leaf, in_axis_of(path, leaf), lift)
                 values = [None] * len(dyn)
                 for i, v in zip(carry_idx, c_vals):
                     values[i] = v
@@ -311,6 +325,10 @@ def scan(f: Any = None, *, length: Any = None, reverse: bool = False, unroll: An
                 for path, leaf in to_flat_state(after):
                     axis = in_axis_of(path, leaf)
                     (new_c if axis is None or axis is Carry else new_x).append((path, leaf))
+                if lift is not None:
+                    for path, leaf in new_x:
+                        if isinstance(leaf, Variable):
+                            spmd.add_axis(leaf, in_axis_of(path, leaf), lift)
                 y_spec, y_nodes, y_leaves = flatten_tree(ys)
                 if y_nodes:
                     raise ValueError('nnx.scan: graph objects in the stacked outputs are not supported')
