@@ -206,6 +206,33 @@ from . import graphlib as graphlib
 from . import reprlib as reprlib
 from . import rngs as rnglib
 from . import traversals as traversals
+from .spmd import PARTITION_NAME as PARTITION_NAME
+from .spmd import abstract_with_sharding as abstract_with_sharding
+from .spmd import as_abstract as as_abstract
+from .spmd import get_abstract_model as get_abstract_model
+from .spmd import get_named_sharding as get_named_sharding
+from .spmd import get_partition_spec as get_partition_spec
+from .spmd import logical_axis_rules as logical_axis_rules
+from .spmd import use_eager_sharding as use_eager_sharding
+from .spmd import using_eager_sharding as using_eager_sharding
+from .spmd import with_partitioning as with_partitioning
+from .spmd import StateSharding as StateSharding
+from .spmd import transform_metadata as transform_metadata
+from .transforms.functional import jvp as jvp
+from .transforms.functional import make_jaxpr as make_jaxpr
+from .transforms.functional import vjp as vjp
+from .transforms.custom_vjp import custom_vjp as custom_vjp
+from .transforms.parallel import pmap as pmap
+from .transforms.parallel import shard_map as shard_map
+from .transforms.checks import checkify as checkify
+from . import summary as summary
+from .summary import tabulate as tabulate
+from . import visualization as visualization
+from .visualization import display as display
+from . import bridge as bridge
+from .bridge import wrappers as wrappers
+from . import compat as compat
+
 # ``nnx.state`` and ``nnx.variables`` are the graph functions, so name these two submodules through importlib.
 statelib = _importlib.import_module('.state', __name__)
 variablelib = _importlib.import_module('.variables', __name__)

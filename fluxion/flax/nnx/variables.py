@@ -10,7 +10,7 @@ Variables are registered as fluxion pytrees (one child, the value; the type and
 metadata are static), so a :class:`~fluxion.flax.nnx.State` of variables can be
 passed straight through ``fluxion.jit``/``grad``/``vmap``.
 
-Differences from Flax: sharding metadata is kept but ignored (one device);
+Differences from Flax: sharding metadata places values on a mesh but never changes them (see ``spmd``);
 ``hijax``/``ref`` modes do not exist; ``.value`` reads do not warn.
 """
 
@@ -58,6 +58,10 @@ class Variable:
             # Re-wrapping a variable keeps its metadata (Flax does the same).
             metadata = {**value._var_metadata, **metadata}
             value = value.raw_value
+        if metadata.get('out_sharding'):
+            # Eager sharding (nnx.use_eager_sharding): place the value on its mesh now, as Flax does.
+            from .spmd import maybe_shard_new_variable
+            value = maybe_shard_new_variable(value, metadata)
         object.__setattr__(self, 'raw_value', value)
         object.__setattr__(self, '_var_metadata', dict(metadata))
 

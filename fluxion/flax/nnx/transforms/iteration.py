@@ -110,6 +110,9 @@ def vmap(f: Any = None, *, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any =
     element of a tuple output.  Objects created inside (``vmap`` over a
     constructor with split Rngs makes an ensemble) come out with their state
     stacked on their out axis; the state of input objects comes back on its in axis.
+    ``transform_metadata={nnx.PARTITION_NAME: name}`` keeps sharding names in
+    step: ``name`` leaves the mapped Variables' ``out_sharding`` inside and is
+    inserted at their in/out axis after.
 
     Differences from Flax: state with a ``None`` axis that becomes batched
     inside is not an error: element 0 is kept.  ``in_axes`` entries are not
@@ -120,53 +123,90 @@ def vmap(f: Any = None, *, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any =
         input and no ``axis_size``.
     """
     def wrap(fn: Any) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            arg_axes = _normalize_axes(in_axes, len(args), 'in_axes')
-            spec, nodes, dyn = flatten_tree((args, kwargs))
-            node_axes, dyn_axes = _leaf_axes(args, kwargs, arg_axes)
-            graphdef, state = split_nodes(nodes)
-
-            def in_axis_of(path: tuple, leaf: Any) -> Any:
-                return _axis_for(node_axes[path[0]], path[1:], leaf)
-
-            groups: dict = {}
-            for path, leaf in to_flat_state(state):
-                groups.setdefault(in_axis_of(path, leaf), []).append((path, leaf))
-            group_keys = list(groups)
-            group_states = [from_flat_state(groups[k]) for k in group_keys]
-            cell: dict = {}
-
-            def pure(group_states: list, dyn: list) -> tuple:
-                flat = [pv for s in group_states for pv in to_flat_state(s)]
-                fresh = merge_nodes(graphdef, from_flat_state(flat))
-                call_args, call_kwargs = unflatten_tree(spec, fresh, dyn)
-                out = fn(*call_args, **call_kwargs)
-                out_spec, out_nodes, out_dyn = flatten_tree(out)
-                out_graphdef, out_state = split_nodes([tuple(fresh), tuple(out_nodes)])
-                cell['out'] = (out_spec, out_graphdef, _out_leaf_axes(out, out_axes))
-                return out_state, out_dyn
-
-            size = axis_size
-            if size is None and not any(a is not None for a in group_keys) and all(a is None for a in dyn_axes):
-                raise ValueError('vmap must have at least one non-None value in in_axes (or give axis_size)')
-            mapped = fluxion.vmap(pure, in_axes=(list(group_keys), list(dyn_axes)), out_axes=0,
-                                  axis_name=axis_name, axis_size=size)
-            out_state, out_dyn = mapped(group_states, dyn)
-            out_spec, out_graphdef, (out_node_axes, out_dyn_axes) = cell['out']
-
-            def out_axis_of(path: tuple, leaf: Any) -> Any:
-                if path[0] == 0:
-                    return in_axis_of(path[1:], leaf)
-                return _axis_for(out_node_axes[path[1]], path[2:], leaf)
-
-            out_state = _move_state(out_state, out_axis_of, from_zero=True)
-            out_dyn = [v[0] if a is None else _moveaxis(v, 0, a) for v, a in zip(out_dyn, out_dyn_axes)]
-            fresh_in, fresh_out = merge(out_graphdef, out_state)
-            memo = sync_all(nodes, fresh_in)
-            return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
-        return wrapper
+        return map_graph(fluxion.vmap, fn, in_axes, out_axes, axis_name, axis_size, 'vmap', transform_metadata)
     return wrap if f is None else wrap(f)
+
+
+def map_graph(mapper: Any, fn: Any, in_axes: Any, out_axes: Any, axis_name: Any, axis_size: Any,
+              name: str, transform_metadata: Any = None) -> Any:
+    """``fn`` mapped by ``mapper`` (``fluxion.vmap`` or ``fluxion.pmap``, called as ``mapper(pure, in_axes=...,
+    out_axes=0, axis_name=..., axis_size=...)``) with graph arguments handled as :func:`vmap` describes.
+
+    With ``transform_metadata`` naming a ``PARTITION_NAME``, the mapped axis is taken out of the Variables'
+    ``out_sharding`` inside and put back (at the in/out axis) after, as Flax does."""
+    from .. import spmd
+    lift = dict(transform_metadata or {})
+    lift = lift if spmd.PARTITION_NAME in lift else None
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        arg_axes = _normalize_axes(in_axes, len(args), 'in_axes')
+        spec, nodes, dyn = flatten_tree((args, kwargs))
+        node_axes, dyn_axes = _leaf_axes(args, kwargs, arg_axes)
+        graphdef, state = split_nodes(nodes)
+
+        def in_axis_of(path: tuple, leaf: Any) -> Any:
+            return _axis_for(node_axes[path[0]], path[1:], leaf)
+
+        groups: dict = {}
+        for path, leaf in to_flat_state(state):
+            groups.setdefault(in_axis_of(path, leaf), []).append((path, leaf))
+        group_keys = list(groups)
+        group_states = [from_flat_state(groups[k]) for k in group_keys]
+        cell: dict = {}
+
+        def pure(group_states: list, dyn: list) -> tuple:
+            flat = [pv for s in group_states for pv in to_flat_state(s)]
+            if lift is not None:
+                for path, leaf in flat:
+                    axis = in_axis_of(path, leaf)
+                    if isinstance(axis, int) and isinstance(leaf, Variable):
+                        spmd.remove_axis(leaf, axis, lift)
+            fresh = merge_nodes(graphdef, from_flat_state(flat))
+            call_args, call_kwargs = unflatten_tree(spec, fresh, dyn)
+            out = fn(*call_args, **call_kwargs)
+            out_spec, out_nodes, out_dyn = flatten_tree(out)
+            leaf_axes = _out_leaf_axes(out, out_axes)
+            if lift is not None:
+                _lift_out_metadata(fresh, out_nodes, in_axis_of, leaf_axes[0], lift)
+            out_graphdef, out_state = split_nodes([tuple(fresh), tuple(out_nodes)])
+            cell['out'] = (out_spec, out_graphdef, leaf_axes)
+            return out_state, out_dyn
+
+        size = axis_size
+        if size is None and not any(a is not None for a in group_keys) and all(a is None for a in dyn_axes):
+            raise ValueError(f'{name} must have at least one non-None value in in_axes (or give axis_size)')
+        mapped = mapper(pure, in_axes=(list(group_keys), list(dyn_axes)), out_axes=0,
+                        axis_name=axis_name, axis_size=size)
+        out_state, out_dyn = mapped(group_states, dyn)
+        out_spec, out_graphdef, (out_node_axes, out_dyn_axes) = cell['out']
+
+        def out_axis_of(path: tuple, leaf: Any) -> Any:
+            if path[0] == 0:
+                return in_axis_of(path[1:], leaf)
+            return _axis_for(out_node_axes[path[1]], path[2:], leaf)
+
+        out_state = _move_state(out_state, out_axis_of, from_zero=True)
+        out_dyn = [v[0] if a is None else _moveaxis(v, 0, a) for v, a in zip(out_dyn, out_dyn_axes)]
+        fresh_in, fresh_out = merge(out_graphdef, out_state)
+        memo = sync_all(nodes, fresh_in)
+        return unflatten_tree(out_spec, resolve_outputs(fresh_out, memo), out_dyn)
+    return wrapper
+
+
+def _lift_out_metadata(fresh: Any, out_nodes: list, in_axis_of: Any, out_node_axes: list, lift: dict) -> None:
+    """Puts the mapped axis back into the ``out_sharding`` of the Variables leaving a mapped function: inputs'
+    at their in axis, outputs' at their out axis (each Variable once)."""
+    from .. import spmd
+    seen: set = set()
+    _, in_state = split_nodes(list(fresh))
+    pending = [(in_axis_of(p, v), v) for p, v in to_flat_state(in_state)]
+    for k, node in enumerate(out_nodes):
+        _, st = split_nodes([node])
+        pending += [(_axis_for(out_node_axes[k], p[1:], v), v) for p, v in to_flat_state(st)]
+    for axis, v in pending:
+        if isinstance(axis, int) and isinstance(v, Variable) and id(v) not in seen:
+            seen.add(id(v))
+            spmd.add_axis(v, axis, lift)
 
 
 def _leaf_axes(args: tuple, kwargs: dict, arg_axes: tuple) -> tuple[list, list]:
@@ -210,7 +250,9 @@ def scan(f: Any = None, *, length: Any = None, reverse: bool = False, unroll: An
     sliced graph state is re-stacked after the loop.  ``out_axes`` is
     :class:`Carry`, an int (stack the per-step outputs on that axis), or a
     tuple of those for a tuple output; the ``Carry`` output must have the
-    carry's structure.
+    carry's structure.  ``transform_metadata={nnx.PARTITION_NAME: name}``
+    takes the scanned axis out of sliced Variables' ``out_sharding`` for each
+    step and puts it back after.
 
     Raises:
       ValueError: more than one Carry argument, a Carry output without a Carry
@@ -245,9 +287,18 @@ def scan(f: Any = None, *, length: Any = None, reverse: bool = False, unroll: An
             carry_dyn_axes = [dyn_axes[i] for i in carry_idx]
             cell: dict = {}
 
+            from .. import spmd
+            lift = dict(transform_metadata or {})
+            lift = lift if spmd.PARTITION_NAME in lift else None
+
             def body(carry: tuple, xs: tuple) -> tuple:
                 c_vals, c_state = carry
                 x_vals, x_state = xs
+                if lift is not None:
+                    # The scanned axis leaves the sliced Variables' out_sharding for the step, as in Flax.
+                    for path, leaf in to_flat_state(x_state):
+                        if isinstance(leaf, Variable):
+                            spmd.remove_axis(leaf, in_axis_of(path, leaf), lift)
                 values = [None] * len(dyn)
                 for i, v in zip(carry_idx, c_vals):
                     values[i] = v
@@ -274,6 +325,10 @@ def scan(f: Any = None, *, length: Any = None, reverse: bool = False, unroll: An
                 for path, leaf in to_flat_state(after):
                     axis = in_axis_of(path, leaf)
                     (new_c if axis is None or axis is Carry else new_x).append((path, leaf))
+                if lift is not None:
+                    for path, leaf in new_x:
+                        if isinstance(leaf, Variable):
+                            spmd.add_axis(leaf, in_axis_of(path, leaf), lift)
                 y_spec, y_nodes, y_leaves = flatten_tree(ys)
                 if y_nodes:
                     raise ValueError('nnx.scan: graph objects in the stacked outputs are not supported')
