@@ -92,6 +92,14 @@ def jit_partial(fun: Callable, *partial_args: Any, in_shardings: Any = None, out
     graph = resolve_graph(graph)
     if graph and resolve_graph_updates(graph_updates):
         raise ValueError('`graph_updates` not supported by `jit_partial`')
+    from .spmd import StateSharding
+    for name, shardings in (('in_shardings', in_shardings), ('out_shardings', out_shardings)):
+        if any(isinstance(x, StateSharding) for x in tree_util.tree_leaves(
+                shardings, is_leaf=lambda x: isinstance(x, StateSharding))):
+            raise ValueError(f'`{name}` cannot contain `StateSharding` objects when `graph=False` or '
+                             '`graph_updates=False`. Consider the following options:\n\n'
+                             f'1. Drop the StateSharding from `{name}`.\n'
+                             '2. Use nnx.jit with its default graph mode (it accepts StateSharding).')
     jit_kwargs = dict(in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
                       static_argnames=static_argnames, donate_argnums=donate_argnums,
                       donate_argnames=donate_argnames, keep_unused=keep_unused, device=device, backend=backend,

@@ -30,7 +30,7 @@ import numpy as np
 from fluxion import tree_util
 
 from .graph import _children, clone, is_graph_node
-from .pytreelib import Object
+from .pytreelib import Pytree
 from .rngs import RngState, RngStream
 from .state import to_flat_state
 from .variables import Variable
@@ -97,7 +97,7 @@ def _collect_stats(path: tuple, node: Any, infos: dict, object_types: set) -> No
         return
     info = ObjectInfo(path, {}, {})
     infos[id(node)] = info
-    if isinstance(node, Object):
+    if isinstance(node, Pytree):
         object_types.add(type(node))
     for key, value in _children(node):
         if id(value) in infos:
@@ -118,7 +118,7 @@ def _collect_stats(path: tuple, node: Any, infos: dict, object_types: set) -> No
 def _leaf_repr(x: Any) -> str:
     if isinstance(x, type):
         return f'type[{x.__name__}]'
-    if isinstance(x, Object):
+    if isinstance(x, Pytree):
         return f'{type(x).__name__}(...)'
     if hasattr(x, 'shape') and hasattr(x, 'dtype'):
         return f'{np.dtype(x.dtype) if _is_numpy_dtype(x.dtype) else x.dtype}[{",".join(map(str, x.shape))}]'

@@ -31,7 +31,7 @@ from fluxion.flax.traverse_util import flatten_dict, unflatten_dict
 
 from ..filters import Not
 from ..graph import iter_graph, split, state, update
-from ..pytreelib import Object
+from ..pytreelib import Pytree, data
 from ..module import Module
 from ..rngs import Rngs, RngState
 from ..state import State, to_flat_state
@@ -94,7 +94,7 @@ def lazy_init(fn: Any, *args: Any, **kwargs: Any) -> Any:
         module = fn.__self__
     else:
         raise ValueError(f'fn = {fn!r} needs to be a method of an NNX Module.')
-    ids = {id(node) for _, node in iter_graph(module) if isinstance(node, Object)}
+    ids = {id(node) for _, node in iter_graph(module) if isinstance(node, Pytree)}
     added = ids - _INITIALIZING.ids
     _INITIALIZING.ids |= added
     try:
@@ -175,7 +175,8 @@ class ToNNX(Module):
                 current = vars(self).get(attr)
                 if isinstance(current, dict) and isinstance(value, dict):
                     value = _merge_nested(current, value)
-                setattr(self, attr, value)
+                # Collections of Variables are data of the (pytree) module, as Flax's ToNNX stores them.
+                setattr(self, attr, data(value))
         return out
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import fluxion
 
 from ..graph import merge, split
-from ..pytreelib import Object
+from ..pytreelib import Pytree
 from ..state import State, from_flat_state, split_state, to_flat_state
 from ..variables import Variable
 from ._extract import copy_state, flatten_tree, sub_state, unflatten_tree
@@ -30,7 +30,7 @@ from .autodiff import DiffState
 
 
 def _is_node(x: Any) -> bool:
-    return isinstance(x, (Object, Variable))
+    return isinstance(x, (Pytree, Variable))
 
 
 class CustomVjp:
@@ -199,7 +199,7 @@ def custom_vjp(fun: Any = None, *, nondiff_argnums: tuple = (), graph: Any = Non
     if fun is None:
         return functools.partial(custom_vjp, nondiff_argnums=nondiff_argnums, graph=graph,
                                  graph_updates=graph_updates)
-    if isinstance(getattr(fun, '__self__', None), Object):
+    if isinstance(getattr(fun, '__self__', None), Pytree):
         raise ValueError('nnx.custom_vjp does not support bound methods. Use the decorator form @nnx.custom_vjp '
                          'or call nnx.custom_vjp(MyClass.method)(instance, ...) with the unbound method.')
     return CustomVjp(fun, nondiff_argnums)
