@@ -222,6 +222,15 @@ def process_count(backend=None) -> int:
 
 
 def default_backend() -> str:
+    """The name of the platform arrays are placed on by default: always `"cpu"`.
+
+    fluxion computes with NumPy (and Numba kernels) on the host, so there is one backend. JAX returns `"gpu"` or
+    `"tpu"` when such a device is present; code that branches on this value takes its CPU path under fluxion.
+
+    >>> import fluxion
+    >>> fluxion.default_backend()
+    'cpu'
+    """
     return "cpu"
 
 
