@@ -323,6 +323,13 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
       ValueError: mapped sizes disagree, the mapped size exceeds the number of local devices (both numbers are
         named), or differs from `len(devices)`.
       NameError: a collective names an axis that no enclosing pmap/vmap binds.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> n = fluxion.local_device_count()
+      >>> fluxion.pmap(lambda x: fluxion.lax.psum(x, "i"), axis_name="i")(jnp.ones(n)).shape == (n,)
+      True
     """
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,

@@ -349,12 +349,24 @@ def _child_keys(tree, kind: _NodeKind, n: int) -> list:
 
 
 def tree_leaves(tree: Any, is_leaf: Callable | None = None) -> list:
-    """The leaves of `tree` in canonical (flattening) order."""
+    """The leaves of `tree` in canonical (flattening) order.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.tree_leaves({"b": (2, 3), "a": 1})
+      [1, 2, 3]
+    """
     return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree: Any, is_leaf: Callable | None = None) -> PyTreeDef:
-    """The treedef of `tree`."""
+    """The treedef of `tree`.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.tree_structure({"a": 1, "b": (2, 3)}).num_leaves
+      3
+    """
     return tree_flatten(tree, is_leaf)[1]
 
 
@@ -363,6 +375,11 @@ def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None
 
     Raises:
       ValueError: naming the key path where the structures differ.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.tree_map(lambda x: x * 2, {"a": 1, "b": (2, 3)})
+      {'a': 2, 'b': (4, 6)}
     """
     leaves, treedef = tree_flatten(tree, is_leaf)
     if not rest:
