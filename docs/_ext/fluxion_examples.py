@@ -92,6 +92,7 @@ def run_page(path: Path, text: str | None = None) -> int:
                 runner = doctest.DocTestRunner(optionflags=flags, verbose=False)
                 report = []
                 runner.run(test, out=report.append, clear_globs=False)
+                namespace.update(test.globs)  # DocTest works on a copy; later blocks see this one's names
                 if runner.failures or runner.tries == 0:
                     raise ExampleError(f"{where}: doctest failed\n" + "".join(report))
             else:
