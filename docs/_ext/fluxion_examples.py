@@ -14,7 +14,9 @@ Sphinx build (`source-read`, which fails the build on an error) and `tests/docs/
 
 from __future__ import annotations
 
+import contextlib
 import doctest
+import io
 import importlib.util
 import re
 import shlex
@@ -97,7 +99,8 @@ def run_page(path: Path, text: str | None = None) -> int:
                     raise ExampleError(f"{where}: doctest failed\n" + "".join(report))
             else:
                 try:
-                    exec(compile(code, where, "exec"), namespace)
+                    with contextlib.redirect_stdout(io.StringIO()):  # what a block prints is not build output
+                        exec(compile(code, where, "exec"), namespace)
                 except Exception as e:  # noqa: BLE001 - reported with the block's place
                     raise ExampleError(f"{where}: {type(e).__name__}: {e}") from e
         elif lang in SHELL:
