@@ -192,7 +192,10 @@ def test_search_finds_grad(browser, server):
     result.first.click()
     page.wait_for_load_state("load")
     assert "api/fluxion.html" in page.url and page.url.endswith("#fluxion.grad"), page.url
-    assert page.locator("[id='fluxion.grad']").count() == 1
+    target = page.locator("[id='fluxion.grad']")
+    assert target.count() == 1
+    target.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # let the theme's scroll settle before the screenshot
     page.screenshot(path=str(SHOTS / "search_target.png"))
     assert not watch.problems, "; ".join(watch.problems)
     page.close()
