@@ -26,8 +26,26 @@ def _table_row(line: str) -> bool:
     return (line.startswith("|") and line.endswith("|")) or (line.startswith("+") and line.endswith("+"))
 
 
+# A `*` that reST reads correctly is left alone: a list bullet, or the delimiters of a well-formed `**strong**` or
+# `*emphasis*` span on one line (reST's rules: the opening star is followed by a non-space, the closing one preceded
+# by one, and neither touches a word character). Every other star (`*args`, `x**2`, `a * b`) is escaped.
+_STAR_OK = re.compile(r"(?m)(^[ \t]*\*(?= ))"
+                      r"|((?<![\w*\\])\*\*(?=\S)[^\n]*?(?<=[^\s*])\*\*(?![\w*]))"
+                      r"|((?<![\w*\\])\*(?=[^\s*])[^\n*]*?(?<=[^\s*])\*(?![\w*]))")
+
+
+def _escape_stars(text: str) -> str:
+    out, last = [], 0
+    for m in _STAR_OK.finditer(text):
+        out.append(text[last:m.start()].replace("*", r"\*"))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(text[last:].replace("*", r"\*"))
+    return "".join(out)
+
+
 def _escape_prose(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace("*", r"\*")
+    text = _escape_stars(text.replace("\\", "\\\\"))
     # `|` starts a substitution reference in reST; a line that starts with one is a table row, left alone.
     text = "\n".join(seg if _table_row(seg) else seg.replace("|", r"\|") for seg in text.split("\n"))
     return _TRAILING_UNDERSCORE.sub(r"\\_", text)
