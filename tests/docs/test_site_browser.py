@@ -11,6 +11,7 @@ The site is the one in `docs/_build/html` when it is newer than every source of 
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import http.server
 import os
@@ -40,15 +41,24 @@ def _sources() -> list[Path]:
     return out + [ROOT / "README.md"] + list((ROOT / "fluxion").rglob("*.py"))
 
 
-def _site() -> Path:
+def _fresh() -> bool:
     index = HTML / "index.html"
-    if index.exists() and index.stat().st_mtime >= max(p.stat().st_mtime for p in _sources()):
+    return index.exists() and index.stat().st_mtime >= max(p.stat().st_mtime for p in _sources())
+
+
+def _site() -> Path:
+    if _fresh():
         return HTML
     pytest.importorskip("sphinx")
     pytest.importorskip("myst_parser")
     pytest.importorskip("furo")
-    subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "-q", "-b", "html", str(DOCS), str(HTML)], check=True,
-                   cwd=ROOT)
+    HTML.parent.mkdir(parents=True, exist_ok=True)
+    # One build at a time: test workers running in parallel wait for the first one's build and then reuse it.
+    with open(HTML.parent / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _fresh():
+            subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "-q", "-b", "html", str(DOCS), str(HTML)],
+                           check=True, cwd=ROOT)
     return HTML
 
 
