@@ -373,6 +373,13 @@ def device_put_replicated(x: Any, devices: Sequence) -> Any:
 
     Raises:
       ValueError: `devices` is empty.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> x = fluxion.device_put_replicated(jnp.arange(3), fluxion.local_devices())
+      >>> x.shape == (fluxion.local_device_count(), 3)
+      True
     """
     devs = _check_devices(devices, "device_put_replicated")
 
@@ -390,6 +397,14 @@ def device_put_sharded(shards: Sequence[Any], devices: Sequence) -> Any:
     Raises:
       ValueError: the number of shards differs from the number of devices, or the shards' structures, shapes or
         dtypes differ (naming the shard and the shapes).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> devices = fluxion.local_devices()
+      >>> x = fluxion.device_put_sharded([jnp.full(2, i) for i in range(len(devices))], devices)
+      >>> x.shape == (len(devices), 2)
+      True
     """
     devs = _check_devices(devices, "device_put_sharded")
     shards = list(shards)
