@@ -130,6 +130,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def handle(self):
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser cancelled a request (see _Watch._request_failed)
+
 
 @pytest.fixture(scope="module")
 def browser():
@@ -149,10 +155,16 @@ class _Watch:
         self.problems: list[str] = []
         page.on("console", self._console)
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url}")
-                if r.url.startswith(base) else None)
+        page.on("requestfailed", self._request_failed)
+        self.base = base
         page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}")
                 if r.url.startswith(base) and r.status >= 400 else None)
+
+    def _request_failed(self, request):
+        # The search page fetches result pages for their summaries; leaving the page cancels the ones still in
+        # flight (net::ERR_ABORTED), which is not a missing resource.
+        if request.url.startswith(self.base) and "ERR_ABORTED" not in (request.failure or ""):
+            self.problems.append(f"request failed: {request.url} ({request.failure})")
 
     def _console(self, message):
         # Chromium asks every site for /favicon.ico on its own; the site has none, and that 404 is not the page's.
