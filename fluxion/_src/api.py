@@ -122,6 +122,12 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
 
     Raises:
       TypeError: primals and tangents differ in structure, shape or dtype.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.jvp(jnp.sin, (0.0,), (2.0,))
+      (Array(0., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primal and tangent arguments must be tuples or lists, got "
@@ -151,7 +157,15 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
 
 @api_boundary
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
-    """Returns (fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the derivative at `primals` (linear map)."""
+    """Returns (fun(*primals), f_jvp) where f_jvp(*tangents) evaluates the derivative at `primals` (linear map).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> y, f_jvp = fluxion.linearize(jnp.exp, 0.0)
+      >>> y, f_jvp(3.0)
+      (Array(1., dtype=float32, weak_type=True), Array(3., dtype=float32, weak_type=True))
+    """
     flat_p, tree_p = tree_flatten(primals)
     flat_p = [as_value(p) for p in flat_p]
     flat_fun, box = _flatten_fun_with_aux(fun, tree_p, has_aux)
@@ -173,6 +187,13 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()):
     """Reverse mode: returns (fun(*primals), f_vjp) with f_vjp(cotangent) -> tuple of input cotangents.
 
     The VJP is the transpose of the linearized function (`linearize` then transpose the linear jaxpr).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> y, f_vjp = fluxion.vjp(lambda x: x * jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0]))
+      >>> y, f_vjp(jnp.array([1.0, 1.0]))
+      (Array([3., 8.], dtype=float32), (Array([1., 2.], dtype=float32),))
     """
     _check_reduce_axes(reduce_axes, "vjp")
     flat_p, tree_p = tree_flatten(primals)
@@ -262,6 +283,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
     Raises:
       TypeError: non-scalar or integer output; integer inputs; argnums out of range.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> loss, g = fluxion.value_and_grad(lambda w: jnp.sum(w ** 2))(jnp.array([1.0, 2.0]))
+      >>> loss, g
+      (Array(5., dtype=float32), Array([2., 4.], dtype=float32))
     """
     fname = "value_and_grad" if not getattr(value_and_grad, "_as_grad", False) else "grad"
     _check_reduce_axes(reduce_axes, fname)
@@ -309,6 +337,14 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
     Raises:
       TypeError: the output is not a scalar float (names its shape), or an input is an integer.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.grad(lambda x: x ** 3 + 2 * x)(2.0)
+      Array(14., dtype=float32, weak_type=True)
+      >>> fluxion.grad(lambda w, x: jnp.sum(w * x), argnums=(0, 1))(jnp.ones(2), jnp.array([3.0, 4.0]))
+      (Array([3., 4.], dtype=float32), Array([1., 1.], dtype=float32))
     """
     _check_reduce_axes(reduce_axes, "grad")
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
@@ -343,7 +379,15 @@ def _std_basis(flat_avals: list[ShapedArray]) -> list:
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
-    """Jacobian by forward mode: vmap of jvp over the standard basis. Output shape: out.shape + in.shape."""
+    """Jacobian by forward mode: vmap of jvp over the standard basis. Output shape: out.shape + in.shape.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.jacfwd(lambda x: jnp.array([x[0] * x[1], jnp.sin(x[0])]))(jnp.array([0.0, 2.0]))
+      Array([[2., 0.],
+             [1., 0.]], dtype=float32)
+    """
     def jac(*args, **kwargs):
         _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacfwd", holomorphic=holomorphic,
                                            forward=True)
@@ -385,7 +429,15 @@ def _split_last(j, avals):
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-    """Jacobian by reverse mode: vmap of vjp over the standard basis of the output. Shape: out.shape + in.shape."""
+    """Jacobian by reverse mode: vmap of vjp over the standard basis of the output. Shape: out.shape + in.shape.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.jacrev(lambda x: x ** 2)(jnp.array([1.0, 3.0]))
+      Array([[2., 0.],
+             [0., 6.]], dtype=float32)
+    """
     def jac(*args, **kwargs):
         _, dyn, f_partial = _split_argnums(fun, argnums, args, kwargs, "jacrev", check_inexact=not allow_int,
                                            holomorphic=holomorphic)
@@ -431,7 +483,15 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
-    """The Hessian, as jacfwd(jacrev(fun))."""
+    """The Hessian, as jacfwd(jacrev(fun)).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.hessian(lambda x: x[0] ** 2 * x[1])(jnp.array([1.0, 2.0]))
+      Array([[4., 2.],
+             [2., 0.]], dtype=float32)
+    """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
                   holomorphic=holomorphic)
 
@@ -455,6 +515,13 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
     Raises:
       ValueError: inputs disagree on the mapped axis size (all sizes are listed), or in_axes does not match.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> mat_vec = fluxion.vmap(jnp.dot, in_axes=(0, None))
+      >>> mat_vec(jnp.array([[1, 1, 2], [1, 0, 0]]), jnp.array([2, 1, 1]))
+      Array([5, 2], dtype=int32)
     """
     if isinstance(in_axes, list) and not any(isinstance(x, (list, tuple, dict)) for x in in_axes):
         in_axes = tuple(in_axes)
@@ -569,7 +636,14 @@ class ShapeDtypeStruct:
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
                abstracted_axes=None) -> Callable:
-    """Returns a function that traces `fun` on its arguments and returns the `ClosedJaxpr` (printable IR)."""
+    """Returns a function that traces `fun` on its arguments and returns the `ClosedJaxpr` (printable IR).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> print(fluxion.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
+      { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
@@ -602,7 +676,14 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
 @api_boundary
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
-    """The output shapes/dtypes of `fun(*args)` as a pytree of `ShapeDtypeStruct`, without computing anything."""
+    """The output shapes/dtypes of `fun(*args)` as a pytree of `ShapeDtypeStruct`, without computing anything.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.eval_shape(lambda a, b: a @ b, jnp.ones((8, 3)), jnp.ones((3, 5)))
+      ShapeDtypeStruct(shape=(8, 5), dtype=float32)
+    """
     flat, in_tree = tree_flatten((args, kwargs))
     avals = [_abstractify(x) for x in flat]
     box = []
@@ -619,12 +700,27 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
 
 
 def block_until_ready(x: Any) -> Any:
-    """Returns `x` (computations on the NumPy backend are complete when they return)."""
+    """Returns `x` (computations on the NumPy backend are complete when they return).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.block_until_ready({"w": jnp.ones(2)})
+      {'w': Array([1., 1.], dtype=float32)}
+    """
     return x
 
 
 def device_get(x: Any) -> Any:
-    """Converts every Array leaf of `x` to a NumPy array."""
+    """Converts every Array leaf of `x` to a NumPy array.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> out = fluxion.device_get({"w": jnp.arange(3)})
+      >>> type(out["w"]).__name__, out["w"].tolist()
+      ('ndarray', [0, 1, 2])
+    """
     return tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
 
 
@@ -635,6 +731,13 @@ def device_put(x: Any, device=None, *, donate: bool = False, may_alias=None) -> 
     against the current mesh) or a tree prefix of them; the result's `.sharding` is then that sharding and its
     `.addressable_shards` are views of the one global buffer (values never change). Raises ValueError when a
     sharding does not fit a leaf's shape (rank, or a dimension not divisible by its number of blocks).
+
+    Examples:
+      >>> import numpy as np
+      >>> import fluxion
+      >>> x = fluxion.device_put(np.arange(3.0))
+      >>> type(x).__name__, x.dtype
+      ('Array', dtype('float32'))
     """
     if device is not None:
         from .placement import device_put_sharded_value

@@ -15,6 +15,15 @@ def clear_caches() -> None:
     so the code of released kernels stays mapped; everything else about them -- dispatchers, compiler records,
     generated sources -- is freed. The on-disk kernel cache is kept (delete the cache directory to clear it; see
     `fluxion_cache_dir`).
+
+    Examples:
+      >>> import fluxion
+      >>> f = fluxion.jit(lambda x: x + 1)
+      >>> f(1.0)
+      Array(2., dtype=float32, weak_type=True)
+      >>> fluxion.clear_caches()   # the next call of f traces and compiles again
+      >>> f(1.0)
+      Array(2., dtype=float32, weak_type=True)
     """
     jit.clear_all_caches()
     pmap.clear_all_caches()

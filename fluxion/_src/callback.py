@@ -51,6 +51,18 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shar
 
     The callback may be called several times or not at all (its results unused); differentiating it raises
     `ValueError` (wrap it in `custom_jvp`).
+
+    Examples:
+      >>> import numpy as np
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> def host_sinc(x):
+      ...     return np.sinc(x).astype(np.float32)
+      >>> @fluxion.jit
+      ... def f(x):
+      ...     return fluxion.pure_callback(host_sinc, fluxion.ShapeDtypeStruct(x.shape, x.dtype), x)
+      >>> f(jnp.array([0.0, 0.5]))
+      Array([1.       , 0.6366...], dtype=float32)
     """
     if vmap_method is not None and vmap_method not in cb.VMAP_METHODS:
         raise ValueError(f"pure_callback: vmap_method must be one of {cb.VMAP_METHODS} or None, got {vmap_method!r}")

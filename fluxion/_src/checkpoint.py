@@ -34,6 +34,13 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy:
 
     Raises:
       TypeError: `policy` is not callable.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> f = fluxion.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
+      >>> fluxion.grad(f)(0.0)
+      Array(1., dtype=float32, weak_type=True)
     """
     if fun is None:
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)

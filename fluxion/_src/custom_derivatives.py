@@ -232,6 +232,15 @@ def custom_gradient(fun: Callable) -> Callable:
     Built on `custom_vjp`: the residuals are the arguments, and the backward pass calls `fun` again to obtain the
     `vjp` closure (a Python closure cannot be carried as residual values), so `fun`'s forward computation runs twice
     under `grad`. Forward mode is not supported (as for `custom_vjp`).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> @fluxion.custom_gradient
+      ... def clipped_identity(x):
+      ...     return x, lambda g: (jnp.clip(g, -1.0, 1.0),)
+      >>> fluxion.grad(lambda x: 5.0 * clipped_identity(x))(2.0)
+      Array(1., dtype=float32, weak_type=True)
     """
     def primal(*args):
         return fun(*args)[0]

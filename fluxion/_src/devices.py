@@ -177,7 +177,13 @@ def _check_backend(backend) -> None:
 
 
 def devices(backend=None) -> list[Device]:
-    """Every device of every process (a list of `Device`, ordered by global id)."""
+    """Every device of every process (a list of `Device`, ordered by global id).
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.devices()[0].platform
+      'cpu'
+    """
     _check_backend(backend)
     return list(_all_devices())
 
@@ -187,6 +193,11 @@ def local_devices(process_index: int | None = None, backend=None, host_id: int |
 
     Raises:
       ValueError: `process_index` is not a process of the world.
+
+    Examples:
+      >>> import fluxion
+      >>> [d.platform for d in fluxion.local_devices()][:1]
+      ['cpu']
     """
     _check_backend(backend)
     if process_index is None:
@@ -200,28 +211,61 @@ def local_devices(process_index: int | None = None, backend=None, host_id: int |
 
 
 def device_count(backend=None) -> int:
-    """The number of devices of all processes."""
+    """The number of devices of all processes.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.device_count() >= 1
+      True
+    """
     _check_backend(backend)
     return len(_all_devices())
 
 
 def local_device_count(backend=None) -> int:
-    """The number of devices of this process."""
+    """The number of devices of this process.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.local_device_count() == len(fluxion.local_devices())
+      True
+    """
     _check_backend(backend)
     return _layout()[1][_topology.process_index]
 
 
 def process_index(backend=None) -> int:
-    """The index of this process in the distributed world (0 when running alone)."""
+    """The index of this process in the distributed world (0 when running alone).
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.process_index()
+      0
+    """
     return _topology.process_index
 
 
 def process_count(backend=None) -> int:
-    """The number of processes in the distributed world (1 when running alone)."""
+    """The number of processes in the distributed world (1 when running alone).
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.process_count()   # one process unless launched under mpirun
+      1
+    """
     return _topology.process_count
 
 
 def default_backend() -> str:
+    """The name of the platform arrays are placed on by default: always `"cpu"`.
+
+    fluxion computes with NumPy (and Numba kernels) on the host, so there is one backend. JAX returns `"gpu"` or
+    `"tpu"` when such a device is present; code that branches on this value takes its CPU path under fluxion.
+
+    >>> import fluxion
+    >>> fluxion.default_backend()
+    'cpu'
+    """
     return "cpu"
 
 

@@ -453,6 +453,21 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
 
     Returns:
       A `JitWrapped` callable with `.lower(*args)` (-> `.as_text()`, `.compile()`).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> @fluxion.jit
+      ... def selu(x, alpha=1.67, lam=1.05):
+      ...     return lam * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+      >>> selu(jnp.array([-1.0, 0.0, 2.0]))
+      Array([-1.108..., 0. , 2.1 ], dtype=float32)
+      >>> from functools import partial
+      >>> @partial(fluxion.jit, static_argnames="n")
+      ... def power(x, n):
+      ...     return x ** n
+      >>> power(3.0, n=2)
+      Array(9., dtype=float32, weak_type=True)
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,

@@ -93,7 +93,17 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
 
 
 def reshard(xs: Any, out_shardings: Any) -> Any:
-    """Moves `xs` to `out_shardings` (same rules as `with_sharding_constraint`; JAX's `jax.reshard`)."""
+    """Moves `xs` to `out_shardings` (same rules as `with_sharding_constraint`; JAX's `jax.reshard`).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> from fluxion.sharding import NamedSharding, PartitionSpec as P
+      >>> mesh = fluxion.make_mesh((1,), ("x",))
+      >>> y = fluxion.reshard(jnp.arange(4.0), NamedSharding(mesh, P("x")))
+      >>> y.sharding.spec, y
+      (P('x',), Array([0., 1., 2., 3.], dtype=float32))
+    """
     return place_tree(xs, out_shardings, "reshard")
 
 
@@ -265,6 +275,16 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_call
 
     Raises:
       ValueError: a block returned by the callback does not have the sharding's shard shape.
+
+    Examples:
+      >>> import numpy as np
+      >>> import fluxion
+      >>> from fluxion.sharding import NamedSharding, PartitionSpec as P
+      >>> mesh = fluxion.make_mesh((1,), ("x",))
+      >>> data = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+      >>> arr = fluxion.make_array_from_callback(data.shape, NamedSharding(mesh, P("x")), lambda idx: data[idx])
+      >>> arr.shape, float(arr.sum())
+      ((4, 2), 28.0)
     """
     shape = tuple(int(s) for s in shape)
     sharding = as_sharding(sharding, "make_array_from_callback")

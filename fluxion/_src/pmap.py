@@ -324,6 +324,13 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
       ValueError: mapped sizes disagree, the mapped size exceeds the number of local devices (both numbers are
         named), or differs from `len(devices)`.
       NameError: a collective names an axis that no enclosing pmap/vmap binds.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> n = fluxion.local_device_count()
+      >>> fluxion.pmap(lambda x: fluxion.lax.psum(x, "i"), axis_name="i")(jnp.ones(n)).shape == (n,)
+      True
     """
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
@@ -367,6 +374,13 @@ def device_put_replicated(x: Any, devices: Sequence) -> Any:
 
     Raises:
       ValueError: `devices` is empty.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> x = fluxion.device_put_replicated(jnp.arange(3), fluxion.local_devices())
+      >>> x.shape == (fluxion.local_device_count(), 3)
+      True
     """
     devs = _check_devices(devices, "device_put_replicated")
 
@@ -384,6 +398,14 @@ def device_put_sharded(shards: Sequence[Any], devices: Sequence) -> Any:
     Raises:
       ValueError: the number of shards differs from the number of devices, or the shards' structures, shapes or
         dtypes differ (naming the shard and the shapes).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> devices = fluxion.local_devices()
+      >>> x = fluxion.device_put_sharded([jnp.full(2, i) for i in range(len(devices))], devices)
+      >>> x.shape == (len(devices), 2)
+      True
     """
     devs = _check_devices(devices, "device_put_sharded")
     shards = list(shards)

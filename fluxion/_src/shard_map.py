@@ -162,6 +162,15 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=_INFER, mesh=
         split dimension is not divisible by its mesh axes' total size, or (check_vma) an output declared replicated
         varies along a mesh axis. DuplicateSpecError: a spec uses a mesh axis twice. NameError: a collective names
         an axis that is not a manual mesh axis.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> from fluxion.sharding import PartitionSpec as P
+      >>> mesh = fluxion.make_mesh((1,), ("x",))
+      >>> f = fluxion.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+      >>> f(jnp.arange(4.0))
+      Array([0., 2., 4., 6.], dtype=float32)
     """
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,

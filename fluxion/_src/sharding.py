@@ -577,6 +577,12 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=
 
     Raises:
       ValueError: `axis_shapes` is not a sequence of ints, or asks for more devices than there are.
+
+    Examples:
+      >>> import fluxion
+      >>> mesh = fluxion.make_mesh((1,), ("data",))
+      >>> mesh.axis_names, mesh.shape["data"]
+      (('data',), 1)
     """
     devs = devices_mod.devices() if devices is None else list(devices)
     shape = _canonical_axis_sizes(axis_shapes, "make_mesh", "axis_shapes")

@@ -16,7 +16,14 @@ from .tree_util import tree_flatten, tree_unflatten
 
 def typeof(x: Any) -> core.ShapedArray:
     """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`, as `jax.typeof` gives it (without
-    sharding: fluxion's arrays are not sharded); for a `Ref`, its `AbstractRef` (`Ref{f32[3]}`)."""
+    sharding: fluxion's arrays are not sharded); for a `Ref`, its `AbstractRef` (`Ref{f32[3]}`).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.typeof(jnp.ones((2, 3)))
+      ShapedArray(float32[2,3])
+    """
     from .refs import Ref
     if isinstance(x, Ref):
         return x.aval
@@ -26,7 +33,21 @@ def typeof(x: Any) -> core.ShapedArray:
 @contextlib.contextmanager
 def ensure_compile_time_eval() -> Iterator[None]:
     """Inside the block, operations on concrete values run eagerly even while `jit` traces, so their results are
-    concrete (usable as Python values, shapes, ...). Operations on traced values are still traced."""
+    concrete (usable as Python values, shapes, ...). Operations on traced values are still traced.
+
+    Examples:
+      >>> import numpy as np
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> @fluxion.jit
+      ... def f(x):
+      ...     with fluxion.ensure_compile_time_eval():
+      ...         table = jnp.arange(4.0) ** 2   # a concrete value, computed while tracing
+      ...     assert isinstance(np.asarray(table), np.ndarray)
+      ...     return x * table
+      >>> f(1.0)
+      Array([0., 1., 4., 9.], dtype=float32)
+    """
     with core.new_base_main():
         yield
 
@@ -34,6 +55,12 @@ def ensure_compile_time_eval() -> Iterator[None]:
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
     """`fun`, running under `named_scope(name)` (default `fun.__name__`): equations it stages into a jaxpr record
     the name in `eqn.source_info.name_stack` (see `named_scope`). Values are unchanged.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fluxion.named_call(jnp.sin, name="my_sin")(0.0)
+      Array(0., dtype=float32, weak_type=True)
 
     Raises:
       TypeError: `fun` is not callable.
@@ -60,6 +87,15 @@ def named_scope(name: str) -> contextlib.AbstractContextManager:
 
     Raises:
       TypeError: `name` is not a string (as JAX).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> def f(x):
+      ...     with fluxion.named_scope("layer1"):
+      ...         return jnp.tanh(x)
+      >>> fluxion.jit(f)(0.0)
+      Array(0., dtype=float32, weak_type=True)
     """
     if not isinstance(name, str):
         raise TypeError(f"named_scope name argument must be a string, got {type(name).__name__}")
@@ -72,6 +108,14 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list]:
     Traces `fun` at the example arguments' shapes and returns `(converted, consts)` such that
     `converted(*args, *consts) == fun(*args)`: `consts` are the arrays `fun` captured (including tracers of enclosing
     transformations), now explicit arguments, e.g. to pass through a `custom_vjp`.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> scale = jnp.array(3.0)
+      >>> f, consts = fluxion.closure_convert(lambda x: x * scale, 1.0)
+      >>> f(2.0, *consts)
+      Array(6., dtype=float32, weak_type=True)
     """
     leaves, in_tree = tree_flatten(example_args)
     avals = [core.get_aval(as_value(x)) for x in leaves]
@@ -105,6 +149,13 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
     Raises:
       TypeError: an input or output is not floating-point or complex; the cotangent's structure or types differ.
       NotImplementedError: `fun` applies a non-linear operation to its inputs.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> f_t = fluxion.linear_transpose(lambda x: 3.0 * x, jnp.ones(2))
+      >>> f_t(jnp.array([1.0, 2.0]))
+      (Array([3., 6.], dtype=float32),)
     """
     if reduce_axes:
         raise NotImplementedError("linear_transpose: reduce_axes is not supported (JAX removed it)")

@@ -371,12 +371,24 @@ def _child_keys(tree, kind: _NodeKind, n: int) -> list:
 
 
 def tree_leaves(tree: Any, is_leaf: Callable | None = None) -> list:
-    """The leaves of `tree` in canonical (flattening) order."""
+    """The leaves of `tree` in canonical (flattening) order.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.tree_leaves({"b": (2, 3), "a": 1})
+      [1, 2, 3]
+    """
     return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree: Any, is_leaf: Callable | None = None) -> PyTreeDef:
-    """The treedef of `tree`."""
+    """The treedef of `tree`.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.tree_structure({"a": 1, "b": (2, 3)}).num_leaves
+      3
+    """
     return tree_flatten(tree, is_leaf)[1]
 
 
@@ -385,6 +397,11 @@ def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None
 
     Raises:
       ValueError: naming the key path where the structures differ.
+
+    Examples:
+      >>> import fluxion
+      >>> fluxion.tree_map(lambda x: x * 2, {"a": 1, "b": (2, 3)})
+      {'a': 2, 'b': (4, 6)}
     """
     leaves, treedef = tree_flatten(tree, is_leaf)
     if not rest:
@@ -423,6 +440,14 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable | None = None) -> tuple[
 
 
 def tree_leaves_with_path(tree: Any, is_leaf: Callable | None = None) -> list:
+    """The leaves of `tree` in flattening order, each as a `(key_path, leaf)` pair; a key path is a tuple of
+    `DictKey`, `SequenceKey`, `GetAttrKey` or `FlattenedIndexKey` entries from the root to the leaf (format it
+    with `keystr`).
+
+    >>> from fluxion import tree_util
+    >>> [(tree_util.keystr(p), v) for p, v in tree_util.tree_leaves_with_path({"w": [1, 2], "b": 3})]
+    [("['b']", 3), ("['w'][0]", 1), ("['w'][1]", 2)]
+    """
     return tree_flatten_with_path(tree, is_leaf)[0]
 
 
@@ -434,6 +459,16 @@ def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf: Callable | N
 
 
 def tree_reduce(function: Callable, tree: Any, initializer: Any = ..., is_leaf: Callable | None = None) -> Any:
+    """Folds the leaves of `tree` from left to right with `function(accumulated, leaf)`, starting from
+    `initializer` when given (`functools.reduce` over `tree_leaves(tree, is_leaf)`). A tree without leaves and no
+    `initializer` raises `TypeError`.
+
+    >>> from fluxion import tree_util
+    >>> tree_util.tree_reduce(lambda a, b: a + b, {"x": 1, "y": (2, 3)})
+    6
+    >>> tree_util.tree_reduce(max, [], initializer=0)
+    0
+    """
     leaves = tree_leaves(tree, is_leaf)
     if initializer is ...:
         return functools.reduce(function, leaves)
@@ -441,6 +476,14 @@ def tree_reduce(function: Callable, tree: Any, initializer: Any = ..., is_leaf: 
 
 
 def tree_all(tree: Any, is_leaf: Callable | None = None) -> bool:
+    """True if every leaf of `tree` is truthy (Python's `all` over `tree_leaves(tree, is_leaf)`; True for a tree
+    without leaves). A leaf array of more than one element raises `ValueError`, as `bool()` of it does; reduce it
+    first (`jnp.all`).
+
+    >>> from fluxion import tree_util
+    >>> tree_util.tree_all({"a": True, "b": [1, 2]}), tree_util.tree_all([True, 0])
+    (True, False)
+    """
     return all(tree_leaves(tree, is_leaf))
 
 
@@ -453,14 +496,36 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, pytree_to
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """True if `treedef` is the structure of a single leaf (not of a container, and not of `None`, which is an
+    empty node).
+
+    >>> from fluxion import tree_util
+    >>> leaf, node = tree_util.tree_structure(1.0), tree_util.tree_structure([1.0])
+    >>> tree_util.treedef_is_leaf(leaf), tree_util.treedef_is_leaf(node)
+    (True, False)
+    """
     return treedef.node_type is None
 
 
 def treedef_children(treedef: PyTreeDef) -> list:
+    """The tree structures of the root's immediate children, in flattening order (empty for a leaf).
+
+    >>> from fluxion import tree_util
+    >>> [c.num_leaves for c in tree_util.treedef_children(tree_util.tree_structure(((1, 2), 3)))]
+    [2, 1]
+    """
     return list(treedef.children)
 
 
 def all_leaves(iterable: Iterable[Any], is_leaf: Callable | None = None) -> bool:
+    """True if every element of `iterable` is a leaf: a value that flattens to itself (an array, a scalar,
+    `None` is not a leaf but an empty node) rather than a container. `is_leaf` marks extra values as leaves, as in
+    `tree_flatten`.
+
+    >>> from fluxion import tree_util
+    >>> tree_util.all_leaves([1.0, 2]), tree_util.all_leaves([1.0, (2,)])
+    (True, False)
+    """
     return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
 
 

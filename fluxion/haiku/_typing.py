@@ -7,7 +7,9 @@ from typing import Any, Mapping, MutableMapping, Protocol, runtime_checkable
 __all__ = ["ModuleProtocol", "SupportsCall", "MutableParams", "MutableState"]
 
 MutableParams = MutableMapping[str, MutableMapping[str, Any]]
+"""Parameters as a transformed function's `init` returns them: module name -> parameter name -> array."""
 MutableState = MutableMapping[str, MutableMapping[str, Any]]
+"""State (`hk.get_state`/`hk.set_state`) as `transform_with_state` carries it: module name -> state name -> array."""
 
 
 @runtime_checkable

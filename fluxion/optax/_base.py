@@ -24,14 +24,22 @@ from fluxion import tree_util
 # Type aliases. States, parameters and updates are arbitrary nests of arrays.
 PyTree = Any
 ArrayTree = Union[Any, Iterable['ArrayTree'], Mapping[Any, 'ArrayTree']]
+"""A pytree of arrays: an array, or nested lists, tuples, dicts (or registered nodes) of arrays."""
 OptState = ArrayTree
+"""The state of a gradient transformation: a pytree of arrays, usually NamedTuples such as ``ScaleByAdamState``."""
 Params = ArrayTree
+"""Model parameters: a pytree of arrays, the structure ``updates`` and ``grads`` share."""
 Updates = Params
+"""Updates (gradients on the way in, steps on the way out): a pytree shaped like the parameters."""
 Shape = tuple
 Schedule = Callable[[Any], Any]
+"""A schedule: a function from the step count (an int32 scalar) to a value, usually a learning rate."""
 ScheduleState = Any
 ScalarOrSchedule = Union[float, Any, Schedule]
+"""A hyperparameter given either as a constant (float or scalar array) or as a ``Schedule`` of the step count."""
 MaskOrFn = Optional[Union[Any, Callable[[Params], Any]]]
+"""A mask for ``masked``/weight decay: None (all parameters), a pytree of booleans shaped like the parameters (a
+prefix of them), or a function from the parameters to such a pytree."""
 
 NO_PARAMS_MSG = (
     'This transformation needs the current parameter values, but `params` was '

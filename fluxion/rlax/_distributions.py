@@ -29,6 +29,14 @@ DiscreteDistribution = collections.namedtuple("DiscreteDistribution", ["sample",
                                                                        "kl"])
 ContinuousDistribution = collections.namedtuple("ContinuousDistribution", ["sample", "prob", "logprob", "entropy",
                                                                            "kl_to_standard_normal", "kl"])
+DiscreteDistribution.__doc__ = """A discrete policy as a tuple of pure functions, what `greedy`, `epsilon_greedy` and
+`softmax` return: `sample(key, preferences, ...)` draws int32 actions, `probs(preferences, ...)` the (..., A)
+probabilities, `logprob(sample, preferences, ...)` and `entropy(preferences, ...)` their log-probability and
+entropy, `kl(p, q)` the KL divergence between two preference arrays. Fields as in RLax."""
+ContinuousDistribution.__doc__ = """A continuous policy as a tuple of pure functions, what `gaussian_diagonal` and
+`squashed_gaussian` return: `sample(key, params)`, `prob(sample, params)`, `logprob(sample, params)`,
+`entropy(params)`, `kl_to_standard_normal(params)` and `kl(params_p, params_q)`; `params` holds the mean and the
+standard deviation (or its pre-activation) per action dimension. Fields as in RLax."""
 
 
 def _mul_exp(x: Any, logp: Any) -> Any:

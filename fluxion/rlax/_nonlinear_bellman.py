@@ -26,6 +26,9 @@ __all__ = ["TxPair", "IDENTITY_PAIR", "SIGNED_LOGP1_PAIR", "SIGNED_HYPERBOLIC_PA
            "transformed_n_step_q_learning"]
 
 TxPair = collections.namedtuple("TxPair", ["apply", "apply_inv"])
+TxPair.__doc__ = """An invertible value transformation `h` as a pair of elementwise functions: `apply` (h) and
+`apply_inv` (its inverse), used by the transformed Bellman targets (Pohlen et al. 2018, "Observe and Look
+Further"). Fields as in RLax."""
 
 IDENTITY_PAIR = TxPair(tx.identity, tx.identity)
 SIGNED_LOGP1_PAIR = TxPair(tx.signed_logp1, tx.signed_expm1)

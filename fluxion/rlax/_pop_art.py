@@ -20,6 +20,9 @@ from ._checks import RLaxInputError
 __all__ = ["PopArtState", "PopArtOutput", "normalize", "unnormalize", "unnormalize_linear", "art", "pop", "popart"]
 
 PopArtState = collections.namedtuple("PopArtState", ["shift", "scale", "second_moment"])
+PopArtState.__doc__ = """PopArt's running statistics per output (van Hasselt et al. 2016, "Learning values across
+many orders of magnitude"): `shift` (the mean), `scale` (the standard deviation) and `second_moment`, each a
+float array of shape (num_outputs,). Fields as in RLax."""
 PopArtOutput = collections.namedtuple("PopArtOutput", ["normalized", "unnormalized"])
 
 

@@ -41,10 +41,10 @@ from .utils import standard_primitive
 class GatherScatterMode(enum.Enum):
     """How out-of-bounds indices are handled.
 
-    CLIP: clamp each start index so the whole window is in bounds.
-    FILL_OR_DROP: gather returns `fill_value` for any window not entirely in bounds; scatter drops such updates.
-    PROMISE_IN_BOUNDS: the caller promises indices are in bounds; gather clamps and scatter drops otherwise (what
-      XLA's CPU backend does).
+    - `CLIP`: clamp each start index so the whole window is in bounds.
+    - `FILL_OR_DROP`: gather returns `fill_value` for any window not entirely in bounds; scatter drops such updates.
+    - `PROMISE_IN_BOUNDS`: the caller promises indices are in bounds; gather clamps and scatter drops otherwise
+      (what XLA's CPU backend does).
     """
 
     CLIP = enum.auto()

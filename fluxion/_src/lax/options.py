@@ -118,7 +118,15 @@ class RandomAlgorithm(enum.IntEnum):
 
 # Annotation aliases, as jax.lax names them.
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]]
+"""The `dimension_numbers` of `lax.dot_general`: `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`,
+each a sequence of axis numbers; contracting axes are summed over, batch axes are paired and kept in front."""
 PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision], DotAlgorithm,
                       DotAlgorithmPreset]
+"""What a `precision=` argument accepts: None, a `Precision` or its name (`"highest"`), a pair of them (one per
+operand), or a `DotAlgorithm`/`DotAlgorithmPreset`. Accepted and checked for JAX compatibility; fluxion computes
+every product in the operands' dtype on the CPU, so the value does not change results."""
 ConvGeneralDilatedDimensionNumbers = Union[tuple[str, str, str], ConvDimensionNumbers, None]
+"""The `dimension_numbers` of `lax.conv_general_dilated`: None (NCHW inputs, OIHW kernels, NCHW outputs, for any
+number of spatial dimensions), three layout strings such as `("NHWC", "HWIO", "NHWC")`, or a `ConvDimensionNumbers`
+of axis indices (what `lax.conv_dimension_numbers` builds from the strings)."""
 

@@ -88,7 +88,15 @@ def hard_tanh(x: Any) -> Any:
 
 @staged_as_call("hard_sigmoid")
 def hard_sigmoid(x: Any) -> Any:
-    """relu6(x + 3) / 6."""
+    """A piecewise-linear sigmoid, `relu6(x + 3) / 6`: 0 below -3, 1 above 3 and `x / 6 + 1 / 2` in between
+    (Howard et al. 2019, "Searching for MobileNetV3"). Elementwise; the result has `x`'s shape and (floating) dtype,
+    integers give the default float dtype. The derivative is 1/6 inside (-3, 3) and 0 outside and at the ends.
+
+    >>> import fluxion.numpy as jnp
+    >>> from fluxion import nn
+    >>> nn.hard_sigmoid(jnp.array([-4.0, 0.0, 1.5, 4.0]))
+    Array([0.  , 0.5 , 0.75, 1.  ], dtype=float32)
+    """
     return relu6(x + 3.0) / 6.0
 
 
@@ -152,7 +160,15 @@ def log_sigmoid(x: Any) -> Any:
 
 @staged_as_call("soft_sign")
 def soft_sign(x: Any) -> Any:
-    """x / (|x| + 1)."""
+    """The soft sign `x / (|x| + 1)`, a sigmoid-shaped map onto (-1, 1) that approaches its limits polynomially
+    rather than exponentially (as `tanh` does). Elementwise; the result has `x`'s shape and (floating) dtype,
+    integers give the default float dtype. Derivative: `1 / (|x| + 1)^2`.
+
+    >>> import fluxion.numpy as jnp
+    >>> from fluxion import nn
+    >>> nn.soft_sign(jnp.array([-3.0, 0.0, 1.0]))
+    Array([-0.75,  0.  ,  0.5 ], dtype=float32)
+    """
     x = _arr("soft_sign", x)
     return x / (jnp.abs(x) + 1)
 

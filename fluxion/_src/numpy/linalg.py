@@ -120,11 +120,30 @@ class SVDResult(NamedTuple):
 
 @staged_as_call("eigvalsh")
 def eigvalsh(a, UPLO: str | None = "L"):
+    """Eigenvalues of the Hermitian (real symmetric) matrices `a` (..., n, n), in ascending order, shape (..., n),
+    real even for complex input. Only the lower (`UPLO="L"`) or upper (`"U"`) triangle is read; the other is
+    assumed to mirror it. Differentiable (the derivative assumes distinct eigenvalues). Same as `eigh(a)[0]`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.eigvalsh(jnp.array([[2., 1.], [1., 2.]]))
+    Array([1., 3.], dtype=float32)
+    """
     return eigh(a, UPLO)[0]
 
 
 @staged_as_call("qr")
 def qr(a, mode: str = "reduced"):
+    """QR decomposition of the matrices `a` (..., m, n): `a = q @ r` with orthonormal columns in `q` and `r` upper
+    triangular. `mode="reduced"` gives q (..., m, k) and r (..., k, n) with k = min(m, n); `"complete"` gives
+    q (..., m, m) and r (..., m, n); `"r"` returns r alone (not a tuple). Returns a `QRResult(Q, R)` otherwise.
+    Integer input is converted to the default float dtype; an unknown `mode` raises `ValueError` (NumPy's
+    `"raw"` mode is not supported, as in JAX). Signs follow LAPACK, so they may differ from another library's.
+
+    >>> import fluxion.numpy as jnp
+    >>> q, r = jnp.linalg.qr(jnp.array([[3., 1.], [4., 2.]]))
+    >>> bool(jnp.allclose(q @ r, jnp.array([[3., 1.], [4., 2.]]), atol=1e-5))
+    True
+    """
     a = _inexact(a, "qr")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode {mode!r}")
@@ -142,10 +161,26 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 
 def svdvals(a):
+    """The singular values of the matrices `a` (..., m, n), in descending order, shape (..., min(m, n)); real for
+    complex input. Same as `svd(a, compute_uv=False)`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.svdvals(jnp.array([[3., 0.], [0., -4.]]))
+    Array([4., 3.], dtype=float32)
+    """
     return svd(a, compute_uv=False)
 
 
 def pinv(a, rtol=None):
+    """Moore-Penrose pseudo-inverse of the matrices `a` (..., m, n), shape (..., n, m), through the SVD: singular
+    values at or below `rtol` times the largest are treated as zero (default `rtol`: 10 * max(m, n) * eps of the
+    dtype, as JAX). Integer input is converted to the default float dtype.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.pinv(jnp.array([[2., 0.], [0., 0.]]))
+    Array([[0.5, 0. ],
+           [0. , 0. ]], dtype=float32)
+    """
     a = _inexact(a, "pinv")
     u, s, vh = ll.svd(a, full_matrices=False)
     m, n = core.get_aval(a).shape[-2:]
@@ -164,6 +199,15 @@ def pinv(a, rtol=None):
 
 
 def matrix_power(a, n: int):
+    """`a` (..., k, k) raised to the integer power `n` by repeated squaring (about 2 log2 |n| products): the
+    identity for n = 0, and the power of the inverse for n < 0 (singular matrices then give inf/NaN rather than
+    raising, as in JAX). `n` must be a Python int, not a traced value.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.matrix_power(jnp.array([[1, 1], [0, 1]]), 3)
+    Array([[1, 3],
+           [0, 1]], dtype=int32)
+    """
     a = asarray_arg(a)
     from .linear import matmul
     if n == 0:
@@ -182,6 +226,14 @@ def matrix_power(a, n: int):
 
 @staged_as_call("matrix_rank")
 def matrix_rank(a, rtol=None):
+    """The rank of the matrices `a` (..., m, n): how many singular values exceed `rtol` times the largest (default
+    `rtol`: max(m, n) * eps of the dtype). Returns int32 (int64 with x64), shape (...). NumPy's `tol` (an
+    absolute threshold) is not accepted; JAX also takes only `rtol`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.matrix_rank(jnp.array([[1., 2.], [2., 4.]]))
+    Array(1, dtype=int32)
+    """
     s = svd(a, compute_uv=False)
     m, n = core.get_aval(asarray_arg(a)).shape[-2:]
     eps = dtypes.finfo(core.get_aval(s).dtype).eps
@@ -255,10 +307,28 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
 
 
 def matrix_norm(x, ord="fro", keepdims=False):
+    """The norm of each matrix in the last two axes of `x` (..., m, n): `ord` is `"fro"` (Frobenius, default),
+    `"nuc"` (sum of singular values), 1 / -1 (max / min column sum of absolute values), 2 / -2 (largest / smallest
+    singular value) or inf / -inf (max / min row sum). Shape (...), or (..., 1, 1) with `keepdims`. The array API's
+    spelling of `norm(x, ord, axis=(-2, -1))`.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.matrix_norm(jnp.array([[3., 0.], [0., 4.]]))
+    Array(5., dtype=float32)
+    """
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
 def vector_norm(x, ord=2, axis=None, keepdims=False):
+    """The vector `ord`-norm of `x` along the int `axis` (None: over all elements, as one flattened vector,
+    unlike `norm`, which treats a 2-d input as a matrix). `ord` may be any real p, inf (max of absolute values),
+    -inf (min) or 0 (count of non-zeros). The array API's vector norm. Differs from JAX: a tuple of two axes
+    currently gives the matrix norm of `norm(x, ord, axis)`, not the vector norm over both axes.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.linalg.vector_norm(jnp.array([[3., 0.], [0., 4.]]))
+    Array(5., dtype=float32)
+    """
     if axis is None:
         x = st.reshape(asarray_arg(x), (core.get_aval(asarray_arg(x)).size,))
         axis = 0

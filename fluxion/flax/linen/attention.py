@@ -60,7 +60,7 @@ def dot_product_attention_weights(query: Array, key: Array, bias: Optional[Array
                                   force_fp32_for_softmax: bool = False,
                                   einsum_dot_general: Optional[Callable[..., Array]] = None,
                                   einsum: Optional[Callable[..., Array]] = None) -> Array:
-    """Returns ``softmax(query . key / sqrt(d) + bias, masked)`` of shape ``[..., h, q, k]``.
+    """Returns ``softmax(query·key / sqrt(d) + bias, masked)`` of shape ``[..., h, q, k]``.
 
     Args:
         query: ``[..., q, h, d]``.

@@ -28,6 +28,10 @@ def _check_nan_policy(name: str, nan_policy: str) -> None:
 
 
 class ModeResult(NamedTuple):
+    """What `mode` returns: `mode`, the most frequent value along the axis, and `count`, how often it occurs
+    (int32, or int64 with x64 enabled); both have the input's shape without that axis (kept with size 1 if
+    `keepdims`). Field names and order match `scipy.stats.mode`'s result."""
+
     mode: Any
     count: Any
 
@@ -42,8 +46,8 @@ def mode(a: Any, axis: int | None = 0, nan_policy: str = "propagate", keepdims: 
       keepdims: keep the reduced axis with size 1.
 
     Returns:
-      ModeResult(mode, count): `mode` has a's dtype, `count` is int32. An empty slice gives (NaN, 0) in the
-      default float dtype, as JAX.
+      A `ModeResult` whose `mode` has a's dtype and whose `count` is int32. An empty slice gives (NaN, 0) in
+      the default float dtype, as JAX.
     """
     check_arraylike("mode", a)
     _check_nan_policy("mode", nan_policy)
