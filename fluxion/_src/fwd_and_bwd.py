@@ -24,6 +24,16 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
     Raises:
       TypeError: `argnums` is not an int or a sequence of ints.
       IndexError: an index in `argnums` is beyond the arguments `fwd` receives (raised by `fwd`).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> fwd, bwd = fluxion.fwd_and_bwd(lambda x: jnp.sum(x ** 2), argnums=0)
+      >>> y, residuals = fwd(jnp.array([1.0, 2.0]))
+      >>> y
+      Array(5., dtype=float32)
+      >>> bwd(residuals, 1.0)
+      Array([2., 4.], dtype=float32)
     """
     if isinstance(argnums, int):
         positions: tuple[int, ...] = (argnums,)

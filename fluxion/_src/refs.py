@@ -172,6 +172,14 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
     Raises:
       TypeError: `init_val` is not an array-like value (e.g. a list).
       ValueError: `kind` is not one of those values.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> r = fluxion.new_ref(jnp.zeros(3))
+      >>> r[1] = 5.0
+      >>> fluxion.freeze(r)
+      Array([0., 5., 0.], dtype=float32)
     """
     if kind not in (None, "no_grad_no_remat"):
         raise ValueError(f"new_ref: kind must be None or 'no_grad_no_remat', got {kind!r}")
@@ -185,7 +193,16 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
 
 def empty_ref(ty: Any, memory_space: Any = None) -> Ref:
     """A new `Ref` of type `ty` (anything with `.shape` and `.dtype`: a `ShapeDtypeStruct`, an aval) whose contents
-    are unspecified until written (fluxion fills it with zeros; eager JAX cannot create one)."""
+    are unspecified until written (fluxion fills it with zeros; eager JAX cannot create one).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> r = fluxion.empty_ref(fluxion.ShapeDtypeStruct((2,), jnp.int32))
+      >>> r[...] = jnp.array([3, 4])
+      >>> fluxion.freeze(r)
+      Array([3, 4], dtype=int32)
+    """
     shape, dtype = getattr(ty, "shape", None), getattr(ty, "dtype", None)
     if shape is None or dtype is None:
         raise TypeError(f"empty_ref: ty must have .shape and .dtype (e.g. a ShapeDtypeStruct), got {ty!r}")
@@ -202,7 +219,17 @@ def free_ref(ref: Ref) -> None:
 
 
 def freeze(ref: Ref) -> Any:
-    """The contents of `ref` as an immutable array (later writes to the Ref do not change it)."""
+    """The contents of `ref` as an immutable array (later writes to the Ref do not change it).
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> r = fluxion.new_ref(jnp.ones(2))
+      >>> frozen = fluxion.freeze(r)
+      >>> r[0] = 7.0
+      >>> frozen
+      Array([1., 1.], dtype=float32)
+    """
     _check_ref(ref, "freeze")
     return ref._get()
 

@@ -35,26 +35,8 @@ MODULES = [
     "fluxion.optax", "fluxion.haiku", "fluxion.rlax", "fluxion.clu.parameter_overview",
 ]
 
-# TEMPORARY: names still without a docstring, all of them fluxion.numpy functions whose docstrings are being written
-# in a separate change (linen's and nnx's `tanh` is `fluxion.numpy.tanh`). The test fails when a name listed here has
-# gained a docstring, so the lists can only shrink; empty them when that change lands.
-_NUMPY_PENDING = frozenset("""
-abs absolute acos acosh all allclose angle any append arccos arccosh arcsin arcsinh arctan arctan2 arctanh
-array_equal array_equiv array_split asin asinh astype atan atan2 atanh atleast_1d atleast_2d atleast_3d average
-bfloat16 bitwise_and bitwise_invert bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor bool
-bool_ broadcast_arrays cbrt cdouble ceil column_stack complex128 complex64 complex_ conj conjugate copy copysign cos
-cosh count_nonzero cross csingle deg2rad degrees diag double dstack empty_like equal exp exp2 expand_dims expm1 fabs
-finfo fix flip fliplr flipud float16 float32 float64 float_ floor fmax fmin from_dlpack frombuffer full_like greater
-greater_equal half heaviside hsplit hstack identity iinfo imag inner int16 int32 int64 int8 int_ invert iscomplexobj
-isfinite isinf isnan isneginf isposinf isrealobj isscalar kron ldexp left_shift less less_equal log log10 log1p log2
-logical_and logical_not logical_or logical_xor logspace matrix_transpose maximum median meshgrid minimum moveaxis
-nan_to_num nanmax nanmean nanmin nansum ndim negative nextafter not_equal outer percentile positive ptp rad2deg
-radians ravel real reciprocal right_shift rint rollaxis rot90 row_stack shape sign signbit sin sinc single sinh size
-sqrt square squeeze swapaxes tan tanh trace tri tril tril_indices_from triu triu_indices_from trunc uint uint16
-uint32 uint64 uint8 vdot vecdot vsplit vstack
-""".split())
-PENDING = {"fluxion.numpy": _NUMPY_PENDING, "fluxion.flax.linen": frozenset({"tanh"}),
-           "fluxion.flax.nnx": frozenset({"tanh"})}
+# Names allowed to lack a docstring (none: keep it that way).
+PENDING: dict = {}
 
 _STDLIB_HELPERS = ("typing", "collections.abc", "__future__", "abc")
 
@@ -169,10 +151,7 @@ def _example_share(modname: str) -> tuple[int, int, list[str]]:
 
 
 @pytest.mark.parametrize("modname", [
-    "fluxion",
-    # TEMPORARY: fluxion.numpy's examples come with its docstrings (see PENDING); strict, so this fails as
-    # soon as they land and the mark must go.
-    pytest.param("fluxion.numpy", marks=pytest.mark.xfail(strict=True, reason="numpy docstrings pending")),
+    "fluxion", "fluxion.numpy",
 ])
 def test_examples_cover_half_of_the_functions(modname):
     with_example, total, without = _example_share(modname)

@@ -50,6 +50,12 @@ def ds(start: Any, size: int | None = None, stride: int | None = None) -> slice 
     `ds(i, n, s)` is `i:i+n*s:s` -- `n` elements, every `s`-th (mirrors `jax.ds`).
 
     `size` and `stride` must be static ints; `start` may be an int or a traced integer scalar.
+
+    Examples:
+      >>> import fluxion
+      >>> import fluxion.numpy as jnp
+      >>> jnp.arange(6)[fluxion.ds(2, 3)]
+      Array([2, 3, 4], dtype=int32)
     """
     if start is None:
         return slice(None)
