@@ -54,8 +54,8 @@ the rules above: where fluxion traces a different program than JAX for the same 
 follows fluxion's program -- the backward passes of LayerNorm/GroupNorm/BatchNorm/attention (fluxion's
 derivative rules of ``max`` and of broadcasting differ from JAX's; a few percent), ``padding='CAUSAL'``
 and ``jnp.var`` (JAX adds one or a few scalar operations), PRNG key derivation and ``random.bits``;
-LAPACK-backed linear algebra (``cholesky``, ``qr``, ``eigh``, ``svd``, ``triangular_solve``, ``det``,
-``slogdet``, ``solve``) and collectives (``psum``, ``all_gather``, ...) count 0; XLA's bookkeeping of
+LAPACK-backed linear algebra (``cholesky``, ``qr``, ``eigh``, ``svd``, ``schur``, ``hessenberg``,
+``triangular_solve``, ``det``, ``slogdet``, ``solve``) and collectives (``psum``, ``all_gather``, ...) count 0; XLA's bookkeeping of
 lowered loops (counter increments, trip-count compares) and of ``cond`` (predicate conversion) is
 not counted.
 """
@@ -126,7 +126,8 @@ _FREE = frozenset({
 
 # No FLOPs by this counter's definition (documented above as differences from XLA).
 _UNCOUNTED = frozenset({
-    'cholesky', 'qr', 'eigh', 'svd', 'triangular_solve', 'det', 'slogdet', 'solve', 'psum', 'pmax', 'pmin',
+    'cholesky', 'qr', 'eigh', 'svd', 'triangular_solve', 'det', 'slogdet', 'solve', 'schur', 'hessenberg', 'psum',
+    'pmax', 'pmin',
     'psum_scatter', 'all_gather', 'all_to_all', 'ppermute', 'axis_index',
     # Host callbacks: XLA cannot see inside them (its cost analysis reports -1 for a program holding one).
     'pure_callback', 'io_callback', 'debug_callback', 'debug_print',
