@@ -301,7 +301,10 @@ def minimize(fun: Callable, x0: Any, args: tuple = (), *, method: str, tol: floa
     """Minimizes the scalar function `fun(x, *args)` of a 1-D array `x` by BFGS, starting from `x0`.
 
     The iteration is JAX 0.10.2's (see the module docstring): same line search, steps, counters and status codes,
-    so results agree with `jax.scipy.optimize.minimize` to rounding.
+    so results agree with `jax.scipy.optimize.minimize` to rounding. Rounding can still matter: XLA fuses `a * b + c`
+    into single-rounding multiply-adds (in JAX's loop and in the compiled objective) where fluxion rounds twice, and
+    when the iteration reaches float32 noise such a last-bit difference can flip a line-search comparison, so a
+    float32 run may stop an iteration earlier or later (or converge where JAX reports a line-search failure).
 
     Args:
       fun: a function of a 1-D array (and `args`) returning a real scalar; it is differentiated with
