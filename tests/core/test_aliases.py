@@ -50,6 +50,50 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
+# A second program: host callbacks, debug printing, remat, scipy.stats, scipy.optimize.minimize and jnp.fft. Its
+# stdout must be real JAX's to the character (the BFGS line ends in a line-search failure, status 3, in both).
+PROGRAM2 = textwrap.dedent("""
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax.scipy import stats
+from jax.scipy.optimize import minimize
+
+
+def host_log(x):
+    # Runs on the host: NumPy in, NumPy out.
+    return np.log1p(np.abs(x)).astype(x.dtype)
+
+
+@jax.checkpoint
+def block(w, x):
+    return jnp.tanh(x @ w)
+
+
+def loss(w, x):
+    h = block(w, x)
+    h = jax.pure_callback(host_log, jax.ShapeDtypeStruct(h.shape, h.dtype), h)
+    spectrum = jnp.abs(jnp.fft.rfft(h, axis=-1))
+    jax.debug.print("spectrum sum {s:.4f}", s=jnp.sum(spectrum))
+    return jnp.sum(stats.norm.logpdf(h, loc=0.1, scale=2.0)) + jnp.mean(spectrum)
+
+
+w = jnp.linspace(-1.0, 1.0, 12).reshape(4, 3)
+x = jnp.linspace(0.0, 2.0, 8).reshape(2, 4)
+print(f"loss {float(jax.jit(loss)(w, x)):.5f}")
+g = jax.grad(lambda w: jnp.sum(block(w, x)))(w)
+print("grad", [f"{v:.4f}" for v in np.asarray(g).ravel()])
+
+
+def bowl(p):
+    return jnp.sum(jnp.array([1.0, 4.0, 9.0]) * (p - jnp.array([1.0, -2.0, 0.5])) ** 2) + 0.1 * jnp.sum(p ** 4)
+
+
+res = minimize(bowl, jnp.zeros(3), method="BFGS")
+print("minimize", bool(res.success), [f"{v:.3f}" for v in np.asarray(res.x)], f"{float(res.fun):.4f}")
+print("cdf", [f"{v:.6f}" for v in np.asarray(stats.norm.cdf(jnp.array([-1.0, 0.0, 2.0])))])
+""")
+
 def _run(args, cwd, extra_env=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
@@ -130,3 +174,13 @@ def test_install_aliases_refuses_after_real_jax(tmp_path):
     out = _run(["-c", code], tmp_path)
     assert out.returncode != 0
     assert "RuntimeError: install_aliases: the real jax" in out.stderr
+
+
+def test_run_gives_real_jax_output_for_callbacks_stats_and_minimize(tmp_path):
+    pytest.importorskip("jax")
+    prog = tmp_path / "prog2.py"
+    prog.write_text(PROGRAM2)
+    ours = _run(["-m", "fluxion.run", str(prog)], tmp_path)
+    theirs = _run([str(prog)], tmp_path)
+    assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr + theirs.stderr
+    assert ours.stdout == theirs.stdout

@@ -88,6 +88,124 @@ def test_minimize_rosenbrock_matches_scipy_and_jax():
         assert (a.dtype, a.shape) == (b.dtype, b.shape), name
 
 
+# One record per problem: (name, objective written against a `jnp` module, x0, float32 check): "exact" compares the
+# counters in float32 too, "outcome" only status, success and the point, None skips float32.
+# The iteration is JAX's step for step, so in float64 the counters agree exactly and the values to rounding. In float32
+# XLA fuses `a * b + c` into one fused multiply-add (in JAX's own loop and in the objective), which fluxion, computing
+# op by op, does not: near float32 noise a comparison in the line search can then go the other way (the "bowl" stops
+# with a line-search failure in both, one iteration apart), so only the outcome and the point are compared there; on the
+# 4-d Rosenbrock JAX's float32 run stops on such a failure at 26 iterations where fluxion's converges).
+MINIMIZE_PROBLEMS = [
+    ("bowl", lambda np_: lambda p: np_.sum(np_.array([1.0, 4.0, 9.0]) * (p - np_.array([1.0, -2.0, 0.5])) ** 2)
+     + 0.1 * np_.sum(p ** 4), np.zeros(3), "outcome"),
+    # From (-1.2, 1, 0.5) JAX's zoom fails on the first iteration's bracket (status 3), in both precisions.
+    ("rosenbrock_fails", lambda np_: lambda x: np_.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2),
+     np.array([-1.2, 1.0, 0.5]), "exact"),
+    ("quadratic", lambda np_: lambda x: 0.5 * x @ np_.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 2.0]]) @ x
+     - np_.array([1.0, -2.0, 3.0]) @ x, np.zeros(3), "exact"),
+    ("rosenbrock_4d", lambda np_: lambda x: np_.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2),
+     np.zeros(4), None),
+]
+_COUNTERS = ("status", "success", "nit", "nfev", "njev")
+
+
+def _jax_minimize(make, x0, x64, **kw):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as real_jnp
+    import jax.scipy.optimize as jopt
+    with tu.enable_x64(jax.config) if x64 else _nullcontext():
+        return jopt.minimize(make(real_jnp), x0, method="BFGS", **kw)
+
+
+def _nullcontext():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def _assert_same_result(ours, theirs, *, tol, counters=True):
+    assert type(ours).__name__ == type(theirs).__name__ and ours._fields == theirs._fields
+    for name in ours._fields:
+        a, b = getattr(ours, name), getattr(theirs, name)
+        assert (a.dtype, a.shape, a.weak_type) == (b.dtype, b.shape, b.weak_type), name
+    checked = _COUNTERS if counters else ("status", "success")
+    got = {k: np.asarray(getattr(ours, k)).tolist() for k in checked}
+    assert got == {k: np.asarray(getattr(theirs, k)).tolist() for k in checked}
+    tu.assert_allclose(ours.x, np.asarray(theirs.x), rtol=tol, atol=tol)
+    tu.assert_allclose(ours.fun, np.asarray(theirs.fun), rtol=tol, atol=tol)
+    tu.assert_allclose(ours.jac, np.asarray(theirs.jac), rtol=tol if counters else 1.0, atol=tol if counters else 2e-3)
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
+@pytest.mark.parametrize("name,make,x0,check32", MINIMIZE_PROBLEMS, ids=[p[0] for p in MINIMIZE_PROBLEMS])
+def test_minimize_follows_jax_step_for_step(name, make, x0, check32, x64):
+    if not x64 and check32 is None:
+        pytest.skip("float32 rounding (XLA's fused multiply-adds) changes the outcome; see MINIMIZE_PROBLEMS")
+    dt = np.float64 if x64 else np.float32
+    theirs = _jax_minimize(make, x0.astype(dt), x64)
+    with tu.enable_x64() if x64 else _nullcontext():
+        ours = fopt.minimize(make(jnp), x0.astype(dt), method="BFGS")
+        _assert_same_result(ours, theirs, tol=1e-7 if x64 else 1e-4, counters=x64 or check32 == "exact")
+        jitted = fluxion.jit(lambda z: fopt.minimize(make(jnp), z, method="BFGS"))(x0.astype(dt))
+        for field in ours._fields:
+            tu.assert_allclose(getattr(jitted, field), getattr(ours, field), rtol=1e-6 if x64 else 1e-5, atol=1e-6)
+
+
+def test_minimize_options_follow_jax():
+    make = MINIMIZE_PROBLEMS[2][1]
+    x0 = np.array([3.0, -1.0, 2.0], np.float32)
+    # tol is ignored by JAX 0.10.2 (only options["gtol"] counts); maxiter, norm and gtol are honoured.
+    for kw in (dict(tol=1e-1), dict(options=dict(maxiter=2)), dict(options=dict(gtol=1e-2, norm=1)),
+               dict(options=dict(line_search_maxiter=1))):
+        ours = fopt.minimize(make(jnp), x0, method="BFGS", **kw)
+        _assert_same_result(ours, _jax_minimize(make, x0, False, **kw), tol=1e-5)
+
+
+def test_minimize_under_vmap_matches_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as real_jnp
+    import jax.scipy.optimize as jopt
+    x0s = np.array([[0.0, 0.0, 0.0], [2.0, -1.0, 0.5], [-1.0, 1.0, 3.0]])
+    make = MINIMIZE_PROBLEMS[0][1]
+    with tu.enable_x64(jax.config):
+        theirs = jax.vmap(lambda z: jopt.minimize(make(real_jnp), z, method="BFGS"))(x0s)
+    with tu.enable_x64():
+        ours = fluxion.vmap(lambda z: fopt.minimize(make(jnp), z, method="BFGS"))(x0s)
+        for i, z in enumerate(x0s):  # each lane is the unbatched run
+            one = fopt.minimize(make(jnp), z, method="BFGS")
+            assert int(ours.nfev[i]) == int(one.nfev) and int(ours.nit[i]) == int(one.nit)
+    _assert_same_result(ours, theirs, tol=1e-7)
+
+
+LINE_SEARCHES = [
+    # (name, objective, x, direction, extra keyword arguments): each drives another branch of the search.
+    ("accept_first", lambda np_: lambda x: np_.sum(x ** 2), [1.0, 2.0], [-1.0, -2.0], dict()),
+    ("zoom_cubic", lambda np_: lambda x: np_.sum(x ** 4) + x[0] * x[1], [1.0, -0.5], [-6.0, 3.0], dict()),
+    ("double_then_zoom", lambda np_: lambda x: np_.sum((x - 3.0) ** 2), [0.0, 0.0], [0.1, 0.1], dict()),
+    ("slope_turns", lambda np_: lambda x: np_.sum((x - 1.0) ** 2), [0.0, 0.0], [0.3, 0.3], dict(c2=0.01)),
+    ("start_from_history", lambda np_: lambda x: np_.sum(np_.cos(x) + 0.1 * x ** 2), [0.5, 1.0], [-1.0, -0.5],
+     dict(old_fval=None, old_old_fval=3.0)),
+    ("maxiter", lambda np_: lambda x: -np_.sum(x), [0.0], [1.0], dict(maxiter=3)),
+]
+
+
+@pytest.mark.parametrize("name,make,x,p,kw", LINE_SEARCHES, ids=[c[0] for c in LINE_SEARCHES])
+def test_line_search_matches_jax(name, make, x, p, kw):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as real_jnp
+    from jax._src.scipy.optimize.line_search import line_search as jax_line_search
+
+    from fluxion._src.scipy.optimize import line_search
+    x, p = np.asarray(x), np.asarray(p)
+    with tu.enable_x64(jax.config):
+        theirs = jax_line_search(make(real_jnp), x, p, **kw)
+    with tu.enable_x64():
+        ours = line_search(make(jnp), x, p, **kw)
+    assert ours._fields == theirs._fields
+    for field in ours._fields:
+        tu.assert_allclose(getattr(ours, field), np.asarray(getattr(theirs, field)), rtol=1e-12, atol=1e-12,
+                           err_msg=field)
+
+
 def test_minimize_quadratic_with_args_and_hess_inv(rng):
     m = rng.normal(size=(3, 3))
     a = m @ m.T + 3 * np.eye(3)
@@ -119,6 +237,10 @@ def test_minimize_errors():
         fopt.minimize(_rosenbrock, np.zeros(2), method="Nelder-Mead")
     with pytest.raises(ValueError, match="one-dimensional"):
         fopt.minimize(_rosenbrock, np.zeros((2, 2)), method="BFGS")
+    with pytest.raises(TypeError, match="floating"):
+        fopt.minimize(_rosenbrock, np.zeros(2, np.int32), method="BFGS")
+    with pytest.raises(TypeError, match="unknown options"):
+        fopt.minimize(_rosenbrock, np.zeros(2), method="BFGS", options=dict(xtol=1.0))
 
 
 # --- signal -------------------------------------------------------------------------------------------------------
