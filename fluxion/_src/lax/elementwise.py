@@ -416,6 +416,20 @@ ad.defjvp_zero(clz_p)
 integer_pow_p = standard_primitive("integer_pow")
 
 
+def binary_power(x, y: int, mul_fn):
+    """`x ** y` for an integer y >= 1 as `mul_fn` products in the order XLA (and JAX's `integer_pow` lowering)
+    uses: binary exponentiation, x**3 = x * (x * x), x**4 = (x * x) * (x * x). Every backend computes `integer_pow`
+    through it so floating-point results round as JAX's do (NumPy's `power` rounds differently)."""
+    acc = None
+    while y > 0:
+        if y & 1:
+            acc = x if acc is None else mul_fn(acc, x)
+        y >>= 1
+        if y > 0:
+            x = mul_fn(x, x)
+    return acc
+
+
 def integer_pow(x, y: int):
     """`x ** y` for a static Python integer `y` (lowered to repeated multiplication by XLA)."""
     (x,) = _lift_scalars(x)

@@ -155,17 +155,8 @@ for _p in list(UFUNCS) + list(FLOAT_UFUNCS):
 
 @register(integer_pow_p)
 def _integer_pow(g, eqn, ins, outs):
-    y = eqn.params["y"]
-    if y <= 0:
-        return lower_impl(g, eqn, ins, outs)
-    g.needs_quiet = True
-    out = eqn.outvars[0]
-    buf = g.out_buffer(out) if out.aval.ndim else None
-    extra = f", out={buf}" if buf is not None else _order(g, eqn)
-    g.line(f"{outs[0]} = {g.bind(np.power, 'power')}({ins[0]}, {int(y)}{extra})")
-    if buf is not None:
-        return [("adopt", buf)]
-    return [FRESH if out.aval.ndim else UNKNOWN]
+    # The eager implementation multiplies in XLA's order (`lax.elementwise.binary_power`), not with np.power.
+    return lower_impl(g, eqn, ins, outs)
 
 
 @register(clamp_p)

@@ -197,9 +197,12 @@ _register(ew.rsqrt_p, _rsqrt)
 def _integer_pow(x, *, y):
     if y == 0:
         return np.ones_like(x)
-    if y < 0:
-        return np.asarray(np.power(x, -y)) ** -1 if np.result_type(x).kind != "i" else np.power(x, y)
-    return np.power(x, y)
+    dt = np.result_type(x)
+    if y < 0 and dt.kind in "iu":
+        return np.power(x, y)  # NumPy raises for negative integer powers of integers, as JAX does
+    with np.errstate(over="ignore", invalid="ignore"):
+        acc = np.asarray(ew.binary_power(x, abs(y), np.multiply))
+        return np.divide(np.ones((), dt), acc) if y < 0 else acc
 
 
 _register(ew.integer_pow_p, _integer_pow)

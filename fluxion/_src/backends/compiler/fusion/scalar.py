@@ -22,6 +22,7 @@ from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_e
                                 exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
                                 logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, not_p, or_p, rsqrt_p, select_n_p,
                                 sign_p, sin_p, sqrt_p, square_p, sub_p, tanh_p, xor_p)
+from ....lax import elementwise as ew
 from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
 
 # dtypes kernels handle (NumPy names); anything else (float16, bfloat16, complex, ...) stays on the NumPy path.
@@ -185,7 +186,7 @@ def _integer_pow(a, in_dts, out_dt, params):
     y = int(params["y"])
     if not 1 <= y <= 4 or np.dtype(out_dt) == np.bool_:
         return None
-    return "(" + " * ".join([a[0]] * y) + ")"
+    return ew.binary_power(a[0], y, lambda u, v: f"({u} * {v})")  # XLA's multiplication order
 
 
 _reg(integer_pow_p, _integer_pow)
