@@ -141,3 +141,8 @@ from .._src.lax.parallel import (all_gather_p as all_gather_p, all_to_all_p as a
                                  axis_index_p as axis_index_p, pmax_p as pmax_p, pmin_p as pmin_p,
                                  ppermute_p as ppermute_p, psum_p as psum_p)
 from .._src.solves import custom_root as custom_root  # noqa: E402
+
+# Typed PRNG key arrays in the structural primitives' wrappers (reshape, select, dynamic_slice, ...).
+from .._src.numpy import key_arrays as _key_arrays  # noqa: E402
+
+_key_arrays.install(globals(), _key_arrays.LAX_RULES, lax_fn=True)

@@ -1,0 +1,317 @@
+"""Typed PRNG key arrays (`random.key`, dtype `key<fry>`) in the `fluxion.numpy` and `fluxion.lax` functions.
+
+A key array of shape S is uint32 data of shape S + (2,): two 32-bit words per key. Every function JAX allows on
+key arrays rearranges, selects or compares whole keys, and never looks inside one, so it is the same function
+applied to each word of the data separately. This module runs it that way: the function is mapped (`vmap`) over
+the trailing word axis of every key argument's data, and the results are wrapped back as key arrays. The key
+axis therefore stays last, and every axis, shape and index argument keeps its meaning relative to the key array's
+own shape (`expand_dims(keys, -1)` adds an axis after the last key axis, not after the word axis). Because it is a
+`vmap`, the same code runs eagerly, under `jit`, under a user's `vmap`, and under `grad` (keys are integer data,
+so they carry no derivative).
+
+`install(namespace, rules)` replaces the listed functions of a public namespace with wrappers. A wrapper's
+ordinary path costs one scan of its positional arguments (and of lists among them) for a key array; only a
+call that holds one takes the key path.
+
+Rule kinds:
+  "keys": the result holds keys (reshape, stack, where, take, lax.dynamic_slice, ...);
+  "compare": equality of whole keys: both words equal (`equal`, `lax.eq`, `array_equal`), or either word
+    different (`not_equal`, `lax.ne`);
+  "like": `zeros_like`/`ones_like`/`empty_like`/`full_like` of keys fill the key data (JAX's behaviour: the
+    fill value is written to both words), or build an ordinary array when another dtype is asked for;
+  "convert": `array`/`asarray`/`astype`/`lax.convert_element_type`: keys stay keys; another dtype is refused.
+Functions JAX refuses for keys (arithmetic, reductions, sorting) are not wrapped: fluxion's own argument check
+raises TypeError for them, JAX's class.
+
+Differences from JAX: `jnp.reshape(keys, ..., order="F")` and `lax.pad(keys, key, ...)` give the
+well-defined key results where JAX 0.10 fails inside its compiler; mixing keys and ordinary arrays in a `lax`
+function raises TypeError (JAX fails in its compiler).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import core
+from ..api import vmap
+from ..lax import reductions as red
+from ..lax import structural as st
+from ..random.prng import KEY_DTYPE, PRNGKeyArray
+
+_UINT32 = np.dtype(np.uint32)
+_SEQ = (list, tuple)
+
+
+def _holds_key(x: Any) -> bool:
+    if type(x) is PRNGKeyArray:
+        return True
+    if type(x) in _SEQ:
+        for y in x:
+            if _holds_key(y):
+                return True
+    return False
+
+
+def _has_key(args: tuple, kwargs: dict) -> bool:
+    for a in args:
+        if type(a) is PRNGKeyArray or (type(a) in _SEQ and _holds_key(a)):
+            return True
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is PRNGKeyArray or (type(a) in _SEQ and _holds_key(a)):
+                return True
+    return False
+
+
+class _Slot:
+    """Stands for the i-th key argument inside the per-word function."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+
+def _strip(x: Any, datas: list) -> Any:
+    """`x` with every key array replaced by a `_Slot`; the key data is appended to `datas`."""
+    if type(x) is PRNGKeyArray:
+        datas.append(x._base)
+        return _Slot(len(datas) - 1)
+    if type(x) in _SEQ and _holds_key(x):
+        return type(x)(_strip(y, datas) for y in x)
+    return x
+
+
+def _fill(x: Any, words: tuple) -> Any:
+    if type(x) is _Slot:
+        return words[x.i]
+    if type(x) in _SEQ:
+        return type(x)(_fill(y, words) for y in x)
+    return x
+
+
+def _wrap_keys(out: Any) -> Any:
+    if type(out) in _SEQ:
+        return type(out)(_wrap_keys(o) for o in out)
+    return PRNGKeyArray(out)
+
+
+def _leaves(x: Any):
+    if type(x) in _SEQ:
+        for y in x:
+            yield from _leaves(y)
+    else:
+        yield x
+
+
+def _on_words(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """`fn` applied to each 32-bit word of the key arguments' data; the results' word axis is last."""
+    datas: list = []
+    sargs = tuple(_strip(a, datas) for a in args)
+    skw = {k: _strip(v, datas) for k, v in kwargs.items()}
+
+    def per_word(*words):
+        return fn(*(_fill(a, words) for a in sargs), **{k: _fill(v, words) for k, v in skw.items()})
+
+    return vmap(per_word, in_axes=-1, out_axes=-1)(*datas)
+
+
+def _mixing_error(name: str, lax_fn: bool, other: Any) -> Exception:
+    dt = getattr(other, "dtype", type(other).__name__)
+    msg = (f"{name}: cannot combine key<fry> arrays with values of dtype {dt}; every operand in this position "
+           "must be a key array (wrap uint32 key data with random.wrap_key_data)")
+    # jnp promotes dtypes and, as JAX's, refuses keys there with ValueError; lax does not promote: TypeError.
+    return TypeError(msg) if lax_fn else ValueError(msg)
+
+
+class _Rule:
+    """How one function treats key arrays: `kind` (see the module docstring) and its key-valued parameters."""
+
+    def __init__(self, kind: str, values: tuple = ()):
+        self.kind = kind
+        self.values = values
+
+
+def _bind(fn: Callable, sig: inspect.Signature, args: tuple, kwargs: dict):
+    try:
+        return sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+
+
+def _check_values(name: str, lax_fn: bool, rule: _Rule, bound) -> bool:
+    """Whether the keys sit only in key-valued parameters (else the function's own check reports them); raises
+    when such a parameter mixes keys with other arrays."""
+    for pname, value in bound.arguments.items():
+        if pname not in rule.values and _holds_key(value):
+            return False
+    saw_key, other = False, None
+    for pname in rule.values:
+        if pname not in bound.arguments:
+            continue
+        for leaf in _leaves(bound.arguments[pname]):
+            if type(leaf) is PRNGKeyArray:
+                saw_key = True
+            elif leaf is not None and other is None:
+                other = leaf
+    if saw_key and other is not None:
+        raise _mixing_error(name, lax_fn, other)
+    return saw_key
+
+
+def _key_dtype(dtype: Any) -> bool:
+    return dtype is None or dtype == KEY_DTYPE or dtype is PRNGKeyArray
+
+
+def _convert_error(name: str, dtype: Any) -> ValueError:
+    return ValueError(f"{name}: cannot convert key<fry> data to dtype {np.dtype(dtype).name if not isinstance(dtype, str) else dtype}; use random.key_data(keys) for the uint32 data of keys")
+
+
+def _like(name: str, fn: Callable, bound, kwargs_names: tuple) -> Any:
+    args = dict(bound.arguments)
+    keys = args.pop(kwargs_names[0])
+    dtype = args.get("dtype")
+    shape = args.get("shape")
+    key_shape = tuple(keys.shape) if shape is None else (tuple(shape) if isinstance(shape, (list, tuple))
+                                                         else (int(shape),))
+    if not _key_dtype(dtype):
+        # An ordinary array of the keys' shape: the keys only supply the shape.
+        args.pop("shape", None)
+        proto = core.to_array(np.zeros(key_shape, _UINT32))
+        return fn(proto, **{k: v for k, v in args.items() if k != "sharding" or v is not None})
+    data = keys._base
+    if name == "full_like":
+        fill = args.get("fill_value")
+        if isinstance(fill, PRNGKeyArray):
+            return PRNGKeyArray(st.broadcast_in_dim(fill._base, key_shape + (2,), tuple(
+                range(len(key_shape) + 1 - fill._base.ndim if hasattr(fill._base, "ndim") else 0,
+                      len(key_shape) + 1))))
+        from . import creation
+        return PRNGKeyArray(creation.full(key_shape + (2,), fill, dtype=_UINT32))
+    value = 1 if name == "ones_like" else 0
+    del data
+    return PRNGKeyArray(st.full(key_shape + (2,), value, _UINT32))
+
+
+def _convert(name: str, fn: Callable, bound) -> Any:
+    args = bound.arguments
+    x = next(iter(args.values()))
+    dtype = args.get("dtype", args.get("new_dtype"))
+    if not _key_dtype(dtype):
+        raise _convert_error(name, dtype)
+    if type(x) is PRNGKeyArray:
+        return x
+    # A (nested) list of keys: one key array, as `stack` builds it.
+    leaves = list(_leaves(x))
+    other = next((v for v in leaves if type(v) is not PRNGKeyArray), None)
+    if other is not None:
+        raise _mixing_error(name, False, other)
+    from . import shape as shp
+    return _wrap_keys(_on_words(lambda *w: shp.stack(_nest(x, iter(w))), leaves and tuple(leaves), {}))
+
+
+def _nest(x: Any, words) -> Any:
+    if type(x) in _SEQ:
+        from . import shape as shp
+        return shp.stack([_nest(y, words) for y in x])
+    return next(words)
+
+
+def _compare(name: str, result: Any) -> Any:
+    """Reduces per-word comparisons (word axis last) to one answer per key."""
+    nd = core.get_aval(result).ndim
+    if name in ("not_equal", "ne"):
+        return red.reduce_or(result, (nd - 1,))
+    return red.reduce_and(result, (nd - 1,))
+
+
+def key_aware(fn: Callable, rule: _Rule, lax_fn: bool) -> Callable:
+    """`fn` extended to typed key arrays by `rule` (see the module docstring)."""
+    name = fn.__name__
+    sig = inspect.signature(fn)
+    missing = [v for v in rule.values if v not in sig.parameters]
+    assert not missing, f"key rule of {name} names unknown parameters {missing}"
+
+    def key_path(args, kwargs):
+        bound = _bind(fn, sig, args, kwargs)
+        if bound is None:
+            return fn(*args, **kwargs)
+        if rule.kind == "like":
+            if type(next(iter(bound.arguments.values()))) is not PRNGKeyArray:
+                return fn(*args, **kwargs)
+            return _like(name, fn, bound, tuple(sig.parameters))
+        if rule.kind == "convert":
+            return _convert(name, fn, bound)
+        if not _check_values(name, lax_fn, rule, bound):
+            return fn(*args, **kwargs)
+        if name == "pad" and not lax_fn and bound.arguments.get("mode", "constant") == "constant":
+            raise ValueError("pad: mode='constant' would write a number into key<fry> data; key arrays can be "
+                             "padded with the modes that copy existing keys ('edge', 'wrap', 'reflect', ...)")
+        out = _on_words(fn, args, kwargs)
+        if rule.kind == "compare":
+            return _compare(name, out)
+        return _wrap_keys(out)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _has_key(args, kwargs):
+            return key_path(args, kwargs)
+        return fn(*args, **kwargs)
+
+    wrapper.__wrapped_for_keys__ = fn
+    return wrapper
+
+
+def install(namespace: dict, rules: dict, lax_fn: bool) -> None:
+    """Replaces `namespace[name]` by its key-aware wrapper for every `name` in `rules`."""
+    for name, rule in rules.items():
+        namespace[name] = key_aware(namespace[name], rule, lax_fn)
+
+
+def _keys(*values: str) -> _Rule:
+    return _Rule("keys", values)
+
+
+NUMPY_RULES = {
+    # Arrangement of one key array.
+    **{n: _keys("a") for n in ("reshape", "expand_dims", "squeeze", "moveaxis", "swapaxes", "transpose",
+                               "permute_dims", "roll", "rollaxis", "repeat", "take", "ravel", "copy", "diagonal",
+                               "resize", "compress")},
+    **{n: _keys("m") for n in ("flip", "fliplr", "flipud", "rot90", "tril", "triu")},
+    "broadcast_to": _keys("array"), "matrix_transpose": _keys("x"), "tile": _keys("A"),
+    "take_along_axis": _keys("arr"), "diag": _keys("v"), "unstack": _keys("x"), "extract": _keys("arr"),
+    "pad": _keys("array"), "delete": _keys("arr"),
+    # Splitting.
+    **{n: _keys("ary") for n in ("split", "array_split", "hsplit", "vsplit", "dsplit")},
+    # Several key arrays.
+    **{n: _keys("arrays") for n in ("stack", "concatenate", "concat", "block")},
+    **{n: _keys("arys") for n in ("atleast_1d", "atleast_2d", "atleast_3d")},
+    **{n: _keys("tup") for n in ("hstack", "vstack", "dstack", "column_stack", "row_stack")},
+    "broadcast_arrays": _keys("args"), "append": _keys("arr", "values"), "insert": _keys("arr", "values"),
+    "where": _keys("x", "y"), "choose": _keys("choices"), "select": _keys("choicelist", "default"),
+    # Comparisons of whole keys.
+    **{n: _Rule("compare", ("x", "y")) for n in ("equal", "not_equal")},
+    **{n: _Rule("compare", ("a1", "a2")) for n in ("array_equal", "array_equiv")},
+    # Creation and conversion.
+    **{n: _Rule("like") for n in ("zeros_like", "ones_like", "empty_like", "full_like")},
+    **{n: _Rule("convert") for n in ("array", "asarray", "astype")},
+}
+
+LAX_RULES = {
+    **{n: _keys("x") for n in ("broadcast", "broadcast_in_dim", "dynamic_slice", "reshape", "transpose", "rev",
+                               "slice", "squeeze", "index_in_dim", "slice_in_dim", "broadcast_to_rank", "unstack",
+                               "expand_dims")},
+    **{n: _keys("operand") for n in ("dynamic_slice_in_dim", "dynamic_index_in_dim", "split", "collapse", "tile",
+                                     "gather")},
+    "dynamic_update_slice": _keys("x", "update"),
+    **{n: _keys("operand", "update") for n in ("dynamic_update_slice_in_dim", "dynamic_update_index_in_dim")},
+    "concatenate": _keys("operands"), "stack": _keys("operands"),
+    "select": _keys("on_true", "on_false"), "select_n": _keys("cases"), "pad": _keys("x", "padding_value"),
+    "index_take": _keys("src"), "scatter": _keys("operand", "updates"),
+    "eq": _Rule("compare", ("x", "y")), "ne": _Rule("compare", ("x", "y")),
+    "full_like": _Rule("like"), "convert_element_type": _Rule("convert"),
+}
