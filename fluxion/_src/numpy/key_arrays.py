@@ -40,19 +40,20 @@ from .. import core
 from ..api import vmap
 from ..lax import reductions as red
 from ..lax import structural as st
-from ..random.prng import KEY_DTYPE, PRNGKeyArray
+from ..random.prng import KEY_DTYPE, KeyDType, PRNGKeyArray
 
 _UINT32 = np.dtype(np.uint32)
 _SEQ = (list, tuple)
 
 
 def _holds_key(x: Any) -> bool:
+    """Whether `x` is a key array or a (nested) list whose first or last entry holds one. Only the ends are
+    looked at, so converting a long list of numbers costs nothing extra; a list that holds keys elsewhere is
+    refused by the function's own argument check."""
     if type(x) is PRNGKeyArray:
         return True
-    if type(x) in _SEQ:
-        for y in x:
-            if _holds_key(y):
-                return True
+    if type(x) in _SEQ and x:
+        return _holds_key(x[0]) or (len(x) > 1 and _holds_key(x[-1]))
     return False
 
 
@@ -63,6 +64,18 @@ def _has_key(args: tuple, kwargs: dict) -> bool:
     if kwargs:
         for a in kwargs.values():
             if type(a) is PRNGKeyArray or (type(a) in _SEQ and _holds_key(a)):
+                return True
+    return False
+
+
+def _has_key_dtype(args: tuple, kwargs: dict) -> bool:
+    """For `zeros(shape, dtype)` and `full(shape, fill_value, dtype)`: a key dtype or a key fill value."""
+    for a in args:
+        if type(a) is PRNGKeyArray or type(a) is KeyDType:
+            return True
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is PRNGKeyArray or type(a) is KeyDType:
                 return True
     return False
 
@@ -81,7 +94,7 @@ def _strip(x: Any, datas: list) -> Any:
     if type(x) is PRNGKeyArray:
         datas.append(x._base)
         return _Slot(len(datas) - 1)
-    if type(x) in _SEQ and _holds_key(x):
+    if type(x) in _SEQ:
         return type(x)(_strip(y, datas) for y in x)
     return x
 
@@ -164,61 +177,85 @@ def _check_values(name: str, lax_fn: bool, rule: _Rule, bound) -> bool:
 
 
 def _key_dtype(dtype: Any) -> bool:
-    return dtype is None or dtype == KEY_DTYPE or dtype is PRNGKeyArray
+    return dtype is None or dtype == KEY_DTYPE
 
 
 def _convert_error(name: str, dtype: Any) -> ValueError:
-    return ValueError(f"{name}: cannot convert key<fry> data to dtype {np.dtype(dtype).name if not isinstance(dtype, str) else dtype}; use random.key_data(keys) for the uint32 data of keys")
+    try:
+        dtype = np.dtype(dtype).name
+    except TypeError:
+        pass
+    return ValueError(f"{name}: cannot convert key<fry> data to dtype {dtype}; random.key_data(keys) gives the "
+                      "uint32 data of keys")
 
 
-def _like(name: str, fn: Callable, bound, kwargs_names: tuple) -> Any:
+def _shape_of(shape: Any, default: tuple) -> tuple:
+    if shape is None:
+        return default
+    return tuple(shape) if isinstance(shape, (list, tuple)) else (int(shape),)
+
+
+def _like(name: str, fn: Callable, bound) -> Any:
+    """`zeros_like(keys)` and kin: key data filled with the value (JAX writes it to both words), or, when an
+    ordinary dtype is asked for, that function applied to a uint32 array of the keys' shape."""
     args = dict(bound.arguments)
-    keys = args.pop(kwargs_names[0])
-    dtype = args.get("dtype")
-    shape = args.get("shape")
-    key_shape = tuple(keys.shape) if shape is None else (tuple(shape) if isinstance(shape, (list, tuple))
-                                                         else (int(shape),))
-    if not _key_dtype(dtype):
-        # An ordinary array of the keys' shape: the keys only supply the shape.
-        args.pop("shape", None)
-        proto = core.to_array(np.zeros(key_shape, _UINT32))
-        return fn(proto, **{k: v for k, v in args.items() if k != "sharding" or v is not None})
-    data = keys._base
-    if name == "full_like":
-        fill = args.get("fill_value")
-        if isinstance(fill, PRNGKeyArray):
-            return PRNGKeyArray(st.broadcast_in_dim(fill._base, key_shape + (2,), tuple(
-                range(len(key_shape) + 1 - fill._base.ndim if hasattr(fill._base, "ndim") else 0,
-                      len(key_shape) + 1))))
-        from . import creation
-        return PRNGKeyArray(creation.full(key_shape + (2,), fill, dtype=_UINT32))
-    value = 1 if name == "ones_like" else 0
-    del data
-    return PRNGKeyArray(st.full(key_shape + (2,), value, _UINT32))
+    keys = args.pop(next(iter(bound.arguments)))
+    if not _key_dtype(args.get("dtype")):
+        return fn(core.to_array(np.zeros(keys.shape, _UINT32)), **args)
+    shape = _shape_of(args.get("shape"), keys.shape)
+    fill = {"zeros_like": 0, "empty_like": 0, "ones_like": 1}.get(name, args.get("fill_value"))
+    from .creation import full
+    return PRNGKeyArray(full(shape + (2,), fill, dtype=_UINT32))
+
+
+def _filled(name: str, fn: Callable, bound) -> Any:
+    """`zeros(shape, dtype=key<fry>)` and `full(shape, key)`: keys of `shape` (zero data, or copies of a key)."""
+    args = bound.arguments
+    shape = _shape_of(args.get("shape"), ())
+    fill = args.get("fill_value")
+    if type(fill) is PRNGKeyArray:
+        if not _key_dtype(args.get("dtype")):
+            raise _convert_error(name, args.get("dtype"))
+        from .shape import broadcast_to
+        return _wrap_keys(_on_words(broadcast_to, (fill, shape), {}))
+    if args.get("dtype") != KEY_DTYPE:
+        return fn(*bound.args, **bound.kwargs)
+    from .creation import full
+    return PRNGKeyArray(full(shape + (2,), 1 if name == "ones" else 0 if fill is None else fill, dtype=_UINT32))
+
+
+def _stack_keys(name: str, x: Any) -> PRNGKeyArray:
+    """One key array from a (nested) list of key arrays of one shape, as `array` builds an array from a list."""
+    if type(x) is PRNGKeyArray:
+        return x
+    if type(x) not in _SEQ or not x:
+        raise _mixing_error(name, False, x)
+    parts = [_stack_keys(name, y)._base for y in x]
+    return PRNGKeyArray(st.concatenate([st.expand_dims(p, (0,)) for p in parts], 0))
 
 
 def _convert(name: str, fn: Callable, bound) -> Any:
+    """`array`/`asarray`/`astype`/`convert_element_type`: keys stay keys; another dtype is refused (ValueError,
+    as JAX); `bitcast_convert_type` of keys is always refused."""
     args = bound.arguments
     x = next(iter(args.values()))
     dtype = args.get("dtype", args.get("new_dtype"))
-    if not _key_dtype(dtype):
+    if name == "bitcast_convert_type" or not _key_dtype(dtype):
         raise _convert_error(name, dtype)
-    if type(x) is PRNGKeyArray:
-        return x
-    # A (nested) list of keys: one key array, as `stack` builds it.
-    leaves = list(_leaves(x))
-    other = next((v for v in leaves if type(v) is not PRNGKeyArray), None)
-    if other is not None:
-        raise _mixing_error(name, False, other)
-    from . import shape as shp
-    return _wrap_keys(_on_words(lambda *w: shp.stack(_nest(x, iter(w))), leaves and tuple(leaves), {}))
+    return _stack_keys(name, x)
 
 
-def _nest(x: Any, words) -> Any:
-    if type(x) in _SEQ:
-        from . import shape as shp
-        return shp.stack([_nest(y, words) for y in x])
-    return next(words)
+def _isin(bound) -> Any:
+    """Whether each key of `element` equals some key of `test_elements` (both words equal)."""
+    from . import reductions, ufuncs
+    args = bound.arguments
+    element, test = args["element"], args["test_elements"]
+    if type(element) is not PRNGKeyArray or type(test) is not PRNGKeyArray:
+        raise _mixing_error("isin", False, test if type(element) is PRNGKeyArray else element)
+    e = st.expand_dims(element._base, (element.ndim,))                     # S + (1, 2)
+    t = st.reshape(test._base, (test.size, 2))                              # (n, 2)
+    found = reductions.any(reductions.all(ufuncs.equal(e, t), axis=-1), axis=-1)
+    return ufuncs.logical_not(found) if args.get("invert", False) else found
 
 
 def _compare(name: str, result: Any) -> Any:
@@ -240,12 +277,15 @@ def key_aware(fn: Callable, rule: _Rule, lax_fn: bool) -> Callable:
         bound = _bind(fn, sig, args, kwargs)
         if bound is None:
             return fn(*args, **kwargs)
+        first = next(iter(bound.arguments.values()), None)
         if rule.kind == "like":
-            if type(next(iter(bound.arguments.values()))) is not PRNGKeyArray:
-                return fn(*args, **kwargs)
-            return _like(name, fn, bound, tuple(sig.parameters))
+            return _like(name, fn, bound) if type(first) is PRNGKeyArray else fn(*args, **kwargs)
         if rule.kind == "convert":
-            return _convert(name, fn, bound)
+            return _convert(name, fn, bound) if _holds_key(first) else fn(*args, **kwargs)
+        if rule.kind == "filled":
+            return _filled(name, fn, bound)
+        if rule.kind == "isin":
+            return _isin(bound)
         if not _check_values(name, lax_fn, rule, bound):
             return fn(*args, **kwargs)
         if name == "pad" and not lax_fn and bound.arguments.get("mode", "constant") == "constant":
@@ -256,9 +296,11 @@ def key_aware(fn: Callable, rule: _Rule, lax_fn: bool) -> Callable:
             return _compare(name, out)
         return _wrap_keys(out)
 
+    check = _has_key_dtype if rule.kind == "filled" else _has_key
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if _has_key(args, kwargs):
+        if check(args, kwargs):
             return key_path(args, kwargs)
         return fn(*args, **kwargs)
 
@@ -299,6 +341,8 @@ NUMPY_RULES = {
     # Creation and conversion.
     **{n: _Rule("like") for n in ("zeros_like", "ones_like", "empty_like", "full_like")},
     **{n: _Rule("convert") for n in ("array", "asarray", "astype")},
+    **{n: _Rule("filled") for n in ("zeros", "ones", "empty", "full")},
+    "isin": _Rule("isin"),
 }
 
 LAX_RULES = {
@@ -313,5 +357,6 @@ LAX_RULES = {
     "select": _keys("on_true", "on_false"), "select_n": _keys("cases"), "pad": _keys("x", "padding_value"),
     "index_take": _keys("src"), "scatter": _keys("operand", "updates"),
     "eq": _Rule("compare", ("x", "y")), "ne": _Rule("compare", ("x", "y")),
-    "full_like": _Rule("like"), "convert_element_type": _Rule("convert"),
+    "full_like": _Rule("like"),
+    **{n: _Rule("convert") for n in ("convert_element_type", "bitcast_convert_type")},
 }

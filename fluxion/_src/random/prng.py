@@ -143,7 +143,8 @@ class PRNGKeyArray:
         if any(i is Ellipsis for i in idx):
             # The key data dimension must survive an ellipsis, so index it explicitly.
             idx = idx + (slice(None),)
-        if all(isinstance(i, (int, np.integer, slice)) for i in idx) and len(idx) <= self.ndim:
+        if all(isinstance(i, (int, np.integer)) or (isinstance(i, slice) and i.step in (None, 1)) for i in idx) \
+                and len(idx) <= self.ndim:
             return PRNGKeyArray(_basic_index(self._base, idx))
         return PRNGKeyArray(self._base[idx])
 
