@@ -142,11 +142,14 @@ def _mixing_error(name: str, lax_fn: bool, other: Any) -> Exception:
 
 
 class _Rule:
-    """How one function treats key arrays: `kind` (see the module docstring) and its key-valued parameters."""
+    """How one function treats key arrays: `kind` (see the module docstring), its key-valued parameters
+    (`values`: where keys may appear; keys mixed with other arrays there are refused), and the parameters whose
+    arguments decide whether a call takes the key path (`probe`, by default `values`)."""
 
-    def __init__(self, kind: str, values: tuple = ()):
+    def __init__(self, kind: str, values: tuple = (), probe: tuple | None = None):
         self.kind = kind
         self.values = values
+        self.probe = values if probe is None else probe
 
 
 def _bind(fn: Callable, sig: inspect.Signature, args: tuple, kwargs: dict):
@@ -270,7 +273,7 @@ def key_aware(fn: Callable, rule: _Rule, lax_fn: bool) -> Callable:
     """`fn` extended to typed key arrays by `rule` (see the module docstring)."""
     name = fn.__name__
     sig = inspect.signature(fn)
-    missing = [v for v in rule.values if v not in sig.parameters]
+    missing = [v for v in rule.values + rule.probe if v not in sig.parameters]
     assert not missing, f"key rule of {name} names unknown parameters {missing}"
 
     def key_path(args, kwargs):
@@ -296,14 +299,76 @@ def key_aware(fn: Callable, rule: _Rule, lax_fn: bool) -> Callable:
             return _compare(name, out)
         return _wrap_keys(out)
 
-    check = _has_key_dtype if rule.kind == "filled" else _has_key
+    first = next(iter(sig.parameters))
+    probe = rule.probe or {"like": (first,), "convert": (first,), "isin": ("element", "test_elements"),
+                           "filled": tuple(n for n in ("fill_value", "dtype") if n in sig.parameters)}[rule.kind]
+    return _generate_wrapper(fn, sig, rule.kind, probe, key_path)
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if check(args, kwargs):
-            return key_path(args, kwargs)
-        return fn(*args, **kwargs)
 
+# Parameters that take a list of arrays (or are *args): their check also looks into a list's ends.
+_SEQ_PARAMS = frozenset({"arrays", "tup", "arys", "args", "choices", "choicelist", "operands", "cases", "object",
+                         "a", "test_elements"})
+
+
+def _generate_wrapper(fn: Callable, sig: inspect.Signature, kind: str, probe: tuple, key_path: Callable) -> Callable:
+    """A wrapper with `fn`'s own parameter list whose ordinary path is one type test per key-valued parameter.
+
+    A generic `*args, **kwargs` wrapper that scanned every argument would cost several times more on calls like
+    `x == y` (which go through `equal`), so the wrapper is generated from the signature, as `dataclasses` and
+    `namedtuple` generate theirs: the test reads the key-valued parameters by name and the call forwards every
+    parameter as it was declared."""
+    env = {"_fn": fn, "_key_path": key_path, "_K": PRNGKeyArray, "_KD": KeyDType, "_SEQ": _SEQ,
+           "_holds_key": _holds_key}
+    params, call_pos, call_kw = [], [], []
+    star_done = False
+    prev_kind = None
+    for p in sig.parameters.values():
+        if prev_kind is p.POSITIONAL_ONLY and p.kind is not p.POSITIONAL_ONLY:
+            params.append("/")
+        text = p.name
+        if p.default is not inspect.Parameter.empty:
+            env[f"_d_{p.name}"] = p.default
+            text += f"=_d_{p.name}"
+        if p.kind is p.VAR_POSITIONAL:
+            text, star_done = "*" + p.name, True
+            call_pos.append("*" + p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            text = "**" + p.name
+            call_kw.append("**" + p.name)
+        elif p.kind is p.KEYWORD_ONLY:
+            if not star_done:
+                params.append("*")
+                star_done = True
+            call_kw.append(f"{p.name}={p.name}")
+        else:
+            call_pos.append(p.name)
+        params.append(text)
+        prev_kind = p.kind
+    if prev_kind is inspect.Parameter.POSITIONAL_ONLY:
+        params.append("/")
+    tests = []
+    for name in probe:
+        if kind == "filled":
+            tests.append(f"type({name}) is _K or type({name}) is _KD")
+        elif name in _SEQ_PARAMS or sig.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            tests.append(f"type({name}) is _K or (type({name}) in _SEQ and _holds_key({name}))")
+        else:
+            tests.append(f"type({name}) is _K")
+    call = ", ".join(call_pos + call_kw)
+    kw = "{" + ", ".join(f"{c.split('=')[0]!r}: {c.split('=')[0]}" for c in call_kw if not c.startswith("**")) + "}"
+    if any(c.startswith("**") for c in call_kw):
+        kw = f"dict({kw}, **{call_kw[-1][2:]})"
+    fixed = [c for c in call_pos if not c.startswith("*")]
+    args = "(" + "".join(c + ", " for c in fixed) + ")"
+    star = next((c for c in call_pos if c.startswith("*")), None)
+    if star:
+        args = f"{args} + tuple({star[1:]})"
+    src = (f"def {fn.__name__}({', '.join(params)}):\n"
+           f"    if {' or '.join(tests)}:\n"
+           f"        return _key_path({args}, {kw})\n"
+           f"    return _fn({call})\n")
+    exec(compile(src, f"<key-aware {fn.__name__}>", "exec"), env)  # noqa: S102  (generated from a signature)
+    wrapper = functools.wraps(fn)(env[fn.__name__])
     wrapper.__wrapped_for_keys__ = fn
     return wrapper
 
