@@ -133,6 +133,47 @@ def _on_words(fn: Callable, args: tuple, kwargs: dict) -> Any:
     return vmap(per_word, in_axes=-1, out_axes=-1)(*datas)
 
 
+def apply_to_keys(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` with the key arrays among the arguments: the key result(s) of `fn` applied to each
+    word of their data (the engine of every "keys" rule; PRNGKeyArray's methods use it directly)."""
+    return _wrap_keys(_on_words(fn, args, kwargs))
+
+
+class KeyIndexUpdateRef:
+    """`keys.at[idx]`: `get()` reads keys, `set(new_keys)` writes keys; JAX offers nothing else on keys (the
+    arithmetic updates raise TypeError)."""
+
+    __slots__ = ("keys", "index")
+
+    def __init__(self, keys: PRNGKeyArray, index: Any):
+        self.keys, self.index = keys, index
+
+    def get(self, **kwargs) -> PRNGKeyArray:
+        return apply_to_keys(lambda w: w.at[self.index].get(**kwargs), self.keys)
+
+    def set(self, values: Any, **kwargs) -> PRNGKeyArray:
+        if type(values) is not PRNGKeyArray:
+            raise _mixing_error("at[].set", True, values)  # TypeError, as JAX
+        return apply_to_keys(lambda w, v: w.at[self.index].set(v, **kwargs), self.keys, values)
+
+    def __getattr__(self, name: str):
+        if name in ("add", "subtract", "multiply", "divide", "power", "min", "max", "apply"):
+            raise TypeError(f"at[].{name}: key<fry> arrays support only at[].get() and at[].set(keys)")
+        raise AttributeError(name)
+
+
+class KeyIndexUpdateHelper:
+    """The `keys.at` property of key arrays."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: PRNGKeyArray):
+        self.keys = keys
+
+    def __getitem__(self, index: Any) -> KeyIndexUpdateRef:
+        return KeyIndexUpdateRef(self.keys, index)
+
+
 def _mixing_error(name: str, lax_fn: bool, other: Any) -> Exception:
     dt = getattr(other, "dtype", type(other).__name__)
     msg = (f"{name}: cannot combine key<fry> arrays with values of dtype {dt}; every operand in this position "

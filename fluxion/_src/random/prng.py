@@ -166,6 +166,29 @@ class PRNGKeyArray:
     def copy(self) -> "PRNGKeyArray":
         return self
 
+    # The other array methods JAX's key arrays have, applied to whole keys (see numpy/key_arrays.py).
+    def squeeze(self, axis=None) -> "PRNGKeyArray":
+        from ..numpy import key_arrays, shape
+        return key_arrays.apply_to_keys(shape.squeeze, self, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> "PRNGKeyArray":
+        from ..numpy import key_arrays, shape
+        return key_arrays.apply_to_keys(shape.swapaxes, self, axis1, axis2)
+
+    def transpose(self, *axes) -> "PRNGKeyArray":
+        from ..numpy import key_arrays, shape
+        axes = axes[0] if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))) else axes
+        return key_arrays.apply_to_keys(shape.transpose, self, axes or None)
+
+    def take(self, indices, axis=None, mode=None, **kwargs) -> "PRNGKeyArray":
+        from ..numpy import indexing, key_arrays
+        return key_arrays.apply_to_keys(indexing.take, self, indices, axis=axis, mode=mode, **kwargs)
+
+    @property
+    def at(self):
+        from ..numpy import key_arrays
+        return key_arrays.KeyIndexUpdateHelper(self)
+
     def block_until_ready(self) -> "PRNGKeyArray":
         return self
 
