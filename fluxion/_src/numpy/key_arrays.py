@@ -9,9 +9,11 @@ own shape (`expand_dims(keys, -1)` adds an axis after the last key axis, not aft
 `vmap`, the same code runs eagerly, under `jit`, under a user's `vmap`, and under `grad` (keys are integer data,
 so they carry no derivative).
 
-`install(namespace, rules)` replaces the listed functions of a public namespace with wrappers. A wrapper's
-ordinary path costs one scan of its positional arguments (and of lists among them) for a key array; only a
-call that holds one takes the key path.
+`install(namespace, rules, lax_fn)` replaces the listed functions of a public namespace (`fluxion.numpy`,
+`fluxion.lax`) with wrappers generated from each function's own signature: the ordinary path tests the type of
+the arguments that may hold keys (a list's first and last entries for list parameters) and calls the original;
+only a call that passes a key array takes the key path. The functions in `fluxion/_src/numpy/*.py` themselves
+are untouched, so code inside fluxion that calls them directly never sees keys.
 
 Rule kinds:
   "keys": the result holds keys (reshape, stack, where, take, lax.dynamic_slice, ...);
@@ -19,7 +21,13 @@ Rule kinds:
     different (`not_equal`, `lax.ne`);
   "like": `zeros_like`/`ones_like`/`empty_like`/`full_like` of keys fill the key data (JAX's behaviour: the
     fill value is written to both words), or build an ordinary array when another dtype is asked for;
-  "convert": `array`/`asarray`/`astype`/`lax.convert_element_type`: keys stay keys; another dtype is refused.
+  "convert": `array`/`asarray`/`astype`/`lax.convert_element_type`: keys stay keys (a list of keys is stacked);
+    another dtype, and `lax.bitcast_convert_type`, are refused with ValueError, as JAX;
+  "filled": `zeros`/`ones`/`empty` with `dtype=key<fry>` and `full(shape, key)`;
+  "isin": membership of whole keys.
+In a key-valued parameter, keys mixed with ordinary arrays are refused: ValueError in `fluxion.numpy` (JAX's
+promotion error), TypeError in `fluxion.lax`. `PRNGKeyArray`'s methods `squeeze`, `swapaxes`, `transpose`,
+`take` and `.at[idx].get()/.set(keys)` go through `apply_to_keys`, the same per-word mapping.
 Functions JAX refuses for keys (arithmetic, reductions, sorting) are not wrapped: fluxion's own argument check
 raises TypeError for them, JAX's class.
 
@@ -54,29 +62,6 @@ def _holds_key(x: Any) -> bool:
         return True
     if type(x) in _SEQ and x:
         return _holds_key(x[0]) or (len(x) > 1 and _holds_key(x[-1]))
-    return False
-
-
-def _has_key(args: tuple, kwargs: dict) -> bool:
-    for a in args:
-        if type(a) is PRNGKeyArray or (type(a) in _SEQ and _holds_key(a)):
-            return True
-    if kwargs:
-        for a in kwargs.values():
-            if type(a) is PRNGKeyArray or (type(a) in _SEQ and _holds_key(a)):
-                return True
-    return False
-
-
-def _has_key_dtype(args: tuple, kwargs: dict) -> bool:
-    """For `zeros(shape, dtype)` and `full(shape, fill_value, dtype)`: a key dtype or a key fill value."""
-    for a in args:
-        if type(a) is PRNGKeyArray or type(a) is KeyDType:
-            return True
-    if kwargs:
-        for a in kwargs.values():
-            if type(a) is PRNGKeyArray or type(a) is KeyDType:
-                return True
     return False
 
 
@@ -193,7 +178,7 @@ class _Rule:
         self.probe = values if probe is None else probe
 
 
-def _bind(fn: Callable, sig: inspect.Signature, args: tuple, kwargs: dict):
+def _bind(sig: inspect.Signature, args: tuple, kwargs: dict):
     try:
         return sig.bind(*args, **kwargs)
     except TypeError:
@@ -318,7 +303,7 @@ def key_aware(fn: Callable, rule: _Rule, lax_fn: bool) -> Callable:
     assert not missing, f"key rule of {name} names unknown parameters {missing}"
 
     def key_path(args, kwargs):
-        bound = _bind(fn, sig, args, kwargs)
+        bound = _bind(sig, args, kwargs)
         if bound is None:
             return fn(*args, **kwargs)
         first = next(iter(bound.arguments.values()), None)
