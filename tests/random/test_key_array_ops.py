@@ -202,6 +202,13 @@ CASES = [
     _c("lax.unstack", lambda np_, lx, K, k1: lx.unstack(K, axis=1)),
     _c("lax.index_take", lambda np_, lx, K, k1: lx.index_take(K, (np_.array([1, 0]),), (0,))),
     _c("lax.full_like", lambda np_, lx, K, k1: lx.full_like(K, 7)),
+    _c("lax.gather", lambda np_, lx, K, k1: lx.gather(
+        K, np_.array([[1], [0]]), lx.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                                            start_index_map=(0,)), (1, 3))),
+    _c("lax.scatter", lambda np_, lx, K, k1: lx.scatter(
+        K, np_.array([[1]]), K[:1], lx.ScatterDimensionNumbers(update_window_dims=(1,),
+                                                              inserted_window_dims=(0,),
+                                                              scatter_dims_to_operand_dims=(0,)))),
     _c("lax.eq", lambda np_, lx, K, k1: lx.eq(K, K[::-1])),
     _c("lax.ne", lambda np_, lx, K, k1: lx.ne(K, K[::-1])),
     _c("lax.add", lambda np_, lx, K, k1: lx.add(K, K), error=TypeError),

@@ -6,7 +6,9 @@ A key is 64 bits of data, stored as uint32[2]. Two representations are accepted 
 * typed keys: `PRNGKeyArray`, returned by `key(seed)`, whose shape excludes the key data dimension and whose
   dtype prints as `key<fry>`. To `fluxion.tree_util` it is a leaf, as in JAX; fluxion's transformations flatten
   it to its uint32 data, so jit and vmap see plain arrays (vmap over a batch of typed keys maps the data's
-  leading axis).
+  leading axis). The `fluxion.numpy` and `fluxion.lax` functions that rearrange, select or compare whole keys
+  (reshape, stack, where, take, lax.dynamic_slice, equal, ...) accept them, as JAX's do; see
+  `fluxion/_src/numpy/key_arrays.py`.
 
 Functions that return keys return the representation they were given.
 
@@ -94,6 +96,9 @@ class PRNGKeyArray:
     Attributes:
       shape: the batch shape of the keys (`()` for a single key).
       dtype: `key<fry>`.
+
+    Methods, as JAX's key arrays: indexing, `reshape`, `ravel`/`flatten`, `T`, `squeeze`, `swapaxes`,
+    `transpose`, `take`, `at[idx].get()` and `at[idx].set(keys)`, `==` and `!=` (whole keys).
     """
 
     __slots__ = ("_base",)
