@@ -347,6 +347,34 @@ def test_grad_through_key_selection_matches_jax():
     np.testing.assert_allclose(np.asarray(ours_jit), np.asarray(theirs), rtol=1e-6)
 
 
+def test_vmap_with_a_batched_condition_matches_jax():
+    K, k1 = _fluxion_keys()
+    JK, jk1 = _jax_keys()
+    cond = np.array([[True, False, True], [False, False, True]])
+
+    def f(np_):
+        return lambda c, row, k: np_.where(c, row, k)
+
+    ours = fluxion.vmap(f(fnp), in_axes=(0, 0, None))(fnp.asarray(cond), K, k1)
+    theirs = jax.vmap(f(jnp), in_axes=(0, 0, None))(jnp.asarray(cond), JK, jk1)
+    _assert_same(ours, theirs, "vmap(where)")
+    ours = fluxion.vmap(f(fnp), in_axes=(1, None, 0))(fnp.asarray(cond), K[:, 0], K[1])
+    theirs = jax.vmap(f(jnp), in_axes=(1, None, 0))(jnp.asarray(cond), JK[:, 0], JK[1])
+    _assert_same(ours, theirs, "vmap(where) over the other operand")
+
+
+@pytest.mark.parametrize("module", [fnp, flax_], ids=["numpy", "lax"])
+def test_wrappers_keep_the_signatures(module):
+    import inspect
+    wrapped = [n for n in dir(module) if hasattr(getattr(module, n), "__wrapped_for_keys__")]
+    assert len(wrapped) > 20
+    for n in wrapped:
+        fn = getattr(module, n)
+        original = fn.__wrapped_for_keys__
+        assert inspect.signature(fn, follow_wrapped=False) == inspect.signature(original), n
+        assert fn.__doc__ == original.__doc__, n
+
+
 def test_ordinary_arrays_take_the_unwrapped_functions():
     # The wrappers hand ordinary arguments straight to the original functions.
     x = fnp.arange(6).reshape(2, 3)
