@@ -148,3 +148,8 @@ from .._src.lax.linear_solve import (custom_linear_solve as custom_linear_solve,
 from .._src.lax.elementwise import polygamma_p as polygamma_p  # noqa: E402
 from .._src.lax.rng_bits import (rng_bit_generator as rng_bit_generator,  # noqa: E402
                                  rng_bit_generator_p as rng_bit_generator_p)
+
+# Typed PRNG key arrays in the structural primitives' wrappers (reshape, select, dynamic_slice, ...).
+from .._src.numpy import key_arrays as _key_arrays  # noqa: E402
+
+_key_arrays.install(globals(), _key_arrays.LAX_RULES, lax_fn=True)

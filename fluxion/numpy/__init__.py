@@ -154,3 +154,8 @@ from . import fft as fft  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 
 _array_methods.install_numpy_namespace(_sys.modules[__name__])
+
+# Typed PRNG key arrays in the structural functions (reshape, stack, where, take, ...): see key_arrays.py.
+from .._src.numpy import key_arrays as _key_arrays  # noqa: E402
+
+_key_arrays.install(globals(), _key_arrays.NUMPY_RULES, lax_fn=False)

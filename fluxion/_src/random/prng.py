@@ -6,7 +6,9 @@ A key is 64 bits of data, stored as uint32[2]. Two representations are accepted 
 * typed keys: `PRNGKeyArray`, returned by `key(seed)`, whose shape excludes the key data dimension and whose
   dtype prints as `key<fry>`. To `fluxion.tree_util` it is a leaf, as in JAX; fluxion's transformations flatten
   it to its uint32 data, so jit and vmap see plain arrays (vmap over a batch of typed keys maps the data's
-  leading axis).
+  leading axis). The `fluxion.numpy` and `fluxion.lax` functions that rearrange, select or compare whole keys
+  (reshape, stack, where, take, lax.dynamic_slice, equal, ...) accept them, as JAX's do; see
+  `fluxion/_src/numpy/key_arrays.py`.
 
 Functions that return keys return the representation they were given.
 
@@ -94,6 +96,9 @@ class PRNGKeyArray:
     Attributes:
       shape: the batch shape of the keys (`()` for a single key).
       dtype: `key<fry>`.
+
+    Methods, as JAX's key arrays: indexing, `reshape`, `ravel`/`flatten`, `T`, `squeeze`, `swapaxes`,
+    `transpose`, `take`, `at[idx].get()` and `at[idx].set(keys)`, `==` and `!=` (whole keys).
     """
 
     __slots__ = ("_base",)
@@ -143,7 +148,8 @@ class PRNGKeyArray:
         if any(i is Ellipsis for i in idx):
             # The key data dimension must survive an ellipsis, so index it explicitly.
             idx = idx + (slice(None),)
-        if all(isinstance(i, (int, np.integer, slice)) for i in idx) and len(idx) <= self.ndim:
+        if all(isinstance(i, (int, np.integer)) or (isinstance(i, slice) and i.step in (None, 1)) for i in idx) \
+                and len(idx) <= self.ndim:
             return PRNGKeyArray(_basic_index(self._base, idx))
         return PRNGKeyArray(self._base[idx])
 
@@ -164,6 +170,29 @@ class PRNGKeyArray:
 
     def copy(self) -> "PRNGKeyArray":
         return self
+
+    # The other array methods JAX's key arrays have, applied to whole keys (see numpy/key_arrays.py).
+    def squeeze(self, axis=None) -> "PRNGKeyArray":
+        from ..numpy import key_arrays, shape
+        return key_arrays.apply_to_keys(shape.squeeze, self, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> "PRNGKeyArray":
+        from ..numpy import key_arrays, shape
+        return key_arrays.apply_to_keys(shape.swapaxes, self, axis1, axis2)
+
+    def transpose(self, *axes) -> "PRNGKeyArray":
+        from ..numpy import key_arrays, shape
+        axes = axes[0] if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))) else axes
+        return key_arrays.apply_to_keys(shape.transpose, self, axes or None)
+
+    def take(self, indices, axis=None, mode=None, **kwargs) -> "PRNGKeyArray":
+        from ..numpy import indexing, key_arrays
+        return key_arrays.apply_to_keys(indexing.take, self, indices, axis=axis, mode=mode, **kwargs)
+
+    @property
+    def at(self):
+        from ..numpy import key_arrays
+        return key_arrays.KeyIndexUpdateHelper(self)
 
     def block_until_ready(self) -> "PRNGKeyArray":
         return self
