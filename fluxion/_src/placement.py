@@ -18,8 +18,9 @@ from . import core
 from . import devices as devices_mod
 from .api_util import as_value
 from .core import Array, Tracer
-from .sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, as_sharding,
-                       get_abstract_mesh, sharding_layout_text, use_abstract_mesh)
+from .lax.sharding_rules import reshard_traced  # also installs the explicit-mode hooks
+from .sharding import (EXPLICIT_IN_USE, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+                       as_sharding, get_abstract_mesh, sharding_layout_text, type_sharding, use_abstract_mesh)
 from .tree_util import tree_flatten, tree_broadcast_prefix, tree_unflatten
 
 
@@ -58,8 +59,13 @@ def place(x: Any, sharding: Any, what: str) -> Any:
         return x
     sharding = as_sharding(sharding, what)
     value = as_value(x)
-    _check_fits(sharding, core.get_aval(value).shape, what)
+    aval = core.get_aval(value)
+    _check_fits(sharding, aval.shape, what)
     if isinstance(value, Tracer):
+        if EXPLICIT_IN_USE[0]:  # explicit sharding mode: the sharding is part of the traced value's type
+            typed = type_sharding(sharding, aval.ndim)
+            if typed != aval.sharding:
+                return reshard_traced(value, typed)
         return value
     return Array(value._value, value.weak_type, sharding)
 

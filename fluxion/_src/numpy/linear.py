@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
@@ -12,6 +13,25 @@ from ..lax import elementwise as ew
 from ..lax import reductions as red
 from ..lax import structural as st
 from .util import asarray_arg, broadcast_shapes, promote_dtypes
+
+
+def _out_sharding_arg(fn):
+    """Adds JAX's `out_sharding=` keyword to a product: the result is typed and placed with that sharding (a
+    PartitionSpec resolved against the current mesh, or a NamedSharding). In explicit sharding mode this is how a
+    product contracting a dimension split on both operands names its result's sharding (without it, that product
+    raises ShardingTypeError). Values are unchanged."""
+    @functools.wraps(fn)
+    def wrapped(*args, out_sharding=None, **kwargs):
+        if out_sharding is None:
+            return fn(*args, **kwargs)
+        from ..lax.sharding_rules import dot_out_sharding
+        from ..placement import reshard
+        from ..sharding import NamedSharding, as_sharding
+        target = as_sharding(out_sharding, "out_sharding")
+        with dot_out_sharding(tuple(target.spec) if isinstance(target, NamedSharding) else None):
+            out = fn(*args, **kwargs)
+        return reshard(out, target)
+    return wrapped
 
 
 def _prep(name, a, b):
@@ -30,6 +50,7 @@ def _pet(a, requested=None):
     return None if dt == dtypes.bool_ else dt
 
 
+@_out_sharding_arg
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy `dot`: inner product for vectors, matrix product for 2-D, sum over a's last and b's second-to-last."""
     a, b = _prep("dot", a, b)
@@ -42,6 +63,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return red.dot_general(a, b, (((an - 1,), (contract_b,)), ((), ())), precision, preferred_element_type)
 
 
+@_out_sharding_arg
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """NumPy `matmul` (`@`): batched matrix product with broadcasting over leading dimensions."""
     a, b = _prep("matmul", a, b)
@@ -132,6 +154,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return red.dot_general(a, b, ((ca, cb), ((), ())), precision, preferred_element_type)
 
 
+@_out_sharding_arg
 def einsum(subscripts, *operands, optimize="optimal", precision=None, preferred_element_type=None,
            _dot_general=None):
     """Einstein summation, evaluated as a sequence of pairwise `dot_general` contractions (left to right).
