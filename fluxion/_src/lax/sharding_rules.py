@@ -30,9 +30,7 @@ NamedSharding over a mesh with an Explicit axis (`sharding.ON_FIRST_EXPLICIT`), 
 
 from __future__ import annotations
 
-import contextlib
 import math
-import threading
 from typing import Any, Callable
 
 from .. import core
@@ -109,35 +107,13 @@ def _check_distinct(entries, name: str, avals, out_aval) -> None:
 
 # -- dot_general ---------------------------------------------------------------------------------------------------
 
-class _Requested(threading.local):
-    def __init__(self):
-        self.stack = []
-
-
-_REQUESTED = _Requested()
-
-
-@contextlib.contextmanager
-def dot_out_sharding(entries: tuple | None):
-    """Inside the block, `dot_general` results take the spec `entries` instead of the propagated one (what the
-    `out_sharding=` argument of `jnp.matmul`/`dot`/`einsum`/`lax.dot_general` asks for)."""
-    if entries is None:
-        yield
-        return
-    _REQUESTED.stack.append(tuple(entries))
-    try:
-        yield
-    finally:
-        _REQUESTED.stack.pop()
-
-
 def _dot_general_rule(avals, out_avals, params):
     lhs, rhs = avals
     if lhs.sharding is not None and rhs.sharding is not None and lhs.sharding.mesh != rhs.sharding.mesh:
         raise ShardingTypeError(f"Mesh of both lhs and rhs should match. Got lhs: {lhs.sharding.mesh} and rhs: "
                                 f"{rhs.sharding.mesh}")
-    if _REQUESTED.stack and len(_REQUESTED.stack[-1]) <= len(out_avals[0].shape):
-        req = _REQUESTED.stack[-1]
+    req = red.requested_dot_sharding()
+    if req is not None and len(req) <= len(out_avals[0].shape):
         return [req + (None,) * (len(out_avals[0].shape) - len(req))]
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     ls, rs = _entries(lhs), _entries(rhs)

@@ -24,11 +24,10 @@ def _out_sharding_arg(fn):
     def wrapped(*args, out_sharding=None, **kwargs):
         if out_sharding is None:
             return fn(*args, **kwargs)
-        from ..lax.sharding_rules import dot_out_sharding
         from ..placement import reshard
         from ..sharding import NamedSharding, as_sharding
         target = as_sharding(out_sharding, "out_sharding")
-        with dot_out_sharding(tuple(target.spec) if isinstance(target, NamedSharding) else None):
+        with red.dot_out_sharding(tuple(target.spec) if isinstance(target, NamedSharding) else None):
             out = fn(*args, **kwargs)
         return reshard(out, target)
     return wrapped
