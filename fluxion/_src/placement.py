@@ -95,7 +95,36 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     Raises:
       ValueError: a spec does not fit its leaf's shape, or a PartitionSpec is given with no current mesh.
     """
+    if EXPLICIT_IN_USE[0]:
+        _assert_explicit_constraints(x, shardings)
     return place_tree(x, shardings, "with_sharding_constraint arguments")
+
+
+def _assert_explicit_constraints(x: Any, shardings: Any) -> None:
+    """On a mesh whose axes are all Explicit the sharding is the value's type, so a constraint only checks it
+    (JAX's rule: use `reshard` to change it).
+
+    Raises:
+      AssertionError: a leaf's type sharding differs from its constraint (JAX raises the same class).
+    """
+    leaves = tree_flatten(x)[0]
+    flat = ([shardings] * len(leaves) if _is_spec_leaf(shardings)
+            else tree_broadcast_prefix(shardings, x, is_leaf=_is_spec_leaf))
+    for leaf, s in zip(leaves, flat):
+        if s is None:
+            continue
+        target = as_sharding(s, "with_sharding_constraint arguments")
+        if not isinstance(target, NamedSharding) or not target.mesh.axis_names or \
+                set(target.mesh.explicit_axes) != set(target.mesh.axis_names):
+            continue
+        aval = core.get_aval(as_value(leaf))
+        have = aval.sharding.spec if aval.sharding is not None else PartitionSpec(*(None,) * aval.ndim)
+        want = type_sharding(target, aval.ndim)
+        if (want.spec if want is not None else PartitionSpec(*(None,) * aval.ndim)) != have:
+            raise AssertionError(f"`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+                                 f"`Explicit`. The array sharding: {have} did not match the sharding provided: "
+                                 f"{target.spec}. Please use `fluxion.sharding.reshard` to shard your input to the "
+                                 "sharding you want.")
 
 
 def reshard(xs: Any, out_shardings: Any) -> Any:

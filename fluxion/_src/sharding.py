@@ -712,6 +712,9 @@ MESH_IN_USE = [False]
 # `ON_FIRST_EXPLICIT` (registered by higher layers) run at that moment.
 EXPLICIT_IN_USE = [False]
 ON_FIRST_EXPLICIT: list = []
+# {AbstractMesh: the first concrete Mesh seen with it}: where an eager result typed over an abstract mesh is placed
+# when none of its operands is (e.g. a cotangent built from constants, resharded to its primal's type).
+CONCRETE_MESHES: dict = {}
 
 
 def _explicit_in_use() -> None:
@@ -771,8 +774,11 @@ class NamedSharding(Sharding):
         self.spec = spec
         self._memory_kind = memory_kind
         MESH_IN_USE[0] = True
-        if not EXPLICIT_IN_USE[0] and mesh.explicit_axes:
-            _explicit_in_use()
+        if mesh.explicit_axes:
+            if not EXPLICIT_IN_USE[0]:
+                _explicit_in_use()
+            if isinstance(mesh, Mesh) and len(CONCRETE_MESHES) < 64:
+                CONCRETE_MESHES.setdefault(mesh.abstract_mesh, mesh)
 
     def __repr__(self) -> str:
         if isinstance(self.mesh, Mesh):

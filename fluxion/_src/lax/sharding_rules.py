@@ -105,6 +105,16 @@ def _check_distinct(entries, name: str, avals, out_aval) -> None:
                                 f"an illegally sharded result: {result}")
 
 
+def _select_n_rule(avals, out_avals, params):
+    # The cases must be typed alike (JAX's rule); the predicate follows the elementwise rule with them.
+    mesh = _mesh(avals, "select_n")
+    cases = avals[1:]
+    if any(_entries(c) != _entries(cases[0]) for c in cases[1:]):
+        shown = [sh.NamedSharding(mesh, sh.PartitionSpec(*_entries(c))) for c in cases]
+        raise ShardingTypeError(f"select cases must have the same shardings, got {shown}.")
+    return _elementwise_rule(ew.select_n_p)(avals, out_avals, params)
+
+
 # -- dot_general ---------------------------------------------------------------------------------------------------
 
 def _dot_general_rule(avals, out_avals, params):
@@ -287,7 +297,8 @@ def _fallback_rule(avals, out_avals, params):
 
 for _prim in ew.ELEMENTWISE_PRIMITIVES:
     RULES[_prim] = _elementwise_rule(_prim)
-for _prim in (ew.select_n_p, ew.clamp_p, ew.pow_p, ew.polygamma_p):
+RULES[ew.select_n_p] = _select_n_rule
+for _prim in (ew.clamp_p, ew.pow_p, ew.polygamma_p):
     RULES[_prim] = _elementwise_rule(_prim)
 for _prim in (ew.convert_element_type_p, ew.integer_pow_p):
     RULES[_prim] = _same_spec_rule
@@ -342,7 +353,9 @@ def _concrete_mesh(args, abstract):
         if isinstance(s, sh.NamedSharding) and isinstance(s.mesh, sh.Mesh) and s.mesh.abstract_mesh == abstract:
             return s.mesh
     mesh = sh.get_mesh()
-    return mesh if isinstance(mesh, sh.Mesh) and mesh.abstract_mesh == abstract else None
+    if isinstance(mesh, sh.Mesh) and mesh.abstract_mesh == abstract:
+        return mesh
+    return sh.CONCRETE_MESHES.get(abstract)
 
 
 def eager_apply(prim, args, params, plain: Callable) -> Any:
