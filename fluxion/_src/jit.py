@@ -249,7 +249,7 @@ class JitWrapped:
         """An eager call once NamedShardings exist: the outputs get shardings from the arguments' (the rule is in
         `placement.propagate_shardings`). Not taken before any NamedSharding is made, so unsharded programs pay
         one flag test."""
-        from .placement import propagate_shardings
+        from .placement import propagate_shardings, propagate_traced
         if _EXPLICIT_IN_USE[0]:
             statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
@@ -261,7 +261,15 @@ class JitWrapped:
             out = self(*args, **kwargs)
         finally:
             _propagating.on = prev
-        return propagate_shardings((args, kwargs), out)
+        try:  # the program, to follow the inputs' specs through it (cached: the call above traced it)
+            statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            leaves = [as_value(x) for x in leaves]
+            traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree,
+                                     tuple(aval_signature(x) for x in leaves))
+        except Exception:  # noqa: BLE001 -- e.g. leaves jit does not trace; fall back to the shape rule
+            return propagate_shardings((args, kwargs), out)
+        return propagate_traced(traced.closed, [*traced.const_args, *leaves], out)
 
     def _call_explicit(self, args, statics, dyn_args, dyn_kwargs, leaves, in_tree):
         """An eager call on arguments whose types carry shardings (explicit sharding mode): the program is traced

@@ -248,6 +248,61 @@ def propagate_shardings(inputs: Any, outputs: Any) -> Any:
     return tree_unflatten(treedef, placed)
 
 
+def propagate_traced(closed, in_values: list, outputs: Any) -> Any:
+    """The shardings fluxion gives the outputs of an eager `jit` call on arrays placed on a mesh with Auto axes:
+    the program's equations are followed from the inputs' specs by `sharding_rules.infer_auto_entries` (the
+    explicit-mode rules, made lenient), so `x @ w` with `w` split on its output dimension comes out split on it,
+    as XLA's propagation gives. `in_values` are the program's inputs (constants first); outputs already placed
+    keep their sharding; a result with no split dimension is replicated (`P()`) on the inputs' mesh. Without
+    placed inputs the outputs stay unplaced.
+    """
+    from .lax.sharding_rules import infer_auto_entries
+    mesh = None
+    for x in in_values:
+        s = x._sharding if type(x) is Array else None
+        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
+            mesh = s.mesh
+            break
+    if mesh is None:
+        return outputs
+    entries = []
+    for x in in_values:
+        s = x._sharding if type(x) is Array else None
+        ok = isinstance(s, NamedSharding) and s.mesh == mesh and x.ndim >= len(s.spec)
+        entries.append(tuple(None if e is None or e is PartitionSpec.UNCONSTRAINED else e
+                             for e in s.spec.axes_per_dim(x.ndim)) if ok else None)
+    entries = [None if e is None else tuple(None if not a else a[0] if len(a) == 1 else a for a in e)
+               for e in entries]
+    leaves, treedef = tree_flatten(outputs)
+    outs = infer_auto_entries(closed.jaxpr, entries, mesh.abstract_mesh)
+    if len(outs) != len(leaves):
+        return propagate_shardings(in_values, outputs)
+    # Spelling, as JAX's outputs spell it: an input's own sharding when the layout is the same, else the spec
+    # without trailing Nones.
+    known = {}
+    for x, e in zip(in_values, entries):
+        if e is not None:
+            known.setdefault((len(e), _trimmed(e)), x._sharding)
+    replicated = NamedSharding(mesh, PartitionSpec())
+
+    def sharding_for(e):
+        if e is None:
+            return replicated
+        key = _trimmed(e)
+        return known.get((len(e), key)) or NamedSharding(mesh, PartitionSpec(*key))
+
+    placed = [Array(y._value, y.weak_type, sharding_for(e)) if type(y) is Array and y._sharding is None else y
+              for y, e in zip(leaves, outs)]
+    return tree_unflatten(treedef, placed)
+
+
+def _trimmed(entries: tuple) -> tuple:
+    entries = list(entries)
+    while entries and entries[-1] is None:
+        entries.pop()
+    return tuple(entries)
+
+
 def check_in_shardings(args: tuple, in_shardings: Any) -> None:
     """jit's `in_shardings` check: every positional argument's shape must fit its sharding."""
     place_tree(tuple(args), tuple(in_shardings) if isinstance(in_shardings, list) else in_shardings,

@@ -201,3 +201,28 @@ def auto_and_explicit_axes(jax):
     y = S.auto_axes(f, out_sharding=jax.P(None, "data"))(x)
     z = S.explicit_axes(f, in_sharding=jax.P("model", None))(x)
     return (seen, str(jax.typeof(y)), str(jax.typeof(z)), np.asarray(y))
+
+
+@case
+def auto_mode_jit_output_shardings(jax):
+    """Auto axes: the shardings `jit` outputs get from XLA's propagation in the common cases (fluxion follows the
+    program's equations with the explicit-mode rules, made lenient): `x @ w` with `w` split on its output
+    dimension, an MLP layer pair, reductions, transposes, reshapes, broadcasts."""
+    jnp, S = jax.numpy, jax.sharding
+    m = jax.make_mesh((4, 2), ("data", "model"), axis_types=(S.AxisType.Auto,) * 2)
+
+    def put(shape, *spec):
+        return jax.device_put(_data(shape), S.NamedSharding(m, jax.P(*spec)))
+
+    x, xr, xm = put((8, 4), "data", None), put((8, 4)), put((8, 4), None, "model")
+    w, wr, w2, b = put((4, 6), None, "model"), put((4, 6)), put((6, 4), "model", None), put((6,), "model")
+    table = [(lambda a, c: a @ c, x, w), (lambda a, c: a @ c, xr, w), (lambda a, c: a @ c, x, wr),
+             (lambda a, c, d, e: jnp.tanh(a @ c + d) @ e, x, w, b, w2), (lambda a, c, d: jnp.tanh(a @ c + d), x, w, b),
+             (lambda a, c: (a @ c).sum(0), x, w), (lambda a: a.T @ a, x), (lambda a: a.T, w), (lambda a: a * 2, x),
+             (lambda a: a.reshape(32), x), (lambda a, c: jax.nn.relu(a @ c), x, w), (lambda a, c: a @ c, xm, w),
+             (lambda a, c: c.T @ a.T, x, w), (lambda a, c: a[:, :, None] * c[None], x, w)]
+    out = []
+    for f, *args in table:
+        y = jax.jit(f)(*args)
+        out.append((repr(y.sharding.spec), np.asarray(y)))
+    return out

@@ -31,6 +31,7 @@ NamedSharding over a mesh with an Explicit axis (`sharding.ON_FIRST_EXPLICIT`), 
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Callable
 
 from .. import core
@@ -133,7 +134,7 @@ def _dot_general_rule(avals, out_avals, params):
                        (lcs, rcs, "contracting dimensions to have consistent")):
         if any(x is not None and y is not None and x != y for x, y in zip(a, b)):
             raise ShardingTypeError(f"dot_general requires {what} sharding, got {a} and {b}.")
-    if any(x is not None and y is not None for x, y in zip(lcs, rcs)):
+    if any(x is not None and y is not None for x, y in zip(lcs, rcs)) and not _LENIENT.on:
         raise ShardingTypeError("Contracting dimensions are sharded and it is ambiguous how the output should be "
                                 "sharded. Please specify the output sharding via the `out_sharding` parameter. "
                                 f"Got lhs_contracting_spec={lcs} and rhs_contracting_spec={rcs}")
@@ -312,6 +313,60 @@ RULES[st.squeeze_p] = _squeeze_rule
 RULES[st.reshape_p] = _reshape_rule
 RULES[call.jit_p] = _jit_rule
 RULES[reshard_p] = _reshard_rule
+
+
+# -- Auto mode: the layout jit gives outputs when the mesh axes are Auto ---------------------------------------------
+
+class _Lenient(threading.local):
+    on = False  # inside `infer_auto_entries`: ambiguous products do not raise
+
+
+_LENIENT = _Lenient()
+
+
+def infer_auto_entries(jaxpr, in_entries: list, mesh) -> list:
+    """The spec entries of `jaxpr`'s outputs given its inputs' (`in_entries`: one tuple per invar, or None for an
+    unsplit input) on the abstract `mesh`: the explicit-mode rules applied to every equation, except that where
+    they would raise, the result is what is still determined. A product contracting a dimension split on both
+    operands keeps its free dimensions' entries (the partial sums are added up, the free dimensions stay split:
+    `tanh(x @ w1) @ w2` with `w2` split on its rows keeps the batch split of `x`); any other conflict leaves the
+    result unsplit. `jit` calls are followed into; constants are unsplit.
+
+    This matches what XLA's propagation gives for the common cases (elementwise maps, `x @ w` with `w` split on its
+    output dimension -> output split on it, reductions, transposes, MLP layers); see the README's Sharding section.
+    """
+    env: dict = {}
+
+    def read(v):
+        if isinstance(v, core.Literal):
+            return None
+        return env.get(v)
+
+    def typed(v, entries):
+        aval = v.aval
+        if entries is None or all(e is None for e in entries):
+            return aval if aval.sharding is None else aval.update(sharding=None)
+        return aval.update(sharding=sh.NamedSharding(mesh, sh.PartitionSpec(*entries)))
+
+    for v, e in zip(jaxpr.invars, in_entries):
+        env[v] = e
+    prev, _LENIENT.on = _LENIENT.on, True
+    try:
+        for eqn in jaxpr.eqns:
+            ins = [read(v) for v in eqn.invars]
+            if eqn.primitive is call.jit_p:
+                outs = infer_auto_entries(eqn.params["jaxpr"].jaxpr, ins, mesh)
+            else:
+                avals = [typed(v, e) for v, e in zip(eqn.invars, ins)]
+                try:
+                    outs = RULES.get(eqn.primitive, _fallback_rule)(avals, [v.aval for v in eqn.outvars], eqn.params)
+                except (ShardingTypeError, KeyError, TypeError, ValueError):
+                    outs = [None] * len(eqn.outvars)
+            for v, e in zip(eqn.outvars, outs):
+                env[v] = None if e is None or all(x is None for x in e) else tuple(e)
+    finally:
+        _LENIENT.on = prev
+    return [read(v) for v in jaxpr.outvars]
 
 
 # -- the hooks -----------------------------------------------------------------------------------------------------
