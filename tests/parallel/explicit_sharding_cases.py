@@ -226,3 +226,21 @@ def auto_mode_jit_output_shardings(jax):
         y = jax.jit(f)(*args)
         out.append((repr(y.sharding.spec), np.asarray(y)))
     return out
+
+
+@_in_mesh
+def slicing_concat_and_transforms(jax):
+    jnp, lax = jax.numpy, jax.lax
+    x = _put(jax, (8, 4), "data", None)
+    w = _put(jax, (4, 6), None, "model")
+    other = _put(jax, (8, 4), None, "model")
+    cases = [lambda: jax.vmap(lambda r: r @ w)(x), lambda: jax.vmap(lambda r: r.sum())(x),
+             lambda: lax.fori_loop(0, 3, lambda i, c: c * 2, x),
+             lambda: jax.jit(lambda a: lax.fori_loop(0, 3, lambda i, c: c * 2 + 1, a))(x),
+             lambda: lax.scan(lambda c, r: (c + r, r.sum()), jnp.zeros(4), x)[0],
+             lambda: jnp.cumsum(x, axis=1), lambda: lax.slice(x, (0, 1), (8, 3)), lambda: lax.slice(x, (2, 0), (6, 4)),
+             lambda: lax.dynamic_slice(x, (0, 0), (6, 4)), lambda: lax.pad(x, 0.0, ((0, 0, 0), (1, 1, 0))),
+             lambda: jnp.concatenate([x, x], axis=1), lambda: jnp.concatenate([x, other], axis=0),
+             lambda: jax.nn.softmax(x @ w), lambda: jnp.flip(x, 0),
+             lambda: jax.grad(lambda a: jax.vmap(lambda r: (r @ w).sum())(a).sum())(x)]
+    return [_outcome(jax, f) for f in cases]

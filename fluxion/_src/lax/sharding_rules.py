@@ -39,7 +39,7 @@ from .. import sharding as sh
 from ..core import Array, ShapedArray, abstract_eval_rules
 from ..errors import ShardingTypeError
 from ..interpreters import ad, batching
-from . import call, elementwise as ew, reductions as red, structural as st
+from . import call, control_flow as cf, elementwise as ew, reductions as red, structural as st
 from .utils import standard_primitive
 
 RULES: dict = {}
@@ -280,6 +280,45 @@ def _reshard_rule(avals, out_avals, params):
     return [(None,) * len(avals[0].shape) if s is None else tuple(s.spec)]
 
 
+def _varying_shape_rule(name: str):
+    """Slicing and padding: the operand's entries, where every split dimension whose size changes still divides
+    evenly (JAX's rule; otherwise ShardingTypeError)."""
+    def rule(avals, out_avals, params):
+        x, out = avals[0], out_avals[0]
+        spec = _entries(x)
+        for n_in, n_out, e in zip(x.shape, out.shape, spec):
+            if e is not None and n_in != n_out and n_out % _axis_size(x.sharding.mesh, e):
+                raise ShardingTypeError(f"{name} on sharded dims where out dim ({n_out}) is not divisible by mesh "
+                                        f"axes ({_axis_size(x.sharding.mesh, e)}) with spec ({e}) is not "
+                                        f"implemented. Got input type={x.str_short()} and output "
+                                        f"shape={tuple(out.shape)}")
+        return [spec]
+    return rule
+
+
+def _concatenate_rule(avals, out_avals, params):
+    # Operands whose types carry a sharding must all carry the same one (JAX's rule; fluxion's unsharded operands
+    # have no sharding in their type and are not compared).
+    mesh = _mesh(avals, "concatenate")
+    sharded = [a for a in avals if a.sharding is not None]
+    if any(_entries(a) != _entries(sharded[0]) for a in sharded[1:]):
+        shown = ", ".join(str(sh.NamedSharding(mesh, sh.PartitionSpec(*_entries(a)))) for a in avals)
+        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings {shown}")
+    return [_entries(sharded[0])]
+
+
+def _scan_rule(avals, out_avals, params):
+    # The scanned-over dimension of every `xs` must be unsplit (JAX's rule); the carry keeps the body's output
+    # types and the stacked `ys` get an unsplit leading dimension.
+    nc, nk = params["num_consts"], params["num_carry"]
+    for a in avals[nc + nk:]:
+        e = _entries(a)
+        if e and e[0] is not None:
+            raise ValueError(f"0th dimension of all xs should be replicated. Got {sh.PartitionSpec(*e)}")
+    body = params["jaxpr"].out_avals
+    return [_entries(o) for o in body[:nk]] + [(None,) + _entries(o) for o in body[nk:]]
+
+
 def _same_spec_rule(avals, out_avals, params):
     return [_entries(avals[0])] * len(out_avals)
 
@@ -313,6 +352,13 @@ RULES[st.squeeze_p] = _squeeze_rule
 RULES[st.reshape_p] = _reshape_rule
 RULES[call.jit_p] = _jit_rule
 RULES[reshard_p] = _reshard_rule
+RULES[cf.scan_p] = _scan_rule
+RULES[st.concatenate_p] = _concatenate_rule
+RULES[st.slice_p] = _varying_shape_rule("slicing")
+RULES[st.dynamic_slice_p] = _varying_shape_rule("dynamic_slice")
+RULES[st.pad_p] = _varying_shape_rule("padding")
+RULES[st.rev_p] = _same_spec_rule
+RULES[st.dynamic_update_slice_p] = _same_spec_rule
 
 
 # -- Auto mode: the layout jit gives outputs when the mesh axes are Auto ---------------------------------------------
