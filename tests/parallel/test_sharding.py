@@ -51,11 +51,12 @@ def test_against_jax(name, oracle, eight_devices):
 
 
 def test_sharded_values_feed_ordinary_ops(eight_devices):
-    """A sharded Array is an ordinary value for every operation (one global buffer)."""
+    """A sharded Array is an ordinary value for every operation (one global buffer). (Auto axes: on make_mesh's
+    default Explicit axes `a @ a.T[:, :4]` contracts a split dimension and needs `out_sharding=`, as in JAX.)"""
     import fluxion
     import fluxion.numpy as jnp
-    from fluxion.sharding import NamedSharding, PartitionSpec as P
-    m = fluxion.make_mesh((2, 4), ("x", "y"))
+    from fluxion.sharding import AxisType, NamedSharding, PartitionSpec as P
+    m = fluxion.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     a = fluxion.device_put(x, NamedSharding(m, P("x", "y")))
     np.testing.assert_array_equal(jnp.sin(a) + a @ a.T[:, :4], np.sin(x) + x @ x.T[:, :4])
