@@ -10,7 +10,9 @@ host devices; fluxion runs each record in-process with 8 CPU devices.
 
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -86,3 +88,27 @@ def test_make_jaxpr_shows_types(eight_devices):
     grads = fluxion.grad(lambda a: fluxion.sharding.reshard(a, to).sum())(x)
     assert str(fluxion.typeof(grads)) == "float32[8@data,4]"
     np.testing.assert_array_equal(grads, np.ones((8, 4), np.float32))
+
+
+def test_eager_path_untouched_until_explicit_mesh():
+    """Until the process builds a NamedSharding over a mesh with an Explicit axis, eager operations run the plain
+    dispatcher (no sharding work at all); Auto meshes do not switch it. Run in a fresh process: this one has long
+    switched."""
+    script = """
+import fluxion, numpy as np
+from fluxion._src import core, sharding
+from fluxion.sharding import AxisType, NamedSharding, PartitionSpec as P
+assert core.eager_apply is core._plain_eager_apply and not sharding.EXPLICIT_IN_USE[0]
+auto = fluxion.make_mesh((2,), ("a",), axis_types=(AxisType.Auto,))
+x = fluxion.device_put(np.ones((4, 2), np.float32), NamedSharding(auto, P("a")))
+assert str(fluxion.typeof(x * 2)) == "float32[4,2]"
+assert core.eager_apply is core._plain_eager_apply and not sharding.EXPLICIT_IN_USE[0]
+explicit = fluxion.make_mesh((2,), ("a",))
+y = fluxion.device_put(np.ones((4, 2), np.float32), NamedSharding(explicit, P("a")))
+assert core.eager_apply is not core._plain_eager_apply and sharding.EXPLICIT_IN_USE[0]
+assert str(fluxion.typeof(y * 2)) == "float32[4@a,2]"
+print("ok")
+"""
+    env = dict(os.environ, FLUXION_NUM_CPU_DEVICES="2", PYTHONPATH=str(HERE.parent.parent))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == b"ok", proc.stderr.decode()[-2000:]
