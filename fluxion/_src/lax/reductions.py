@@ -314,7 +314,7 @@ def _dot_general_print_params(params):
 core.param_print_rules[dot_general_p] = _dot_general_print_params
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
     """Generalized tensor contraction.
 
     Args:
@@ -323,9 +323,16 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       precision: accepted for compatibility (NumPy computes at full precision).
       preferred_element_type: the output dtype (defaults to the operands' dtype).
 
+      out_sharding: a sharding (or a PartitionSpec resolved against the current mesh) the result is typed and
+        placed with; in explicit sharding mode, required when a contracted dimension is split on both operands.
+
     Returns:
       An array of shape batch + lhs free dims + rhs free dims.
     """
+    if out_sharding is not None:
+        from .sharding_rules import with_out_sharding
+        return with_out_sharding(lambda a, b: dot_general(a, b, dimension_numbers, precision, preferred_element_type),
+                                 [lhs, rhs], out_sharding)
     lhs, rhs = ew._lift_scalars(lhs, rhs)
     pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type is not None else None
     dims = _norm_dims(dimension_numbers)

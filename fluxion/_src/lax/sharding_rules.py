@@ -247,6 +247,31 @@ def reshard_traced(x, sharding):
     return reshard_p.bind(x, sharding=sharding)
 
 
+def with_out_sharding(compute: Callable, operands: list, out_sharding) -> Any:
+    """`compute(*operands)` typed and placed with `out_sharding` (a Sharding, or a PartitionSpec resolved against
+    the current mesh): what the `out_sharding=` argument of `lax.reshape`/`lax.dot_general` does. The operation
+    runs on operands with their sharding types removed (so its own rule cannot reject the layout) and the result is
+    then given the requested type; values are unchanged.
+
+    Raises:
+      ValueError: a PartitionSpec with no current mesh, or a spec that does not fit the result's shape.
+    """
+    target = sh.as_sharding(out_sharding, "out_sharding")
+
+    def untyped(x):
+        if isinstance(x, core.Tracer):
+            return reshard_traced(x, None) if x.aval.sharding is not None else x
+        return Array(x._value, x.weak_type) if type(x) is Array and x._sharding is not None else x
+
+    y = compute(*[untyped(x) for x in operands])
+    aval = core.get_aval(y)
+    if isinstance(target, sh.NamedSharding):
+        target.check_shape(aval.shape)
+    if isinstance(y, core.Tracer):
+        return reshard_traced(y, sh.type_sharding(target, aval.ndim))
+    return Array(y._value, y.weak_type, target)
+
+
 def _reshard_abstract_eval(x, *, sharding):
     return x.update(sharding=sharding)
 
