@@ -224,8 +224,8 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None) 
 
 
 def propagate_shardings(inputs: Any, outputs: Any) -> Any:
-    """The shardings fluxion gives the outputs of an eager `jit` call (XLA's propagation has no counterpart here,
-    so this is a fixed rule, matching what JAX gives for elementwise functions, reductions and update steps):
+    """The fallback rule for the shardings of an eager `jit` call's outputs, used when the traced program is not
+    at hand (`propagate_traced` is the rule otherwise):
 
     when some inputs are Arrays placed with a NamedSharding, every output that is not placed yet takes the sharding
     of the first such input with the same shape, or else is replicated (`P()`) on the first such input's mesh.
@@ -274,7 +274,10 @@ def propagate_traced(closed, in_values: list, outputs: Any) -> Any:
     entries = [None if e is None else tuple(None if not a else a[0] if len(a) == 1 else a for a in e)
                for e in entries]
     leaves, treedef = tree_flatten(outputs)
-    outs = infer_auto_entries(closed.jaxpr, entries, mesh.abstract_mesh)
+    key = ("auto_shardings", tuple(entries), mesh.abstract_mesh)  # one walk of the program per layout
+    outs = closed.memo.get(key)
+    if outs is None:
+        outs = closed.memo[key] = infer_auto_entries(closed.jaxpr, entries, mesh.abstract_mesh)
     if len(outs) != len(leaves):
         return propagate_shardings(in_values, outputs)
     # Spelling, as JAX's outputs spell it: an input's own sharding when the layout is the same, else the spec

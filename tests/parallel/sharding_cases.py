@@ -573,8 +573,8 @@ def smap_bad_axis_name(jax):
 
 @case
 def jit_outputs_take_input_shardings(jax):
-    """fluxion's rule for jit outputs without out_shardings (same shape as a placed input: its sharding, else
-    replicated) agrees with JAX's propagation on elementwise maps, reductions and an SGD step."""
+    """fluxion's rule for jit outputs without out_shardings (placement.propagate_traced on Auto axes, the output
+    types on Explicit ones) agrees with JAX's propagation on elementwise maps, reductions and an SGD step."""
     S, P, jnp = jax.sharding, jax.P, jax.numpy
     out = []
     for kind in (S.AxisType.Auto, S.AxisType.Explicit):
