@@ -19,7 +19,11 @@ The rules follow JAX's explicit-sharding rules:
 * `reshape` keeps entries where only size-1 dimensions come and go, splits one dimension when the first piece is
   divisible by the axis size (`8@data -> 4@data,2`), merges dimensions when only the leading one is split
   (`8@data,4 -> 32@data`), and otherwise raises (JAX asks for `out_sharding` there too);
-* `jit` calls take the shardings of the called program's outputs;
+* `select_n` needs its cases typed alike; `concatenate` needs its sharded operands typed alike; slices and pads keep
+  the operand's entries where split sizes still divide (error otherwise); `scan` needs its `xs` unsplit along the
+  scanned dimension and types its carry and stacked outputs from the body;
+* `jit` calls take the shardings of the called program's outputs; `reshard` (the traced form of `reshard` and
+  `with_sharding_constraint`) sets the type it is given;
 * any other primitive: each output takes the sharding of the first operand of the same shape (the rule that holds
   for the element-preserving primitives fluxion has no specific rule for: cumulative ops, sorts, clamps, ...), and
   is otherwise unsharded. JAX has a rule per primitive; this fallback is where fluxion can differ.
