@@ -248,7 +248,8 @@ def slicing_concat_and_transforms(jax):
 
 @_in_mesh
 def lax_out_sharding(jax):
-    """`out_sharding=` of `lax.reshape` and `lax.dot_general`: the way past the rules' ambiguity errors."""
+    """`out_sharding=` of `lax.reshape`, `jnp.reshape` and `lax.dot_general`: the way past the rules' ambiguity
+    errors."""
     lax = jax.lax
     x = _put(jax, (8, 4), "data", None)
     contract0 = (((0,), (0,)), ((), ()))
@@ -256,5 +257,7 @@ def lax_out_sharding(jax):
              lambda: jax.jit(lambda a: lax.reshape(a, (16, 2), out_sharding=jax.P("model")))(x),
              lambda: lax.dot_general(x, x, contract0, out_sharding=jax.P("model", None)),
              lambda: jax.jit(lambda a: lax.dot_general(a, a, contract0, out_sharding=jax.P(None, "data")))(x),
-             lambda: lax.dot_general(x, x, contract0)]
+             lambda: lax.dot_general(x, x, contract0),
+             lambda: jax.numpy.reshape(x, (4, 8), out_sharding=jax.P("data", "model")),
+             lambda: jax.numpy.reshape(x, (4, 8))]
     return [_outcome(jax, f) for f in cases] + [np.asarray(lax.reshape(x, (2, 4, 4), out_sharding=jax.P(None, "data")))]

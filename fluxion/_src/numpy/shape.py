@@ -18,10 +18,13 @@ def _shape(x) -> tuple:
     return core.get_aval(x).shape
 
 
-def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sharding=None):
     """Reshapes `a` (one dimension may be -1). order='F' reverses the dimension order around the reshape."""
     if shape is None:
         shape = newshape
+    if out_sharding is not None:  # typed and placed as asked (see lax.reshape's out_sharding)
+        from ..lax.sharding_rules import with_out_sharding
+        return with_out_sharding(lambda v: reshape(v, shape, order, copy=copy), [a], out_sharding)
     a = asarray_arg(a, "reshape")
     size = core.get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
