@@ -392,10 +392,11 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
     local = _thread_states
 
     checks = float_checks
-    explicit = EXPLICIT_IN_USE  # explicit sharding mode types every result through `bind`
 
     def method(self, other):
-        if type(other) is Array and (everywhere.value or local.state.eager) and not checks.on and not explicit[0]:
+        # Placed operands take the full path: in explicit sharding mode their result is typed through `bind`.
+        if (type(other) is Array and (everywhere.value or local.state.eager) and not checks.on
+                and self._sharding is None and other._sharding is None):
             a = self._value
             b = other._value
             dt = a.dtype
