@@ -30,11 +30,15 @@ from .array_methods import ArrayOps
 from .config import config
 from . import profiler
 from .memory import MemorySpace
+from .sharding import EXPLICIT_IN_USE, type_sharding
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Abstract values
 # --------------------------------------------------------------------------------------------------------------
+
+_KEEP = object()  # ShapedArray.update's "unchanged" marker for `sharding` (None is a value)
+
 
 class ShapedArray:
     """The abstract value of an array: its shape, dtype and weak-type flag (no data).
@@ -43,15 +47,19 @@ class ShapedArray:
       shape: tuple of non-negative ints.
       dtype: a canonical NumPy dtype.
       weak_type: True for values that came from Python scalars and adopt the dtype of what they meet.
+      sharding: None, or (explicit sharding mode only) a `NamedSharding` over an `AbstractMesh` whose spec has one
+        entry per dimension and names only `Explicit` mesh axes: the sharding that is part of the type
+        (`float32[8@data,4]`). Unsharded avals compare and hash exactly as before the field existed.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
     array_abstraction_level = 1
 
-    def __init__(self, shape: tuple, dtype: np.dtype, weak_type: bool = False):
+    def __init__(self, shape: tuple, dtype: np.dtype, weak_type: bool = False, sharding=None):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.weak_type = bool(weak_type)
+        self.sharding = sharding
 
     @property
     def ndim(self) -> int:
@@ -66,30 +74,49 @@ class ShapedArray:
         """Where values of this type live: always `MemorySpace.Device` (fluxion's devices compute in host RAM)."""
         return MemorySpace.Device
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=_KEEP) -> "ShapedArray":
+        # A new shape drops the sharding (its spec has one entry per dimension) unless one is given.
+        if sharding is _KEEP:
+            sharding = self.sharding if shape is None or tuple(shape) == self.shape else None
         return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self) -> "ShapedArray":
-        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+        return ShapedArray(self.shape, self.dtype, False, self.sharding) if self.weak_type else self
 
     def __eq__(self, other) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape and self.dtype == other.dtype
-                and self.weak_type == other.weak_type)
+                and self.weak_type == other.weak_type and self.sharding == other.sharding)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.weak_type))
+        if self.sharding is None:
+            return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.sharding))
+
+    def _dims(self) -> str:
+        if self.sharding is None:
+            return ",".join(map(str, self.shape))
+        return ",".join(f"{n}{_spec_suffix(p)}" for n, p in zip(self.shape, self.sharding.spec))
 
     def str_short(self) -> str:
-        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return f"{dtypes.short_name(self.dtype)}[{self._dims()}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return f"ShapedArray({self.dtype.name}[{self._dims()}]{weak})"
 
     def __str__(self) -> str:
         # JAX's `str(aval)`: the full dtype name, `~` marking a weak type (jaxpr text uses `str_short`).
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]"
+
+
+def _spec_suffix(entry) -> str:
+    """How JAX writes one spec entry after a dimension's size: `@data`, `@(data,model)`, nothing when unsplit."""
+    if entry is None:
+        return ""
+    if isinstance(entry, tuple):
+        return "@(" + ",".join(entry) + ")"
+    return f"@{entry}"
 
 
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
@@ -375,7 +402,9 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
     checks = float_checks
 
     def method(self, other):
-        if type(other) is Array and (everywhere.value or local.state.eager) and not checks.on:
+        # Placed operands take the full path: in explicit sharding mode their result is typed through `bind`.
+        if (type(other) is Array and (everywhere.value or local.state.eager) and not checks.on
+                and self._sharding is None and other._sharding is None):
             a = self._value
             b = other._value
             dt = a.dtype
@@ -504,7 +533,7 @@ config.add_hook("jax_no_execution", lambda v: float_checks.set(no_execution=v))
 float_checks.set(nans=config.jax_debug_nans, infs=config.jax_debug_infs, no_execution=config.jax_no_execution)
 
 
-def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
+def _plain_eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     """Runs `prim` on concrete values with the backend implementation (the eager hot path)."""
     vals = [a._value if type(a) is Array else _raw_operand(a, prim) for a in args]
     impl = prim.impl
@@ -524,26 +553,57 @@ def eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     return Array(out, weak)
 
 
-_plain_eager_apply = eager_apply
+# `Primitive.bind` looks `eager_apply` up in this module's globals on each call, so the two optional layers below
+# (explicit-sharding typing, profiler spans) are installed by swapping it: programs that use neither pay nothing.
+_base_eager_apply = _plain_eager_apply  # the plain function, or the explicit-sharding one once that mode is on
+_profiling = False
+eager_apply = _plain_eager_apply
+
+
+def _install_eager_apply() -> None:
+    global eager_apply
+    eager_apply = _profiled_eager_apply if _profiling else _base_eager_apply
 
 
 def _profiled_eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
     """`eager_apply` while a profiler trace is active: each primitive is a span named after it."""
     start = time.perf_counter_ns()
     try:
-        return _plain_eager_apply(prim, args, params)
+        return _base_eager_apply(prim, args, params)
     finally:
         profiler.record_span(prim.name, "eager", start, time.perf_counter_ns())
 
 
 def _on_profiler(active: bool) -> None:
-    # `Primitive.bind` looks `eager_apply` up in this module's globals on each call: swapping it costs the
-    # unprofiled path nothing.
-    global eager_apply
-    eager_apply = _profiled_eager_apply if active else _plain_eager_apply
+    global _profiling
+    _profiling = active
+    _install_eager_apply()
 
 
 profiler.add_activation_hook(_on_profiler)
+
+
+# Staging's sharding rule in explicit sharding mode: `(prim, in avals, out aval(s), params) -> out aval(s)` typed
+# with shardings (set by `enable_explicit_sharding`; staging calls it only while `EXPLICIT_IN_USE`).
+type_outputs: list = [None]
+
+
+def enable_explicit_sharding(hook: Callable, typer: Callable) -> None:
+    """Routes every eager primitive application through `hook(prim, args, params, plain_apply)`, and staging's
+    abstract results through `typer`, from now on.
+
+    Called once, when the process first builds a sharding over a mesh with `Explicit` axes (see
+    `lax/sharding_rules.py`): both type the outputs' shardings. Until then `eager_apply` is the plain function, so
+    programs that never use explicit sharding pay nothing for it.
+    """
+    global _base_eager_apply
+    type_outputs[0] = typer
+
+    def explicit_eager_apply(prim, args, params):
+        return hook(prim, args, params, _plain_eager_apply)
+
+    _base_eager_apply = explicit_eager_apply
+    _install_eager_apply()
 
 
 def _raw_operand(a: Any, prim: Primitive) -> Any:
@@ -901,7 +961,9 @@ def get_aval(x: Any) -> ShapedArray:
         aval = x._aval
         if aval is None:  # transformations ask for the aval of one Array several times: build it once
             v = x._value
-            aval = x._aval = ShapedArray(v.shape, v.dtype, x.weak_type)
+            s = x._sharding
+            aval = x._aval = ShapedArray(v.shape, v.dtype, x.weak_type,
+                                         None if s is None or not EXPLICIT_IN_USE[0] else type_sharding(s, v.ndim))
         return aval
     if isinstance(x, Tracer):
         return x.aval

@@ -46,6 +46,12 @@ class NonConcreteBooleanIndexError(JAXTypeError):
     """Boolean-mask indexing needs the mask's value to know the result's shape; use `jnp.where` under jit."""
 
 
+class ShardingTypeError(Exception):
+    """An operation on arrays whose types carry shardings (explicit sharding mode) cannot type its result: the
+    operands' shardings conflict, or the result's sharding is ambiguous and must be given (`out_sharding=`).
+    Like JAX's class of the same name, it derives from `Exception` only."""
+
+
 class KeyReuseError(RuntimeError):
     pass
 

@@ -45,6 +45,7 @@ from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
 from . import stages
 from .refs import Ref, freeze, new_ref
+from .sharding import EXPLICIT_IN_USE as _EXPLICIT_IN_USE
 from .sharding import MESH_IN_USE as _MESH_IN_USE
 from .stages import CompiledFunction
 from .traceback_util import filtered as filtered_traceback
@@ -267,13 +268,37 @@ class JitWrapped(stages.Wrapped):
         """An eager call once NamedShardings exist: the outputs get shardings from the arguments' (the rule is in
         `placement.propagate_shardings`). Not taken before any NamedSharding is made, so unsharded programs pay
         one flag test."""
-        from .placement import propagate_shardings
+        from .placement import propagate_shardings, propagate_traced
+        if _EXPLICIT_IN_USE[0]:
+            statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            leaves = [as_value(x) for x in leaves]
+            if any(core.get_aval(x).sharding is not None for x in leaves):
+                return self._call_explicit(args, statics, dyn_args, dyn_kwargs, leaves, in_tree)
         prev, _propagating.on = _propagating.on, True
         try:
             out = self(*args, **kwargs)
         finally:
             _propagating.on = prev
-        return propagate_shardings((args, kwargs), out)
+        try:  # the program, to follow the inputs' specs through it (cached: the call above traced it)
+            statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+            leaves = [as_value(x) for x in leaves]
+            traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree,
+                                     tuple(aval_signature(x) for x in leaves))
+        except Exception:  # noqa: BLE001 -- e.g. leaves jit does not trace; fall back to the shape rule
+            return propagate_shardings((args, kwargs), out)
+        return propagate_traced(traced.closed, [*traced.const_args, *leaves], out)
+
+    def _call_explicit(self, args, statics, dyn_args, dyn_kwargs, leaves, in_tree):
+        """An eager call on arguments whose types carry shardings (explicit sharding mode): the program is traced
+        on the sharded types (so `typeof` inside shows them) and called through the `jit` primitive, whose
+        sharding rule places the outputs on the program's output types (lax/sharding_rules.py). Donation is not
+        applied on this path."""
+        sig = tuple(aval_signature(x) for x in leaves)
+        traced = self._get_trace(args, statics, dyn_args, dyn_kwargs, in_tree, sig)
+        outs = call_jaxpr(traced.closed, [*traced.const_args, *leaves], self._name)
+        return tree_unflatten(traced.out_tree, outs)
 
     def _call_staged(self, args: tuple, kwargs: dict):
         """A call under another transformation: bind the `jit` call primitive on the traced program."""

@@ -47,15 +47,18 @@ def leaf_signature(x: Any) -> tuple[tuple, Any]:
 
 
 def aval_signature(x: Any) -> tuple:
-    """(shape, dtype, weak_type) of a leaf that may be a tracer (calls under transformations)."""
+    """(shape, dtype, weak_type) of a leaf that may be a tracer (calls under transformations), with the type's
+    sharding as a fourth entry when it has one (explicit sharding mode)."""
     a = core.get_aval(x)
+    if a.sharding is not None:
+        return (a.shape, a.dtype, a.weak_type, a.sharding)
     return (a.shape, a.dtype, a.weak_type)
 
 
 def signature_str(sig: Sequence[tuple], names: Sequence[str]) -> list[str]:
     """`name: f32[3,4]` descriptions of a signature, for compile logs."""
     return [f"{n}: {dtypes.short_name(dt)}[{','.join(map(str, shp))}]{'(weak)' if w else ''}"
-            for n, (shp, dt, w) in zip(names, sig)]
+            for n, (shp, dt, w, *_) in zip(names, sig)]
 
 
 def split_static_args(static_argnums: Sequence[int], static_argnames: Sequence[str], name: str, args: tuple,
@@ -121,7 +124,7 @@ class Traced:
 def trace(fun: Callable, name: str, args: tuple, statics: tuple, dyn_args: list, dyn_kwargs: dict, in_tree,
           sig: Sequence[tuple]) -> Traced:
     """Traces `fun` on abstract values of signature `sig` (flat dynamic leaves of `in_tree`) and `statics`."""
-    avals = [ShapedArray(shp, dt, w) for shp, dt, w in sig]
+    avals = [ShapedArray(*s) for s in sig]
     box = []
     static_map = dict(statics)
     nargs = len(args)

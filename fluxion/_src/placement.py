@@ -18,8 +18,9 @@ from . import core
 from . import devices as devices_mod
 from .api_util import as_value
 from .core import Array, Tracer
-from .sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, as_sharding,
-                       get_abstract_mesh, sharding_layout_text, use_abstract_mesh)
+from .lax.sharding_rules import reshard_traced  # also installs the explicit-mode hooks
+from .sharding import (EXPLICIT_IN_USE, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+                       as_sharding, get_abstract_mesh, sharding_layout_text, type_sharding, use_abstract_mesh)
 from .tree_util import tree_flatten, tree_broadcast_prefix, tree_unflatten
 
 
@@ -58,8 +59,13 @@ def place(x: Any, sharding: Any, what: str) -> Any:
         return x
     sharding = as_sharding(sharding, what)
     value = as_value(x)
-    _check_fits(sharding, core.get_aval(value).shape, what)
+    aval = core.get_aval(value)
+    _check_fits(sharding, aval.shape, what)
     if isinstance(value, Tracer):
+        if EXPLICIT_IN_USE[0]:  # explicit sharding mode: the sharding is part of the traced value's type
+            typed = type_sharding(sharding, aval.ndim)
+            if typed != aval.sharding:
+                return reshard_traced(value, typed)
         return value
     return Array(value._value, value.weak_type, sharding)
 
@@ -89,7 +95,36 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     Raises:
       ValueError: a spec does not fit its leaf's shape, or a PartitionSpec is given with no current mesh.
     """
+    if EXPLICIT_IN_USE[0]:
+        _assert_explicit_constraints(x, shardings)
     return place_tree(x, shardings, "with_sharding_constraint arguments")
+
+
+def _assert_explicit_constraints(x: Any, shardings: Any) -> None:
+    """On a mesh whose axes are all Explicit the sharding is the value's type, so a constraint only checks it
+    (JAX's rule: use `reshard` to change it).
+
+    Raises:
+      AssertionError: a leaf's type sharding differs from its constraint (JAX raises the same class).
+    """
+    leaves = tree_flatten(x)[0]
+    flat = ([shardings] * len(leaves) if _is_spec_leaf(shardings)
+            else tree_broadcast_prefix(shardings, x, is_leaf=_is_spec_leaf))
+    for leaf, s in zip(leaves, flat):
+        if s is None:
+            continue
+        target = as_sharding(s, "with_sharding_constraint arguments")
+        if not isinstance(target, NamedSharding) or not target.mesh.axis_names or \
+                set(target.mesh.explicit_axes) != set(target.mesh.axis_names):
+            continue
+        aval = core.get_aval(as_value(leaf))
+        have = aval.sharding.spec if aval.sharding is not None else PartitionSpec(*(None,) * aval.ndim)
+        want = type_sharding(target, aval.ndim)
+        if (want.spec if want is not None else PartitionSpec(*(None,) * aval.ndim)) != have:
+            raise AssertionError(f"`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+                                 f"`Explicit`. The array sharding: {have} did not match the sharding provided: "
+                                 f"{target.spec}. Please use `fluxion.sharding.reshard` to shard your input to the "
+                                 "sharding you want.")
 
 
 def reshard(xs: Any, out_shardings: Any) -> Any:
@@ -199,8 +234,8 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None) 
 
 
 def propagate_shardings(inputs: Any, outputs: Any) -> Any:
-    """The shardings fluxion gives the outputs of an eager `jit` call (XLA's propagation has no counterpart here,
-    so this is a fixed rule, matching what JAX gives for elementwise functions, reductions and update steps):
+    """The fallback rule for the shardings of an eager `jit` call's outputs, used when the traced program is not
+    at hand (`propagate_traced` is the rule otherwise):
 
     when some inputs are Arrays placed with a NamedSharding, every output that is not placed yet takes the sharding
     of the first such input with the same shape, or else is replicated (`P()`) on the first such input's mesh.
@@ -221,6 +256,64 @@ def propagate_shardings(inputs: Any, outputs: Any) -> Any:
     placed = [Array(y._value, y.weak_type, by_shape.get(y.shape, replicated))
               if type(y) is Array and y._sharding is None else y for y in leaves]
     return tree_unflatten(treedef, placed)
+
+
+def propagate_traced(closed, in_values: list, outputs: Any) -> Any:
+    """The shardings fluxion gives the outputs of an eager `jit` call on arrays placed on a mesh with Auto axes:
+    the program's equations are followed from the inputs' specs by `sharding_rules.infer_auto_entries` (the
+    explicit-mode rules, made lenient), so `x @ w` with `w` split on its output dimension comes out split on it,
+    as XLA's propagation gives. `in_values` are the program's inputs (constants first); outputs already placed
+    keep their sharding; a result with no split dimension is replicated (`P()`) on the inputs' mesh. Without
+    placed inputs the outputs stay unplaced.
+    """
+    from .lax.sharding_rules import infer_auto_entries
+    mesh = None
+    for x in in_values:
+        s = x._sharding if type(x) is Array else None
+        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
+            mesh = s.mesh
+            break
+    if mesh is None:
+        return outputs
+    entries = []
+    for x in in_values:
+        s = x._sharding if type(x) is Array else None
+        ok = isinstance(s, NamedSharding) and s.mesh == mesh and x.ndim >= len(s.spec)
+        entries.append(tuple(None if e is None or e is PartitionSpec.UNCONSTRAINED else e
+                             for e in s.spec.axes_per_dim(x.ndim)) if ok else None)
+    entries = [None if e is None else tuple(None if not a else a[0] if len(a) == 1 else a for a in e)
+               for e in entries]
+    leaves, treedef = tree_flatten(outputs)
+    key = ("auto_shardings", tuple(entries), mesh.abstract_mesh)  # one walk of the program per layout
+    outs = closed.memo.get(key)
+    if outs is None:
+        outs = closed.memo[key] = infer_auto_entries(closed.jaxpr, entries, mesh.abstract_mesh)
+    if len(outs) != len(leaves):
+        return propagate_shardings(in_values, outputs)
+    # Spelling, as JAX's outputs spell it: an input's own sharding when the layout is the same, else the spec
+    # without trailing Nones.
+    known = {}
+    for x, e in zip(in_values, entries):
+        if e is not None:
+            known.setdefault((len(e), _trimmed(e)), x._sharding)
+    replicated = NamedSharding(mesh, PartitionSpec())
+
+    def sharding_for(e):
+        if e is None:
+            return replicated
+        key = _trimmed(e)
+        return known.get((len(e), key)) or NamedSharding(mesh, PartitionSpec(*key))
+
+    placed = [Array(y._value, y.weak_type, sharding_for(e)) if type(y) is Array and y._sharding is None else y
+              for y, e in zip(leaves, outs)]
+    return tree_unflatten(treedef, placed)
+
+
+def _trimmed(entries: tuple) -> tuple:
+    entries = list(entries)
+    while entries and entries[-1] is None:
+        entries.pop()
+    return tuple(entries)
 
 
 def check_in_shardings(args: tuple, in_shardings: Any) -> None:

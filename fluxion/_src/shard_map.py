@@ -34,6 +34,7 @@ from .api import vmap
 from .api_util import as_value
 from .core import Array, Tracer
 from .lax import structural as st
+from .lax.sharding_rules import reshard_traced
 from .sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec, _check_spec, get_mesh
 from .tree_util import tree_broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
@@ -87,7 +88,12 @@ def _check_divisible(f, mesh, spec: PartitionSpec, shape: tuple, k: int) -> None
 
 def _to_blocks(x, spec: PartitionSpec, sizes: dict, order: tuple):
     """Global value -> (n_a for each split axis a, in mesh order) + block shape."""
-    shape = core.get_aval(x).shape
+    aval = core.get_aval(x)
+    if aval.sharding is not None:
+        # Explicit sharding mode: inside shard_map the mesh axes are Manual, so blocks carry no sharding type
+        # (and the block reshapes below must not be typed as reshapes of a split array).
+        x = reshard_traced(x, None) if isinstance(x, core.Tracer) else core.Array(x._value, x.weak_type)
+    shape = aval.shape
     new_shape, axis_pos, block_pos = [], {}, []
     for d, axes in enumerate(_axes_of(spec, len(shape))):
         n = math.prod(sizes[a] for a in axes)

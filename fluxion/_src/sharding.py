@@ -713,6 +713,47 @@ def _check_spec(mesh, spec: PartitionSpec) -> None:
 # (placement.propagate_shardings); programs that never shard skip that work.
 MESH_IN_USE = [False]
 
+# Set once the process makes its first NamedSharding over a mesh with `Explicit` axes: from then on abstract values
+# carry shardings (`type_sharding`) and operations type them (lax/sharding_rules.py). The functions in
+# `ON_FIRST_EXPLICIT` (registered by higher layers) run at that moment.
+EXPLICIT_IN_USE = [False]
+ON_FIRST_EXPLICIT: list = []
+# {AbstractMesh: the first concrete Mesh seen with it}: where an eager result typed over an abstract mesh is placed
+# when none of its operands is (e.g. a cotangent built from constants, resharded to its primal's type).
+CONCRETE_MESHES: dict = {}
+
+
+def _explicit_in_use() -> None:
+    if not EXPLICIT_IN_USE[0]:
+        EXPLICIT_IN_USE[0] = True
+        for fn in ON_FIRST_EXPLICIT:
+            fn()
+
+
+def _explicit_entry(entry, explicit: tuple):
+    """A spec entry restricted to the mesh's Explicit axes (the part of a sharding that belongs to the type)."""
+    if entry is None or entry is _UNCONSTRAINED:
+        return None
+    names = tuple(a for a in (entry if isinstance(entry, tuple) else (entry,)) if a in explicit)
+    return None if not names else names[0] if len(names) == 1 else names
+
+
+def type_sharding(sharding, ndim: int):
+    """The sharding an abstract value of rank `ndim` carries for an array placed on `sharding`: a NamedSharding over
+    the mesh's `AbstractMesh` whose spec has `ndim` entries naming only Explicit axes; None when no Explicit axis
+    splits a dimension (then the type is the unsharded one)."""
+    if not isinstance(sharding, NamedSharding):
+        return None
+    mesh = sharding.mesh
+    explicit = mesh.explicit_axes
+    if not explicit:
+        return None
+    parts = sharding.spec.partitions
+    entries = tuple(_explicit_entry(parts[d] if d < len(parts) else None, explicit) for d in range(ndim))
+    if all(e is None for e in entries):
+        return None
+    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*entries))
+
 
 class NamedSharding(Sharding):
     """A sharding given by a mesh and a partition spec.
@@ -739,10 +780,16 @@ class NamedSharding(Sharding):
         self.spec = spec
         self._memory_kind = memory_kind
         MESH_IN_USE[0] = True
+        if mesh.explicit_axes:
+            if not EXPLICIT_IN_USE[0]:
+                _explicit_in_use()
+            if isinstance(mesh, Mesh) and len(CONCRETE_MESHES) < 64:
+                CONCRETE_MESHES.setdefault(mesh.abstract_mesh, mesh)
 
     def __repr__(self) -> str:
-        mesh = self.mesh._short_repr() if isinstance(self.mesh, Mesh) else repr(self.mesh)
-        return f"NamedSharding(mesh={mesh}, spec={self.spec}, memory_kind=device)"
+        if isinstance(self.mesh, Mesh):
+            return f"NamedSharding(mesh={self.mesh._short_repr()}, spec={self.spec}, memory_kind=device)"
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec})"  # (JAX: no memory kind without devices)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, NamedSharding) and self.mesh == other.mesh and self.spec == other.spec

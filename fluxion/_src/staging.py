@@ -15,8 +15,11 @@ from .tree_util import tree_flatten, tree_unflatten
 
 
 def typeof(x: Any) -> core.ShapedArray:
-    """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`, as `jax.typeof` gives it (without
-    sharding: fluxion's arrays are not sharded); for a `Ref`, its `AbstractRef` (`Ref{f32[3]}`).
+    """The abstract value (shape, dtype, weak type) of `x`, e.g. `float32[3]`, as `jax.typeof` gives it; for a `Ref`,
+    its `AbstractRef` (`Ref{f32[3]}`). For an array split along `Explicit` mesh axes (and for tracers of one inside
+    `jit`) the type includes the sharding: `float32[8@data,4]`, with `.sharding` a NamedSharding over the mesh's
+    AbstractMesh (see lax/sharding_rules.py). Arrays on `Auto` axes, or not placed, have unsharded types (JAX gives
+    the latter a replicated sharding of the current mesh).
 
     Examples:
       >>> import fluxion

@@ -8,29 +8,18 @@ and failing records must raise the same exception class.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import pathlib
-import pickle
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("sharding_cases", HERE / "sharding_cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
+sys.path.insert(0, str(HERE))
+import jax_oracle  # noqa: E402  (the tests directory is not a package)
 
-_ORACLE = """
-import pickle, sys
-sys.path.insert(0, {here!r})
-import jax
-import sharding_cases
-out = {{name: sharding_cases.run_case(name, jax) for name in sharding_cases.CASES}}
-sys.stdout.buffer.write(pickle.dumps(out))
-"""
+cases = jax_oracle.load("sharding_cases")
+_compare = jax_oracle.compare
 
 # Messages fluxion words differently from JAX; for the other failing records the message must contain JAX's first
 # sentence (up to the first ':', '.' or '('), so the user sees the same diagnosis.
@@ -42,30 +31,7 @@ _OWN_WORDING = {"shard_map_error_unreplicated_output", "make_mesh_too_many_devic
 @pytest.fixture(scope="module")
 def oracle():
     pytest.importorskip("jax")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    env.pop("FLUXION_NUM_CPU_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _ORACLE.format(here=str(HERE))], capture_output=True, env=env,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    return pickle.loads(proc.stdout)
-
-
-def _compare(mine, ref, where="result"):
-    if isinstance(ref, np.ndarray):
-        assert isinstance(mine, np.ndarray), f"{where}: expected an array, got {mine!r}"
-        assert mine.shape == ref.shape, f"{where}: shape {mine.shape} != {ref.shape}"
-        assert mine.dtype == ref.dtype, f"{where}: dtype {mine.dtype} != {ref.dtype}"
-        np.testing.assert_allclose(mine, ref, rtol=2e-5, atol=1e-5, err_msg=where)
-    elif isinstance(ref, dict):
-        assert isinstance(mine, dict) and set(mine) == set(ref), f"{where}: keys {list(mine)} != {list(ref)}"
-        for k in ref:
-            _compare(mine[k], ref[k], f"{where}[{k!r}]")
-    elif isinstance(ref, (list, tuple)):
-        assert type(mine) is type(ref) and len(mine) == len(ref), f"{where}: {mine!r} != {ref!r}"
-        for i, (a, b) in enumerate(zip(mine, ref)):
-            _compare(a, b, f"{where}[{i}]")
-    else:
-        assert mine == ref, f"{where}: {mine!r} != {ref!r}"
+    return jax_oracle.run_jax("sharding_cases")
 
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
@@ -85,11 +51,12 @@ def test_against_jax(name, oracle, eight_devices):
 
 
 def test_sharded_values_feed_ordinary_ops(eight_devices):
-    """A sharded Array is an ordinary value for every operation (one global buffer)."""
+    """A sharded Array is an ordinary value for every operation (one global buffer). (Auto axes: on make_mesh's
+    default Explicit axes `a @ a.T[:, :4]` contracts a split dimension and needs `out_sharding=`, as in JAX.)"""
     import fluxion
     import fluxion.numpy as jnp
-    from fluxion.sharding import NamedSharding, PartitionSpec as P
-    m = fluxion.make_mesh((2, 4), ("x", "y"))
+    from fluxion.sharding import AxisType, NamedSharding, PartitionSpec as P
+    m = fluxion.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     a = fluxion.device_put(x, NamedSharding(m, P("x", "y")))
     np.testing.assert_array_equal(jnp.sin(a) + a @ a.T[:, :4], np.sin(x) + x @ x.T[:, :4])

@@ -53,7 +53,7 @@ def is_undefined_primal(x: Any) -> bool:
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.sharding)  # (the type keeps its sharding)
 
 
 def zeros_like_aval(aval: ShapedArray):

@@ -19,6 +19,7 @@ from .. import core, monitoring, profiler
 from ..config import config
 from ..source_info import Recorder
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Tracer, Var, abstract_eval_rules)
+from ..sharding import EXPLICIT_IN_USE
 
 
 class DebugInfo:
@@ -154,6 +155,8 @@ class JaxprTrace(core.Trace):
             raise NotImplementedError(f"Primitive '{primitive.name}' has no abstract evaluation rule, so it cannot "
                                       "be staged out by jit/make_jaxpr")
         out = rule(*avals, **params)
+        if EXPLICIT_IN_USE[0]:
+            out = core.type_outputs[0](primitive, avals, out, params)
         weak = primitive.weak_type_rule(avals, params)
         invars = [t._var for t in tracers]
         if not primitive.multiple_results:  # the common case, without the lists

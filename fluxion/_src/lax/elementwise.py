@@ -108,10 +108,15 @@ def _elementwise_batch_rule(prim):
     return rule
 
 
+# Every primitive `_nary` made (sharding_rules.py gives them the elementwise sharding rule).
+ELEMENTWISE_PRIMITIVES: list = []
+
+
 def _nary(name: str, kind: str, out_dtype: Callable | None = None, weak_type="all"):
     """Creates an n-ary elementwise primitive with the shared shape/dtype rule and batching rule."""
     prim = standard_primitive(name, _nary_abstract_eval(name, kind, out_dtype), weak_type=weak_type)
     batching.primitive_batchers[prim] = _elementwise_batch_rule(prim)
+    ELEMENTWISE_PRIMITIVES.append(prim)
     return prim
 
 _PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)

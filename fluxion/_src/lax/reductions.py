@@ -6,6 +6,8 @@ has one block: its definition, public wrapper, JVP and transpose.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Sequence
 
 import numpy as np
@@ -284,6 +286,35 @@ def _norm_dims(dimension_numbers):
 dot_general_p = standard_primitive("dot_general", weak_type="all")
 
 
+class _RequestedSharding(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_REQUESTED = _RequestedSharding()
+
+
+@contextlib.contextmanager
+def dot_out_sharding(entries: tuple | None):
+    """Inside the block, `dot_general` results (in explicit sharding mode) are typed with the spec `entries`
+    (padded with None) instead of the propagated one: what `out_sharding=` of `jnp.matmul`/`dot`/`einsum` asks
+    for, and what the transpose rule asks for its cotangent (the operand's own sharding, as in JAX). None: no
+    request."""
+    if entries is None:
+        yield
+        return
+    _REQUESTED.stack.append(tuple(entries))
+    try:
+        yield
+    finally:
+        _REQUESTED.stack.pop()
+
+
+def requested_dot_sharding() -> tuple | None:
+    """The innermost `dot_out_sharding` request (None when there is none)."""
+    return _REQUESTED.stack[-1] if _REQUESTED.stack else None
+
+
 def _dot_general_print_params(params):
     # As JAX prints it: None-valued parameters hidden, dimension_numbers as lists (shorter).
     out = {k: v for k, v in params.items() if v is not None}
@@ -295,7 +326,7 @@ def _dot_general_print_params(params):
 core.param_print_rules[dot_general_p] = _dot_general_print_params
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
     """Generalized tensor contraction.
 
     Args:
@@ -304,9 +335,16 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       precision: accepted for compatibility (NumPy computes at full precision).
       preferred_element_type: the output dtype (defaults to the operands' dtype).
 
+      out_sharding: a sharding (or a PartitionSpec resolved against the current mesh) the result is typed and
+        placed with; in explicit sharding mode, required when a contracted dimension is split on both operands.
+
     Returns:
       An array of shape batch + lhs free dims + rhs free dims.
     """
+    if out_sharding is not None:
+        from .sharding_rules import with_out_sharding
+        return with_out_sharding(lambda a, b: dot_general(a, b, dimension_numbers, precision, preferred_element_type),
+                                 [lhs, rhs], out_sharding)
     lhs, rhs = ew._lift_scalars(lhs, rhs)
     pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type is not None else None
     dims = _norm_dims(dimension_numbers)
@@ -366,9 +404,13 @@ def _dot_general_transpose_operand(ct, x_aval, y, dimension_numbers, swap_ct=Fal
     if core.get_aval(ct).dtype != y_aval.dtype:
         # With preferred_element_type the cotangent has the output dtype; contract in the operands' dtype.
         ct = ew.convert_element_type(ct, y_aval.dtype)
-    out = dot_general_p.bind(ct, y, dimension_numbers=((ans_y, tuple(y_kept)), (ans_batch, tuple(rb))),
-                             precision=None, preferred_element_type=x_aval.dtype)
     src = list(lb) + list(x_kept) + [lc[list(rc).index(r)] for r in sorted(rc)]
+    # In explicit sharding mode the cotangent takes the operand's sharding (contracting the output's split
+    # dimensions would otherwise be ambiguous): ask the product for it, in the product's dimension order.
+    x_spec = (None,) * x_aval.ndim if x_aval.sharding is None else tuple(x_aval.sharding.spec)
+    with dot_out_sharding(tuple(x_spec[i] for i in src)):
+        out = dot_general_p.bind(ct, y, dimension_numbers=((ans_y, tuple(y_kept)), (ans_batch, tuple(rb))),
+                                 precision=None, preferred_element_type=x_aval.dtype)
     return st.transpose(out, tuple(int(i) for i in np.argsort(src)))
 
 

@@ -146,8 +146,13 @@ reshape_p = standard_primitive("reshape", weak_type="first")
 core.param_print_rules[reshape_p] = lambda params: {**params, "sharding": None}  # (JAX's, always None here)
 
 
-def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
-    """Reshapes `x` to `new_sizes` (after transposing by `dimensions` if given)."""
+def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *, out_sharding=None):
+    """Reshapes `x` to `new_sizes` (after transposing by `dimensions` if given). `out_sharding` (a sharding, or a
+    PartitionSpec resolved against the current mesh) types and places the result: in explicit sharding mode, the
+    way to reshape where the sharding rule cannot say how the split carries over (see lax/sharding_rules.py)."""
+    if out_sharding is not None:
+        from .sharding_rules import with_out_sharding
+        return with_out_sharding(lambda v: reshape(v, new_sizes, dimensions), [x], out_sharding)
     x = _as_array(x)
     new_sizes = _tuple_ints(new_sizes)
     if dimensions is not None:

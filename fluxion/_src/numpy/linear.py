@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
@@ -12,6 +13,24 @@ from ..lax import elementwise as ew
 from ..lax import reductions as red
 from ..lax import structural as st
 from .util import asarray_arg, broadcast_shapes, promote_dtypes
+
+
+def _out_sharding_arg(fn):
+    """Adds JAX's `out_sharding=` keyword to a product: the result is typed and placed with that sharding (a
+    PartitionSpec resolved against the current mesh, or a NamedSharding). In explicit sharding mode this is how a
+    product contracting a dimension split on both operands names its result's sharding (without it, that product
+    raises ShardingTypeError). Values are unchanged."""
+    @functools.wraps(fn)
+    def wrapped(*args, out_sharding=None, **kwargs):
+        if out_sharding is None:
+            return fn(*args, **kwargs)
+        from ..placement import reshard
+        from ..sharding import NamedSharding, as_sharding
+        target = as_sharding(out_sharding, "out_sharding")
+        with red.dot_out_sharding(tuple(target.spec) if isinstance(target, NamedSharding) else None):
+            out = fn(*args, **kwargs)
+        return reshard(out, target)
+    return wrapped
 
 
 def _prep(name, a, b):
@@ -30,6 +49,7 @@ def _pet(a, requested=None):
     return None if dt == dtypes.bool_ else dt
 
 
+@_out_sharding_arg
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy's `dot`: a scalar product, the inner product of vectors, the matrix product of 2-d arrays, and in general
     the sum over `a`'s last axis and `b`'s second-to-last (last for 1-d `b`).
@@ -61,6 +81,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return red.dot_general(a, b, (((an - 1,), (contract_b,)), ((), ())), precision, preferred_element_type)
 
 
+@_out_sharding_arg
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """The matrix product `a @ b`, batched and broadcast over leading dimensions (NumPy's `matmul`).
 
@@ -262,6 +283,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return red.dot_general(a, b, ((ca, cb), ((), ())), precision, preferred_element_type)
 
 
+@_out_sharding_arg
 def einsum(subscripts, *operands, optimize="optimal", precision=None, preferred_element_type=None,
            _dot_general=None):
     """Einstein summation, evaluated as a sequence of pairwise `dot_general` contractions (left to right).

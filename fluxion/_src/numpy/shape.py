@@ -18,7 +18,7 @@ def _shape(x) -> tuple:
     return core.get_aval(x).shape
 
 
-def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sharding=None):
     """`a` with a new shape holding the same elements in row-major (C) order.
 
     Args:
@@ -27,6 +27,7 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
             deprecated NumPy spelling.
         order: 'C' (row-major) or 'F' (column-major: dimensions reversed around the reshape).
         copy: accepted and ignored (arrays are immutable).
+        out_sharding: the result's sharding in explicit sharding mode (see `fluxion.sharding`).
 
     Returns:
         An array of the new shape and `a`'s dtype. Shapes are static: under jit they must be Python ints.
@@ -45,6 +46,9 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """
     if shape is None:
         shape = newshape
+    if out_sharding is not None:  # typed and placed as asked (see lax.reshape's out_sharding)
+        from ..lax.sharding_rules import with_out_sharding
+        return with_out_sharding(lambda v: reshape(v, shape, order, copy=copy), [a], out_sharding)
     a = asarray_arg(a, "reshape")
     size = core.get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
