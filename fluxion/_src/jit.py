@@ -272,8 +272,9 @@ class JitWrapped(stages.Wrapped):
         if _EXPLICIT_IN_USE[0]:
             statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-            leaves = [as_value(x) for x in leaves]
-            if any(core.get_aval(x).sharding is not None for x in leaves):
+            # (Refs are passed by value through `_call_with_refs`; they carry no sharded type.)
+            leaves = [x if type(x) is Ref else as_value(x) for x in leaves]
+            if any(type(x) is not Ref and core.get_aval(x).sharding is not None for x in leaves):
                 return self._call_explicit(args, statics, dyn_args, dyn_kwargs, leaves, in_tree)
         prev, _propagating.on = _propagating.on, True
         try:

@@ -542,7 +542,7 @@ def test_profiler_errors_and_inactive_cost(tmp_path):
         finally:
             m.profiler.stop_trace()
     # Inactive: the plain entry points are back in place.
-    assert core.eager_apply is core._plain_eager_apply and CompiledFunction.__call__ is _plain_call
+    assert core.eager_apply is core._base_eager_apply and CompiledFunction.__call__ is _plain_call
     with fluxion.profiler.TraceAnnotation("ignored"):
         fnp.ones(2) + 1
 
