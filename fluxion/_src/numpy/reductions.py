@@ -769,9 +769,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        weights: None or an array-like broadcastable to `a`'s shape with NumPy's trailing-axis rules.
-            Differs from NumPy and JAX: a 1-d `weights` of length `a.shape[axis]` is not aligned with `axis`;
-            it is broadcast against the last axis, so for `axis` other than the last pass weights of `a`'s shape.
+        weights: None, an array-like of `a`'s shape, or (with `axis` given) one whose shape is `a`'s sizes
+            along `axis` in the order the axes are listed; it is then laid along those axes.
         returned: if True, also return the sum of the weights (the element count without weights).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
 
@@ -779,7 +778,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         The average (an inexact array of the reduced shape), or `(average, weight_sum)` if `returned`.
 
     Raises:
-        ValueError: if `weights` does not broadcast to `a`'s shape.
+        ValueError: if `weights` has neither `a`'s shape nor `a`'s sizes along `axis`, or if the shapes
+            differ and `axis` is None.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.average(jnp.array([1.0, 2.0, 4.0]), weights=jnp.array([1.0, 1.0, 2.0]))
@@ -796,8 +796,29 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
             return avg, st.full(core.get_aval(avg).shape, n, core.get_aval(avg).dtype)
         return avg
     from .ufuncs import multiply, true_divide
-    w = asarray_arg(weights)
-    wsum = sum(w if core.get_aval(w).shape == core.get_aval(a).shape else broadcast_to_shape(
-        w, core.get_aval(a).shape), axis=axis, keepdims=keepdims)
+    from .util import promote_dtypes
+    a, w = promote_dtypes(a, asarray_arg(weights, "average"))
+    dt, weak = dtypes.dtype_and_weak(a)
+    if not dtypes.is_inexact(dt):
+        a, w = (ew._convert_weak(v, dtypes.default_float_dtype(), weak) for v in (a, w))
+    a_shape, w_shape = core.get_aval(a).shape, core.get_aval(w).shape
+    if w_shape != a_shape:
+        # As NumPy and JAX: weights of another shape are laid along `axis` (in the order the axes are given),
+        # never broadcast from the trailing axes.
+        if axis is None:
+            raise ValueError(f"average: axis must be given when the shapes of a {a_shape} and weights {w_shape} "
+                             "differ.")
+        axes = canonicalize_axes(axis, len(a_shape))
+        if w_shape != tuple(a_shape[i] for i in axes):
+            raise ValueError(f"average: weights of shape {w_shape} must have a's sizes along axis {axis}, "
+                             f"{tuple(a_shape[i] for i in axes)}.")
+        order = tuple(int(i) for i in np.argsort(axes))
+        if order != tuple(range(len(axes))):
+            w = st.transpose(w, order)
+        w = st.reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a_shape)))
+        w = broadcast_to_shape(w, a_shape)
+    wsum = sum(w, axis=axis, keepdims=keepdims)
     avg = true_divide(sum(multiply(a, w), axis=axis, keepdims=keepdims), wsum)
+    if returned and core.get_aval(wsum).shape != core.get_aval(avg).shape:
+        wsum = broadcast_to_shape(wsum, core.get_aval(avg).shape)
     return (avg, wsum) if returned else avg

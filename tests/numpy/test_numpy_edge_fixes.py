@@ -1,0 +1,172 @@
+"""Regression tests for silent wrong results in `fluxion.numpy` edge cases, each checked against real `jax.numpy`.
+
+Tables of records: each record names a case, builds its inputs and calls the function under test through the array
+module `m` (`fluxion.numpy` or `jax.numpy`), so the same record runs against both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fluxion
+import fluxion.numpy as fnp
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+def _check_same(got, want, rtol=1e-6):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6, equal_nan=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# average: weights of another shape than `a` are laid along `axis`
+# ---------------------------------------------------------------------------------------------------------------
+
+_A3 = np.arange(1.0, 25.0, dtype=np.float32).reshape(2, 3, 4)
+
+
+def _average_cases():
+    cases = [(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), 0, (2,))]
+    for axis in [0, 1, 2, -1, -3, (0, 1), (1, 0), (0, 2), (2, 0), (2, 0, 1), (1, 2), None]:
+        axes = (axis,) if isinstance(axis, int) else axis
+        cases.append((_A3, axis, _A3.shape))
+        if axes is not None:
+            cases.append((_A3, axis, tuple(_A3.shape[i] for i in axes)))
+    return [(a, axis, ws, kd) for a, axis, ws in cases for kd in (False, True)]
+
+
+@pytest.mark.parametrize("a,axis,wshape,keepdims", _average_cases())
+def test_average_weights_follow_axis(a, axis, wshape, keepdims):
+    w = np.arange(1.0, 1.0 + np.prod(wshape), dtype=np.float32).reshape(wshape)
+    got = fnp.average(fnp.asarray(a), axis=axis, weights=fnp.asarray(w), keepdims=keepdims, returned=True)
+    want = jnp.average(a, axis=axis, weights=w, keepdims=keepdims, returned=True)
+    for g, r in zip(got, want):
+        _check_same(g, r)
+    # The same under jit.
+    jitted = fluxion.jit(lambda x, v: fnp.average(x, axis=axis, weights=v, keepdims=keepdims))(a, w)
+    _check_same(jitted, want[0])
+
+
+def test_average_example_from_report():
+    got = fnp.average(fnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=0, weights=fnp.array([1.0, 3.0]))
+    np.testing.assert_allclose(np.asarray(got), [2.5, 3.5])
+
+
+def test_average_int_inputs_promote_like_jax():
+    a, w = np.array([[1, 2], [3, 4]], np.int32), np.array([1, 3], np.int32)
+    for g, r in zip(fnp.average(a, axis=0, weights=w, returned=True), jnp.average(a, axis=0, weights=w, returned=True)):
+        _check_same(g, r)
+
+
+@pytest.mark.parametrize("axis,wshape", [(None, (2,)), (0, (3,)), (1, (2,)), ((0, 1), (3, 2)), (0, (1, 3))])
+def test_average_bad_weights_shape_raises_like_jax(axis, wshape):
+    a = np.ones((2, 3), np.float32)
+    w = np.ones(wshape, np.float32)
+    with pytest.raises(ValueError):
+        jnp.average(a, axis=axis, weights=w)
+    with pytest.raises(ValueError, match="average"):
+        fnp.average(a, axis=axis, weights=w)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# linalg.vector_norm: a tuple of axes is one vector, keepdims keeps every reduced axis
+# ---------------------------------------------------------------------------------------------------------------
+
+_X3 = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1, (1,), (0, 1), (1, 0), (0, 2), (2, 0, 1)])
+@pytest.mark.parametrize("ord", [2, 1, 3, 0, np.inf, -np.inf])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_vector_norm_axes(axis, ord, keepdims):
+    got = fnp.linalg.vector_norm(fnp.asarray(_X3), ord=ord, axis=axis, keepdims=keepdims)
+    want = jnp.linalg.vector_norm(_X3, ord=ord, axis=axis, keepdims=keepdims)
+    _check_same(got, want, rtol=1e-5)
+
+
+def test_vector_norm_two_axes_is_not_matrix_norm():
+    x = np.array([[1.0, -2.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.vector_norm(x, axis=(0, 1))), np.sqrt(30.0), rtol=1e-6)
+    assert fnp.linalg.vector_norm(x, keepdims=True).shape == (1, 1)
+    g = fluxion.grad(lambda v: fnp.linalg.vector_norm(v, axis=(0, 1)))(x)
+    _check_same(g, jax.grad(lambda v: jnp.linalg.vector_norm(v, axis=(0, 1)))(x))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# __jax_array__: objects that convert themselves (nnx.Variable and the like) stay differentiable
+# ---------------------------------------------------------------------------------------------------------------
+
+class _Wrapped:
+    """The smallest array-like with `__jax_array__`: holds a value and hands it over on conversion."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __jax_array__(self):
+        return self.value
+
+
+_X22 = np.array([[1.0, 2.0], [3.0, 5.0]], np.float32)
+_W22 = np.array([[1.5, 0.5], [2.0, 3.0]], np.float32)
+
+# name -> f(m, v), a scalar function of the wrapped operand `v` (wrapped or not) under the array module `m`.
+_JAX_ARRAY_CASES = {
+    "array_times_wrapped": lambda m, v: m.sum(m.asarray(_X22) * v),
+    "wrapped_times_array": lambda m, v: m.sum(v * m.asarray(_X22)),
+    "multiply": lambda m, v: m.sum(m.multiply(_X22, v)),
+    "add": lambda m, v: m.sum(m.add(_X22, v) ** 2),
+    "true_divide": lambda m, v: m.sum(m.asarray(_X22) / v),
+    "power": lambda m, v: m.sum(m.power(_X22, v)),
+    "maximum": lambda m, v: m.sum(m.maximum(v, _X22)),
+    "sin": lambda m, v: m.sum(m.sin(v)),
+    "sum": lambda m, v: m.sum(v),
+    "mean_axis": lambda m, v: m.sum(m.mean(v, axis=0) ** 2),
+    "where": lambda m, v: m.sum(m.where(_X22 > 2, v, 0.0)),
+    "concatenate": lambda m, v: m.sum(m.concatenate([v, _X22]) ** 2),
+    "stack": lambda m, v: m.sum(m.stack([v, _X22]) ** 2),
+    "matmul": lambda m, v: m.sum(m.matmul(v, _X22)),
+    "matmul_operator": lambda m, v: m.sum(m.asarray(_X22) @ v),
+    "dot": lambda m, v: m.sum(m.dot(_X22, v)),
+    "einsum": lambda m, v: m.einsum("ij,ij->", v, _X22),
+    "reshape": lambda m, v: m.sum(m.reshape(v, (4,)) ** 2),
+    "asarray": lambda m, v: m.sum(m.asarray(v) ** 2),
+    "clip": lambda m, v: m.sum(m.clip(v, 0.0, 2.0)),
+    "norm": lambda m, v: m.linalg.norm(v),
+    "solve": lambda m, v: m.sum(m.linalg.solve(v, _X22)),
+    "average": lambda m, v: m.average(v, weights=_X22),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_JAX_ARRAY_CASES))
+@pytest.mark.parametrize("wrap", ["plain_class", "nnx_param"])
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_jax_array_operands_are_traced(name, wrap, use_jit):
+    f = _JAX_ARRAY_CASES[name]
+    if wrap == "plain_class":
+        fwrap = _Wrapped
+    else:
+        pytest.importorskip("flax.nnx")
+        from fluxion.flax import nnx as fnnx
+        fwrap = fnnx.Param
+    grad_f = fluxion.grad(lambda w: f(fnp, fwrap(w)))
+    if use_jit:
+        grad_f = fluxion.jit(grad_f)
+    # The reference is JAX on the unwrapped value: converting through `__jax_array__` must change nothing (some
+    # of jax.numpy's ufuncs refuse a bare `__jax_array__` object under tracing, so it is not wrapped there).
+    want = jax.grad(lambda w: f(jnp, w))(_W22)
+    _check_same(grad_f(_W22), want, rtol=1e-5)
+    _check_same(f(fnp, fwrap(fnp.asarray(_W22))), f(jnp, jnp.asarray(_W22)), rtol=1e-5)
+
+
+def test_jax_array_param_matches_flax_nnx():
+    nnx = pytest.importorskip("flax.nnx")
+    from fluxion.flax import nnx as fnnx
+    f = _JAX_ARRAY_CASES["array_times_wrapped"]
+    want = jax.grad(lambda w: f(jnp, nnx.Param(w)))(_W22)
+    _check_same(fluxion.grad(lambda w: f(fnp, fnnx.Param(w)))(_W22), want)
+    _check_same(fluxion.jit(fluxion.grad(lambda w: fnp.sum(fnp.multiply(_X22, fnnx.Param(w)))))(_W22), want)
