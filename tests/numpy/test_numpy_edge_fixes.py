@@ -170,3 +170,132 @@ def test_jax_array_param_matches_flax_nnx():
     want = jax.grad(lambda w: f(jnp, nnx.Param(w)))(_W22)
     _check_same(fluxion.grad(lambda w: f(fnp, fnnx.Param(w)))(_W22), want)
     _check_same(fluxion.jit(fluxion.grad(lambda w: fnp.sum(fnp.multiply(_X22, fnnx.Param(w)))))(_W22), want)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# nan handling: nanmax/nanmin of all-nan slices, median/quantile/percentile propagate nan, heaviside(nan)
+# ---------------------------------------------------------------------------------------------------------------
+
+_NANS = np.array([[np.nan, np.nan, np.nan], [1.0, np.nan, 3.0], [4.0, 0.5, 2.0]], np.float32)
+_Q2 = np.array([0.2, 0.75], np.float32)
+
+# name -> f(m, x): the call under test, for the array module `m`.
+_NAN_CASES = {
+    "nanmax_all": lambda m, x: m.nanmax(x),
+    "nanmax_axis0": lambda m, x: m.nanmax(x, axis=0),
+    "nanmax_axis1_keepdims": lambda m, x: m.nanmax(x, axis=1, keepdims=True),
+    "nanmax_initial": lambda m, x: m.nanmax(x, axis=1, initial=-1.0),
+    "nanmax_int": lambda m, x: m.nanmax(m.asarray(np.array([[3, 1], [2, 5]], np.int32)), axis=0),
+    "nanmin_axis1": lambda m, x: m.nanmin(x, axis=1),
+    "nanmin_all_nan_scalar": lambda m, x: m.nanmin(x[0]),
+    "nanmin_initial": lambda m, x: m.nanmin(x, axis=1, initial=9.0),
+    "median": lambda m, x: m.median(x),
+    "median_axis1": lambda m, x: m.median(x, axis=1),
+    "median_axis0_keepdims": lambda m, x: m.median(x, axis=0, keepdims=True),
+    "median_no_nan_row": lambda m, x: m.median(x[2]),
+    "quantile_axis1": lambda m, x: m.quantile(x, m.asarray(_Q2), axis=1),
+    "quantile_lower": lambda m, x: m.quantile(x, 0.5, axis=1, method="lower"),
+    "quantile_higher_keepdims": lambda m, x: m.quantile(x, m.asarray(_Q2), axis=0, method="higher", keepdims=True),
+    "quantile_midpoint": lambda m, x: m.quantile(x, 0.3, method="midpoint"),
+    "percentile_axis1": lambda m, x: m.percentile(x, 40.0, axis=1),
+    "nanmedian_axis1": lambda m, x: m.nanmedian(x, axis=1),
+    "nanquantile_axis1": lambda m, x: m.nanquantile(x, m.asarray(_Q2), axis=1),
+    "nanpercentile": lambda m, x: m.nanpercentile(x, 60.0, axis=0),
+    "heaviside_scalar_h": lambda m, x: m.heaviside(x, 0.5),
+    "heaviside_nan_h": lambda m, x: m.heaviside(m.asarray(np.array([0.0, np.nan, -1.0], np.float32)), x[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NAN_CASES))
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_nan_handling_matches_jax(name, use_jit):
+    f = _NAN_CASES[name]
+    want = f(jnp, jnp.asarray(_NANS))
+    ffn = fluxion.jit(lambda x: f(fnp, x)) if use_jit else (lambda x: f(fnp, x))
+    _check_same(ffn(fnp.asarray(_NANS)), want)
+
+
+def test_median_of_report():
+    assert np.isnan(np.asarray(fnp.median(fnp.array([1.0, np.nan, 2.0]))))
+    assert np.isnan(np.asarray(fnp.nanmax(fnp.array([np.nan, np.nan]))))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# dtypes of heaviside, reciprocal, square, fabs, float_power as in JAX
+# ---------------------------------------------------------------------------------------------------------------
+
+_DTYPE_CASES = [
+    ("reciprocal", (np.array([1, 2, 0], np.int32),)),
+    ("reciprocal", (np.array([True, False]),)),
+    ("reciprocal", (4,)),
+    ("reciprocal", (np.array([2.0, 0.5], np.float16),)),
+    ("square", (np.array([True, False]),)),
+    ("square", (np.array([-3, 2], np.int8),)),
+    ("fabs", (np.array([-1, 2], np.int32),)),
+    ("fabs", (np.array([True]),)),
+    ("float_power", (np.array([2, 3], np.int32), np.array([3, 2], np.int32))),
+    ("float_power", (2, 3)),
+    ("float_power", (np.array([True]), np.array([True]))),
+    ("float_power", (np.array([2.0], np.float32), 2)),
+    ("float_power", (np.array([1 + 2j], np.complex64), 2)),
+    ("heaviside", (np.array([-1, 0, 3], np.int32), 1)),
+]
+
+
+@pytest.mark.parametrize("name,args", _DTYPE_CASES)
+def test_ufunc_result_dtype_matches_jax(name, args):
+    got, want = getattr(fnp, name)(*args), getattr(jnp, name)(*args)
+    _check_same(got, want)
+    assert got.weak_type == want.weak_type
+
+
+def test_fabs_complex_raises_type_error_like_jax():
+    x = np.array([1 + 2j], np.complex64)
+    with pytest.raises(TypeError):
+        jnp.fabs(x)
+    with pytest.raises(TypeError, match="fabs"):
+        fnp.fabs(x)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# out=: refused, never silently ignored
+# ---------------------------------------------------------------------------------------------------------------
+
+_X = np.ones((2, 2), np.float32)
+_OUT_CASES = {
+    # name -> (args, the exception class JAX raises)
+    **{n: ((_X,), NotImplementedError) for n in
+       "sum prod max min any all mean var std argmax argmin nansum nanmean nanmax nanmin ptp trace nanprod nanargmax "
+       "nanargmin nanvar nanstd cumsum cumprod nancumsum nancumprod round".split()},
+    "outer": ((_X, _X), NotImplementedError),
+    "stack": (([_X, _X],), NotImplementedError),
+    "take": ((_X, np.array([0])), NotImplementedError),
+    "compress": ((np.array([True, False]), _X), NotImplementedError),
+    "median": ((_X,), ValueError),
+    "nanmedian": ((_X,), ValueError),
+    "quantile": ((_X, 0.5), ValueError),
+    "percentile": ((_X, 50.0), ValueError),
+    "nanquantile": ((_X, 0.5), ValueError),
+    "nanpercentile": ((_X, 50.0), ValueError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OUT_CASES))
+def test_out_argument_is_refused_like_jax(name):
+    args, exc = _OUT_CASES[name]
+    out = np.zeros((), np.float32)
+    with pytest.raises(exc):
+        getattr(jnp, name)(*args, out=out)
+    with pytest.raises(exc, match="out"):
+        getattr(fnp, name)(*args, out=out)
+    # out=None stays accepted.
+    _check_same(getattr(fnp, name)(*args, out=None), getattr(jnp, name)(*args, out=None))
+
+
+@pytest.mark.parametrize("method", "sum prod mean var std max min argmax argmin any all".split())
+def test_out_argument_refused_through_array_methods(method):
+    out = np.zeros((), np.float32)
+    with pytest.raises(NotImplementedError):
+        getattr(jnp.asarray(_X), method)(out=out)
+    with pytest.raises(NotImplementedError, match="out"):
+        getattr(fnp.asarray(_X), method)(out=out)

@@ -11,7 +11,7 @@ from .. import core, dtypes
 from ..lax import elementwise as ew
 from ..lax import reductions as red
 from ..lax import structural as st
-from .util import asarray_arg, broadcast_shapes, promote_dtypes
+from .util import check_out, asarray_arg, broadcast_shapes, promote_dtypes
 
 
 def _prep(name, a, b):
@@ -206,7 +206,7 @@ def outer(a, b, out=None):
 
     Args:
         a, b: array-likes of any shapes (flattened), promoted to one dtype.
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
 
     Returns:
         An array of shape `(a.size, b.size)`.
@@ -216,6 +216,7 @@ def outer(a, b, out=None):
     Array([[  1,  10, 100],
            [  2,  20, 200]], dtype=int32)
     """
+    check_out(out, "outer")
     a, b = _prep("outer", a, b)
     a = st.reshape(a, (core.get_aval(a).size,))
     b = st.reshape(b, (core.get_aval(b).size,))

@@ -10,7 +10,7 @@ from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
-from .util import asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axes, canonicalize_axis, \
+from .util import check_out, asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axes, canonicalize_axis, \
     promote_dtypes
 
 
@@ -428,7 +428,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     Args:
         arrays: a non-empty sequence of array-likes of one shape (promoted to one dtype).
         axis: the position of the new axis in the result.
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
         dtype: the result dtype (default: the promoted dtype).
 
     Returns:
@@ -442,6 +442,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     Array([[1, 3],
            [2, 4]], dtype=int32)
     """
+    check_out(out, "stack")
     if isinstance(arrays, (Array, Tracer)):
         arrays = list(arrays)
     arrays = [asarray_arg(a, "stack") for a in arrays]
@@ -991,7 +992,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
         a: array-like with at least 2 dimensions.
         offset, axis1, axis2: as for `diagonal`.
         dtype: the accumulation dtype (default as `sum`: bool and narrow ints widen to int32).
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
 
     Returns:
         An array of the remaining dimensions.
@@ -1003,6 +1004,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
     >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
     Array(5, dtype=int32)
     """
+    check_out(out, "trace")
     from .reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 

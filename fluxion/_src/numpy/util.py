@@ -146,3 +146,13 @@ def canonicalize_axes(axis: Any, ndim: int) -> tuple:
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated axis in {axis}")
     return axes
+
+
+def check_out(out: Any, name: str) -> None:
+    """Refuses a non-None `out=`: arrays are immutable, so there is no buffer to write into (JAX refuses it too).
+
+    Raises:
+      NotImplementedError: naming the function, when `out` is not None.
+    """
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
