@@ -299,3 +299,71 @@ def test_out_argument_refused_through_array_methods(method):
         getattr(jnp.asarray(_X), method)(out=out)
     with pytest.raises(NotImplementedError, match="out"):
         getattr(fnp.asarray(_X), method)(out=out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# roll with array shifts, clip by keyword, cross of 2-vectors, argument validation
+# ---------------------------------------------------------------------------------------------------------------
+
+_M34 = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+_V2 = np.array([[1.0, 2.0], [0.5, -1.0]], np.float32)
+_V3 = np.array([[3.0, 4.0, 5.0], [1.0, 0.0, -2.0]], np.float32)
+
+# name -> (f(m, *arrays), arrays): every record runs eagerly and under jit against jax.numpy.
+_MISC_CASES = {
+    "roll_0d_shift": (lambda m, x, s: m.roll(x, s), (_M34, np.array(5, np.int32))),
+    "roll_0d_shift_axis": (lambda m, x, s: m.roll(x, s, axis=1), (_M34, np.array(-3, np.int32))),
+    "roll_1d_shift_axes": (lambda m, x, s: m.roll(x, s, axis=(0, 1)), (_M34, np.array([1, -6], np.int32))),
+    "roll_0d_shift_two_axes": (lambda m, x, s: m.roll(x, s, axis=(1, 0)), (_M34, np.array(2, np.int32))),
+    "clip_max_keyword": (lambda m, x: m.clip(x, max=4.0), (_M34,)),
+    "clip_min_keyword": (lambda m, x: m.clip(x, min=4.0), (_M34,)),
+    "clip_both_keywords": (lambda m, x: m.clip(x, min=2.0, max=9.0), (_M34,)),
+    "cross_2_2": (lambda m, a, b: m.cross(a, b), (_V2, _V2[::-1])),
+    "cross_2_3": (lambda m, a, b: m.cross(a, b), (_V2, _V3)),
+    "cross_3_2": (lambda m, a, b: m.cross(a, b), (_V3, _V2)),
+    "cross_2_2_axis0": (lambda m, a, b: m.cross(a, b, axisa=0, axisb=0), (_V2, _V2.T)),
+    "meshgrid_ij": (lambda m, a, b: m.meshgrid(a, b, indexing="ij")[1], (_V3[0], _V2[0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MISC_CASES))
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_misc_cases_match_jax(name, use_jit):
+    f, arrays = _MISC_CASES[name]
+    want = f(jnp, *[jnp.asarray(a) for a in arrays])
+    ffn = fluxion.jit(lambda *xs: f(fnp, *xs)) if use_jit else (lambda *xs: f(fnp, *[fnp.asarray(a) for a in xs]))
+    _check_same(ffn(*arrays), want)
+
+
+def test_cross_of_2_vectors_gradient_matches_jax():
+    def loss(m):
+        return lambda a, b: m.sum(m.cross(a, b) ** 2)
+    for got, want in zip(fluxion.grad(loss(fnp), argnums=(0, 1))(_V2, _V3),
+                         jax.grad(loss(jnp), argnums=(0, 1))(_V2, _V3)):
+        _check_same(got, want, rtol=1e-5)
+
+
+def test_roll_by_traced_shift_gradient_matches_jax():
+    def loss(m):
+        return lambda x, s: m.sum(m.roll(x, s, axis=0) * m.arange(3.0)[:, None])
+    s = np.array(1, np.int32)
+    _check_same(fluxion.jit(fluxion.grad(loss(fnp)))(_M34, s), jax.grad(loss(jnp))(_M34, s))
+
+
+_ERROR_CASES = {
+    # name -> (f(m), the exception class JAX raises)
+    "tril_1d": (lambda m: m.tril(m.ones(3)), ValueError),
+    "triu_0d": (lambda m: m.triu(m.ones(())), ValueError),
+    "cross_size_4": (lambda m: m.cross(m.ones(4), m.ones(3)), ValueError),
+    "meshgrid_bad_indexing": (lambda m: m.meshgrid(m.ones(2), m.ones(3), indexing="xyz"), ValueError),
+    "eigvalsh_not_square": (lambda m: m.linalg.eigvalsh(m.ones((2, 3))), TypeError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ERROR_CASES))
+def test_bad_arguments_raise_like_jax(name):
+    f, exc = _ERROR_CASES[name]
+    with pytest.raises(exc):
+        f(jnp)
+    with pytest.raises(exc):
+        f(fnp)

@@ -1941,14 +1941,14 @@ def _where(condition, x, y):
 
 
 @staged_as_call("clip")
-def clip(arr, min=None, max=None, /, *, a_min=None, a_max=None):  # noqa: A002
+def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
     """`arr` limited to the interval [min, max] elementwise (`minimum(maximum(arr, min), max)`).
 
     Args:
         arr: array-like.
         min, max: the bounds (array-likes broadcast against `arr`, or None for no bound). `a_min`/`a_max` are the
-            older NumPy keyword names. Differs from JAX: `min` and `max` are positional-only here, so
-            `clip(x, max=1.0)` raises TypeError (pass `clip(x, None, 1.0)` or `a_max=1.0`).
+            older NumPy keyword names (JAX no longer accepts them; they are kept here for NumPy code).
+            `min` and `max` may be passed by position or keyword, as in JAX.
 
     Returns:
         An array of the broadcast shape in the promoted dtype.
