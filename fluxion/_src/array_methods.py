@@ -121,24 +121,24 @@ class ArrayOps:
 
     # -- reductions ----------------------------------------------------------------------------------------------
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-        return jnp.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+        return jnp.sum(self, axis=axis, out=out, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-        return jnp.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+        return jnp.prod(self, axis=axis, out=out, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=None):
-        return jnp.mean(self, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+        return jnp.mean(self, axis=axis, out=out, dtype=dtype, keepdims=keepdims, where=where)
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-        return jnp.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
+        return jnp.var(self, axis=axis, out=out, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-        return jnp.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
+        return jnp.std(self, axis=axis, out=out, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
     def max(self, axis=None, out=None, keepdims=False, initial=None, where=None):
-        return jnp.max(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
+        return jnp.max(self, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
     def min(self, axis=None, out=None, keepdims=False, initial=None, where=None):
-        return jnp.min(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-    def argmax(self, axis=None, out=None, keepdims=None): return jnp.argmax(self, axis=axis, keepdims=keepdims)
-    def argmin(self, axis=None, out=None, keepdims=None): return jnp.argmin(self, axis=axis, keepdims=keepdims)
+        return jnp.min(self, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+    def argmax(self, axis=None, out=None, keepdims=None): return jnp.argmax(self, axis=axis, out=out, keepdims=keepdims)
+    def argmin(self, axis=None, out=None, keepdims=None): return jnp.argmin(self, axis=axis, out=out, keepdims=keepdims)
     def any(self, axis=None, out=None, keepdims=False, where=None):
-        return jnp.any(self, axis=axis, keepdims=keepdims, where=where)
+        return jnp.any(self, axis=axis, out=out, keepdims=keepdims, where=where)
     def all(self, axis=None, out=None, keepdims=False, where=None):
-        return jnp.all(self, axis=axis, keepdims=keepdims, where=where)
+        return jnp.all(self, axis=axis, out=out, keepdims=keepdims, where=where)
     def cumsum(self, axis=None, dtype=None): return jnp.cumsum(self, axis=axis, dtype=dtype)
     def cumprod(self, axis=None, dtype=None): return jnp.cumprod(self, axis=axis, dtype=dtype)

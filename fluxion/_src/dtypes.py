@@ -224,6 +224,8 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
         return canonicalize_dtype(x.dtype), False
     if isinstance(x, (list, tuple)):
         return canonicalize_dtype(np.asarray(x).dtype) if len(x) else default_float_dtype(), False
+    if hasattr(x, "__jax_array__"):
+        return dtype_and_weak(x.__jax_array__())
     dt = getattr(x, "dtype", None)
     if dt is not None:
         return canonicalize_dtype(dt), False

@@ -575,11 +575,13 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
         *xi: array-likes (flattened to 1-d).
         copy: accepted and ignored (results are new immutable arrays).
         sparse: if True, each output keeps size 1 along every axis but its own (broadcastable instead of full).
-        indexing: 'xy' (Cartesian: the first two output axes swapped) or 'ij' (matrix). Differs from NumPy and
-            JAX: any value other than 'xy' is treated as 'ij' instead of raising ValueError.
+        indexing: 'xy' (Cartesian: the first two output axes swapped) or 'ij' (matrix).
 
     Returns:
         A list of `len(xi)` arrays.
+
+    Raises:
+        ValueError: for an `indexing` other than 'xy' and 'ij' (as NumPy and JAX).
 
     >>> import fluxion.numpy as jnp
     >>> xs, ys = jnp.meshgrid(jnp.array([1, 2, 3]), jnp.array([10, 20]))
@@ -593,6 +595,8 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
     [(3, 1), (1, 2)]
     """
     from .util import asarray_arg
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     args = [asarray_arg(x) for x in xi]
     shapes = [core.get_aval(a).size for a in args]
     if indexing == "xy" and len(args) >= 2:

@@ -322,17 +322,31 @@ def matrix_norm(x, ord="fro", keepdims=False):
 def vector_norm(x, ord=2, axis=None, keepdims=False):
     """The vector `ord`-norm of `x` along the int `axis` (None: over all elements, as one flattened vector,
     unlike `norm`, which treats a 2-d input as a matrix). `ord` may be any real p, inf (max of absolute values),
-    -inf (min) or 0 (count of non-zeros). The array API's vector norm. Differs from JAX: a tuple of two axes
-    currently gives the matrix norm of `norm(x, ord, axis)`, not the vector norm over both axes.
+    -inf (min) or 0 (count of non-zeros). The array API's vector norm. `axis` may also be a tuple of any number
+    of axes: their elements are taken as one vector. With `keepdims`, every reduced axis stays with size 1 (all of
+    them for `axis=None`).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.linalg.vector_norm(jnp.array([[3., 0.], [0., 4.]]))
     Array(5., dtype=float32)
     """
-    if axis is None:
-        x = st.reshape(asarray_arg(x), (core.get_aval(asarray_arg(x)).size,))
-        axis = 0
-    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    x = asarray_arg(x)
+    shape = core.get_aval(x).shape
+    axes = canonicalize_axes(axis, len(shape))
+    if isinstance(axis, (int, np.integer)):
+        return norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+    # Several axes (or all): move them to the end and merge them into one, so the norm is the vector norm of
+    # their elements (`norm` would read a pair of axes as a matrix).
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    perm = kept + tuple(sorted(axes))
+    if perm != tuple(range(len(shape))):
+        x = st.transpose(x, perm)
+    merged = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    x = st.reshape(x, tuple(shape[i] for i in kept) + (merged,))
+    out = norm(x, ord=ord, axis=-1)
+    if keepdims:
+        out = st.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return out
 
 
 @staged_as_call("_lstsq")

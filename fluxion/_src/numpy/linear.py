@@ -12,7 +12,7 @@ from .. import core, dtypes
 from ..lax import elementwise as ew
 from ..lax import reductions as red
 from ..lax import structural as st
-from .util import asarray_arg, broadcast_shapes, promote_dtypes
+from .util import check_out, asarray_arg, broadcast_shapes, promote_dtypes
 
 
 def _out_sharding_arg(fn):
@@ -227,7 +227,7 @@ def outer(a, b, out=None):
 
     Args:
         a, b: array-likes of any shapes (flattened), promoted to one dtype.
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
 
     Returns:
         An array of shape `(a.size, b.size)`.
@@ -237,6 +237,7 @@ def outer(a, b, out=None):
     Array([[  1,  10, 100],
            [  2,  20, 200]], dtype=int32)
     """
+    check_out(out, "outer")
     a, b = _prep("outer", a, b)
     a = st.reshape(a, (core.get_aval(a).size,))
     b = st.reshape(b, (core.get_aval(b).size,))
@@ -416,22 +417,21 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """The cross product of 3-vectors stored along an axis of `a` and `b`, broadcast over the other axes.
+    """The cross product of 2- or 3-vectors stored along an axis of `a` and `b`, broadcast over the other axes.
 
     Args:
-        a, b: array-likes whose vector axes have size 3, promoted to one dtype.
+        a, b: array-likes whose vector axes have size 2 or 3, promoted to one dtype. A 2-vector is read as a
+            3-vector with a zero third component; when both are 2-vectors the result is the scalar z-component.
         axisa, axisb: the vector axes of `a` and `b`.
         axisc: the vector axis of the result.
         axis: if given, overrides all three.
 
     Returns:
-        An array of the broadcast shape with the 3-vectors along `axisc`.
+        An array of the broadcast shape with the 3-vectors along `axisc` (for two 2-vectors: the broadcast
+        shape without a vector axis).
 
     Raises:
-        IndexError: if a vector axis has fewer than 3 entries.
-        ValueError: if the other axes do not broadcast.
-
-    Differs from NumPy and JAX: 2-vectors (whose cross product is a scalar) are not supported.
+        ValueError: if a vector axis has a size other than 2 or 3, or the other axes do not broadcast.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.cross(jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
@@ -444,9 +444,19 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a, b = _prep("cross", a, b)
     a = moveaxis(a, axisa, -1)
     b = moveaxis(b, axisb, -1)
-    a0, a1, a2 = (st.index_in_dim(a, i, -1, False) for i in range(3))
-    b0, b1, b2 = (st.index_in_dim(b, i, -1, False) for i in range(3))
+    na, nb = core.get_aval(a).shape[-1:], core.get_aval(b).shape[-1:]
+    if na not in ((2,), (3,)) or nb not in ((2,), (3,)):
+        raise ValueError(f"cross: the vector axes must have size 2 or 3, got {core.get_aval(a).shape} (axisa="
+                         f"{axisa}) and {core.get_aval(b).shape} (axisb={axisb})")
+    a0, a1 = (st.index_in_dim(a, i, -1, False) for i in range(2))
+    b0, b1 = (st.index_in_dim(b, i, -1, False) for i in range(2))
     shape = broadcast_shapes(core.get_aval(a0).shape, core.get_aval(b0).shape)
+    if na == nb == (2,):
+        a0, a1, b0, b1 = (broadcast_to_shape(x, shape) for x in (a0, a1, b0, b1))
+        return ew.sub(ew.mul(a0, b1), ew.mul(a1, b0))
+    # A 2-vector's missing third component is zero.
+    a2 = st.index_in_dim(a, 2, -1, False) if na == (3,) else st.full(core.get_aval(a0).shape, 0, core.get_aval(a0).dtype)
+    b2 = st.index_in_dim(b, 2, -1, False) if nb == (3,) else st.full(core.get_aval(b0).shape, 0, core.get_aval(b0).dtype)
     a0, a1, a2, b0, b1, b2 = (broadcast_to_shape(x, shape) for x in (a0, a1, a2, b0, b1, b2))
     c = stack([ew.sub(ew.mul(a1, b2), ew.mul(a2, b1)), ew.sub(ew.mul(a2, b0), ew.mul(a0, b2)),
                ew.sub(ew.mul(a0, b1), ew.mul(a1, b0))], -1)

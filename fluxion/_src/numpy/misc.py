@@ -222,7 +222,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "li
     Args:
         a: array-like (integers are converted to float32).
         axis: None (the flattened array) or an int.
-        out, overwrite_input: accepted for NumPy compatibility and ignored.
+        out, overwrite_input: must be None and False (ValueError otherwise, as in JAX).
         q: quantile(s) in [0, 1], a scalar or array (not checked to lie in range).
         method: 'linear' (interpolate), 'lower', 'higher', 'midpoint' or 'nearest'.
         keepdims: if True, the reduced axis stays as size 1.
@@ -233,7 +233,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "li
     Raises:
         ValueError: for an unknown `method` or an out-of-bounds axis.
 
-    Differs from NumPy and JAX: nans are not propagated (they sort last and only affect the upper quantiles).
+    A nan anywhere in a slice makes its result nan (as NumPy and JAX; `nanquantile` skips nans instead).
 
     >>> import fluxion.numpy as jnp
     >>> x = jnp.array([1.0, 2.0, 3.0, 4.0])
@@ -242,6 +242,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "li
     >>> jnp.quantile(x, jnp.array([0.0, 0.25]), method='lower')
     Array([1., 1.], dtype=float32)
     """
+    _check_quantile_args("quantile", out, overwrite_input)
     from .sorting import sort
     a = promote_args_inexact("quantile", a)[0]
     q = asarray_arg(q)
@@ -279,6 +280,16 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "li
         res = take(a, ew.convert_element_type(ew.round(pos, 1), np.int32), axis=-1)
     else:
         raise ValueError(f"quantile: unknown method {method!r}")
+    # As NumPy and JAX, a nan anywhere in a slice makes all its quantiles nan. Nans sort last, so the slice's last
+    # sorted value tells.
+    if n:
+        has_nan = ew.ne(take(a, Array(np.asarray(n - 1, np.int32)), axis=-1),
+                        take(a, Array(np.asarray(n - 1, np.int32)), axis=-1))
+        res_shape = core.get_aval(res).shape
+        if res_shape != core.get_aval(has_nan).shape:
+            has_nan = st.broadcast_in_dim(has_nan, res_shape, tuple(range(core.get_aval(has_nan).ndim)))
+        res = ew.select_n(has_nan, res, st.full(res_shape, Array(np.asarray(np.nan, dt), True), dt)
+                          if res_shape else Array(np.asarray(np.nan, dt), True))
     # take along the last axis puts q's dims last; NumPy puts them first.
     if qshape:
         nd = core.get_aval(res).ndim
@@ -289,6 +300,15 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "li
         shape.insert(len(qshape) + axis, 1)
         res = st.reshape(res, shape)
     return res
+
+
+def _check_quantile_args(name, out, overwrite_input):
+    # As JAX: there is no buffer to write into or overwrite (ValueError, where reductions raise
+    # NotImplementedError for `out`).
+    if out is not None:
+        raise ValueError(f"{name}: the 'out' argument is not supported.")
+    if overwrite_input:
+        raise ValueError(f"{name}: the 'overwrite_input' argument is not supported.")
 
 
 def _bcast_q(frac, like, qshape):
@@ -305,7 +325,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method: str = "
     Args:
         a: array-like (integers are converted to float32).
         axis: None (the flattened array) or an int.
-        out, overwrite_input: accepted for NumPy compatibility and ignored.
+        out, overwrite_input: must be None and False (ValueError otherwise, as in JAX).
         q: percentile(s) in [0, 100], a scalar or array.
         method, keepdims: as for `quantile`.
 
@@ -315,12 +335,13 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method: str = "
     Raises:
         ValueError: as for `quantile`.
 
-    Differs from NumPy and JAX: nans are not propagated (see `quantile`).
+    A nan anywhere in a slice makes its result nan (as NumPy and JAX; see `nanmedian`/`nanpercentile`).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.percentile(jnp.array([[1, 2, 3], [4, 5, 6]]), 50, axis=1)
     Array([2., 5.], dtype=float32)
     """
+    _check_quantile_args("percentile", out, overwrite_input)
     q = ew.div(promote_args_inexact("percentile", q)[0], Array(np.asarray(100, np.float32), True))
     return quantile(a, q, axis=axis, method=method, keepdims=keepdims)
 
@@ -332,7 +353,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims: bool = False
     Args:
         a: array-like (integers are converted to float32).
         axis: None (the flattened array) or an int.
-        out, overwrite_input: accepted for NumPy compatibility and ignored.
+        out, overwrite_input: must be None and False (ValueError otherwise, as in JAX).
         keepdims: if True, the reduced axis stays as size 1.
 
     Returns:
@@ -341,7 +362,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims: bool = False
     Raises:
         ValueError: if `axis` is out of bounds.
 
-    Differs from NumPy and JAX: nans are not propagated (`median([1, nan, 2])` is 2.0, not nan).
+    A nan anywhere in a slice makes its result nan (as NumPy and JAX; see `nanmedian`/`nanpercentile`).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.median(jnp.array([3, 1, 4, 2]))
@@ -349,4 +370,5 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims: bool = False
     >>> jnp.median(jnp.array([[1.0, 5.0, 2.0]]), axis=1, keepdims=True)
     Array([[2.]], dtype=float32)
     """
+    _check_quantile_args("median", out, overwrite_input)
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)

@@ -13,7 +13,7 @@ from ..lax import cumulative as cum
 from ..lax import elementwise as ew
 from ..lax import reductions as red
 from ..lax import structural as st
-from .util import arraylike_arg, asarray_arg, broadcast_to_shape, canonicalize_axes, canonicalize_axis
+from .util import arraylike_arg, asarray_arg, broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_out
 
 
 def _strong(a):
@@ -57,8 +57,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
         dtype: the accumulation and result dtype. By default bool and integers narrower than the default int
             accumulate in the default int (int32; unsigned ones in uint32), as in JAX.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         initial: a value added to every sum.
         where: a bool array broadcastable to `a`'s shape; elements where it is False are left out.
@@ -77,6 +76,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
     >>> jnp.sum(x, axis=0, keepdims=True)
     Array([[4, 6]], dtype=int32)
     """
+    check_out(out, "sum")
     a = _strong(arraylike_arg(a, "sum"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype) if promote_integers or dtype is not None else aval.dtype
@@ -102,8 +102,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
         dtype: the accumulation and result dtype (by default as `sum`: bool and narrow ints widen to int32).
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         initial: a value multiplied into every product.
         where: a bool mask broadcastable to `a`; masked-out elements count as 1.
@@ -119,6 +118,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=Non
     >>> jnp.prod(jnp.array([[1.0, 2.0], [3.0, 4.0]]), axis=1)
     Array([ 2., 12.], dtype=float32)
     """
+    check_out(out, "prod")
     a = _strong(arraylike_arg(a, "prod"))
     aval = core.get_aval(a)
     dt = _sum_dtype(aval.dtype, dtype)
@@ -156,8 +156,7 @@ def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         initial: a lower bound included in every maximum (needed for empty reductions and with `where`).
         where: a bool mask broadcastable to `a`; masked-out elements are ignored.
@@ -178,6 +177,7 @@ def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None
     >>> jnp.max(x, where=x < 4, initial=0)
     Array(3, dtype=int32)
     """
+    check_out(out, "max")
     return _minmax("max", red.reduce_max, a, axis, keepdims, initial, where, True)
 
 
@@ -187,8 +187,7 @@ def min(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         initial: an upper bound included in every minimum (needed for empty reductions and with `where`).
         where: a bool mask broadcastable to `a`; masked-out elements are ignored.
@@ -204,6 +203,7 @@ def min(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None
     >>> jnp.min(jnp.array([[1, 5], [3, 2]]), axis=1)
     Array([1, 2], dtype=int32)
     """
+    check_out(out, "min")
     return _minmax("min", red.reduce_min, a, axis, keepdims, initial, where, False)
 
 
@@ -226,8 +226,7 @@ def any(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa:
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         where: a bool mask broadcastable to `a`; masked-out elements count as False.
 
@@ -241,6 +240,7 @@ def any(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa:
     >>> jnp.any(jnp.array([[0, 0], [0, 3]]), axis=1)
     Array([False,  True], dtype=bool)
     """
+    check_out(out, "any")
     return _bool_reduce("any", red.reduce_or, a, axis, keepdims, where, False)
 
 
@@ -250,8 +250,7 @@ def all(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa:
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         where: a bool mask broadcastable to `a`; masked-out elements count as True.
 
@@ -267,6 +266,7 @@ def all(a, axis=None, out=None, keepdims: bool = False, *, where=None):  # noqa:
     >>> jnp.all(jnp.zeros((0,)))
     Array(True, dtype=bool)
     """
+    check_out(out, "all")
     return _bool_reduce("all", red.reduce_and, a, axis, keepdims, where, True)
 
 
@@ -286,8 +286,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
         dtype: the accumulation and result dtype; by default `a`'s inexact dtype (integers and bool: float32).
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         where: a bool mask broadcastable to `a`; only the True elements are summed and counted.
 
@@ -302,6 +301,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
     >>> jnp.mean(jnp.array([[1, 2], [3, 5]]), axis=0)
     Array([2. , 3.5], dtype=float32)
     """
+    check_out(out, "mean")
     a = _strong(arraylike_arg(a, "mean"))
     aval = core.get_aval(a)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.inexact_dtype_for(aval.dtype)
@@ -322,8 +322,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
         dtype: the computation dtype; by default `a`'s inexact dtype (integers: float32).
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         ddof: delta degrees of freedom (1 gives the unbiased sample variance).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
         where: a bool mask broadcastable to `a`; only the True elements count.
@@ -343,6 +342,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     >>> jnp.var(x, ddof=1)
     Array(1.6666666, dtype=float32)
     """
+    check_out(out, "var")
     if correction is not None:
         ddof = correction
     a = _strong(arraylike_arg(a, "var"))
@@ -385,6 +385,7 @@ def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     >>> jnp.std(jnp.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
     Array([1., 0.], dtype=float32)
     """
+    check_out(out, "std")
     return ew.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
 
 
@@ -407,8 +408,7 @@ def argmax(a, axis=None, out=None, keepdims=None):
     Args:
         a: array-like.
         axis: None or an int.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axis (all axes for None) stays as size 1.
 
     Returns:
@@ -423,6 +423,7 @@ def argmax(a, axis=None, out=None, keepdims=None):
     >>> jnp.argmax(jnp.array([[1, 7], [9, 2]]), axis=1)
     Array([1, 0], dtype=int32)
     """
+    check_out(out, "argmax")
     return _arg("argmax", red.argmax, a, axis, bool(keepdims))
 
 
@@ -433,8 +434,7 @@ def argmin(a, axis=None, out=None, keepdims=None):
     Args:
         a: array-like.
         axis: None or an int.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axis (all axes for None) stays as size 1.
 
     Returns:
@@ -447,6 +447,7 @@ def argmin(a, axis=None, out=None, keepdims=None):
     >>> jnp.argmin(jnp.array([[1, 7], [9, 0]]), axis=0)
     Array([0, 1], dtype=int32)
     """
+    check_out(out, "argmin")
     return _arg("argmin", red.argmin, a, axis, bool(keepdims))
 
 
@@ -503,7 +504,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     Array([[1, 2],
            [4, 6]], dtype=int32)
     """
-    _no_out("cumsum", out)
+    check_out(out, "cumsum")
     return _cumulative("cumsum", cum.cumsum, a, axis, dtype)
 
 
@@ -524,7 +525,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     >>> jnp.cumprod(jnp.array([1.0, 2.0, 3.0, 4.0]))
     Array([ 1.,  2.,  6., 24.], dtype=float32)
     """
-    _no_out("cumprod", out)
+    check_out(out, "cumprod")
     return _cumulative("cumprod", cum.cumprod, a, axis, dtype)
 
 
@@ -539,7 +540,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     >>> jnp.nancumsum(jnp.array([1.0, jnp.nan, 2.0]))
     Array([1., 1., 3.], dtype=float32)
     """
-    _no_out("nancumsum", out)
+    check_out(out, "nancumsum")
     return _cumulative("nancumsum", cum.cumsum, a, axis, dtype, nan_fill=0)
 
 
@@ -554,13 +555,8 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     >>> jnp.nancumprod(jnp.array([2.0, jnp.nan, 3.0]))
     Array([2., 2., 6.], dtype=float32)
     """
-    _no_out("nancumprod", out)
+    check_out(out, "nancumprod")
     return _cumulative("nancumprod", cum.cumprod, a, axis, dtype, nan_fill=1)
-
-
-def _no_out(name, out):
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
 
 
 def _array_api_cumulative(name, what, fn, identity, promote_integers, x, axis, dtype, include_initial):
@@ -634,6 +630,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     >>> jnp.nansum(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1)
     Array([1., 0.], dtype=float32)
     """
+    check_out(out, "nansum")
     from .ufuncs import isnan, where as jwhere
     a = arraylike_arg(a, "nansum")
     return sum(jwhere(isnan(a), Array(np.zeros((), core.get_aval(a).dtype), True), a), axis=axis, dtype=dtype,
@@ -656,6 +653,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     >>> jnp.nanmean(jnp.array([1.0, jnp.nan, 3.0]))
     Array(2., dtype=float32)
     """
+    check_out(out, "nanmean")
     from .ufuncs import isnan, logical_not
     a = arraylike_arg(a, "nanmean")
     valid = logical_not(isnan(a))
@@ -663,9 +661,26 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
                 ew.bitwise_and(valid, asarray_arg(where)))
 
 
+def _nan_extreme(name, reduce, fill, a, axis, keepdims, initial, where):
+    """`reduce` (max or min) with nans replaced by `fill` (the reduction's identity); a slice with only nans gives
+    nan when no `initial` is given (as JAX: `initial` then supplies the result). Integer inputs hold no nan and
+    go to `reduce` unchanged."""
+    from .ufuncs import isnan, where as jwhere
+    a = arraylike_arg(a, name)
+    dt = core.get_aval(a).dtype
+    if not dtypes.is_inexact(dt):
+        return reduce(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
+    nan_mask = isnan(a)
+    out = reduce(jwhere(nan_mask, Array(np.asarray(fill, dt), True), a), axis=axis, keepdims=keepdims,
+                 initial=initial, where=where)
+    if initial is not None:
+        return out
+    return jwhere(all(nan_mask, axis=axis, keepdims=keepdims), Array(np.asarray(np.nan, dt), True), out)
+
+
 @staged_as_call("nanmax")
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """`max` ignoring nans (they are replaced by -inf first).
+    """`max` ignoring nans.
 
     Args:
         a: array-like of any shape.
@@ -673,8 +688,8 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         out, keepdims, initial, where: as for `max`.
 
     Returns:
-        An array of the reduced shape in `a`'s dtype. Differs from NumPy and JAX: where every element is nan the
-        result is -inf, not nan. Integer inputs cannot hold -inf and raise through the conversion.
+        An array of the reduced shape in `a`'s dtype; nan where every element of a slice is nan (unless `initial`
+        is given: it is then the result, as in JAX).
 
     Raises:
         ValueError: as for `max`.
@@ -683,15 +698,13 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     >>> jnp.nanmax(jnp.array([[1.0, jnp.nan], [jnp.nan, 4.0]]), axis=0)
     Array([1., 4.], dtype=float32)
     """
-    from .ufuncs import isnan, where as jwhere
-    a = arraylike_arg(a, "nanmax")
-    return max(jwhere(isnan(a), Array(np.asarray(-np.inf, core.get_aval(a).dtype), True), a), axis=axis,
-               keepdims=keepdims, initial=initial, where=where)
+    check_out(out, "nanmax")
+    return _nan_extreme("nanmax", max, -np.inf, a, axis, keepdims, initial, where)
 
 
 @staged_as_call("nanmin")
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """`min` ignoring nans (they are replaced by +inf first).
+    """`min` ignoring nans.
 
     Args:
         a: array-like of any shape.
@@ -699,8 +712,8 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         out, keepdims, initial, where: as for `min`.
 
     Returns:
-        An array of the reduced shape in `a`'s dtype. Differs from NumPy and JAX: where every element is nan the
-        result is +inf, not nan.
+        An array of the reduced shape in `a`'s dtype; nan where every element of a slice is nan (unless `initial`
+        is given: it is then the result, as in JAX).
 
     Raises:
         ValueError: as for `min`.
@@ -709,10 +722,8 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     >>> jnp.nanmin(jnp.array([[1.0, jnp.nan], [jnp.nan, 4.0]]), axis=0)
     Array([1., 4.], dtype=float32)
     """
-    from .ufuncs import isnan, where as jwhere
-    a = arraylike_arg(a, "nanmin")
-    return min(jwhere(isnan(a), Array(np.asarray(np.inf, core.get_aval(a).dtype), True), a), axis=axis,
-               keepdims=keepdims, initial=initial, where=where)
+    check_out(out, "nanmin")
+    return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims, initial, where)
 
 
 @staged_as_call("count_nonzero")
@@ -746,8 +757,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        out: accepted for NumPy compatibility and ignored (JAX raises NotImplementedError for it; arrays are
-            immutable, so there is nothing to write into).
+        out: must be None (NotImplementedError otherwise, as in JAX: arrays are immutable).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
 
     Returns:
@@ -760,6 +770,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     >>> jnp.ptp(jnp.array([[4, 9], [1, 2]]), axis=1)
     Array([5, 1], dtype=int32)
     """
+    check_out(out, "ptp")
     return ew.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
@@ -769,9 +780,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     Args:
         a: array-like of any shape.
         axis: None (all axes), an int or a tuple of ints; negative values count from the end.
-        weights: None or an array-like broadcastable to `a`'s shape with NumPy's trailing-axis rules.
-            Differs from NumPy and JAX: a 1-d `weights` of length `a.shape[axis]` is not aligned with `axis`;
-            it is broadcast against the last axis, so for `axis` other than the last pass weights of `a`'s shape.
+        weights: None, an array-like of `a`'s shape, or (with `axis` given) one whose shape is `a`'s sizes
+            along `axis` in the order the axes are listed; it is then laid along those axes.
         returned: if True, also return the sum of the weights (the element count without weights).
         keepdims: if True, the reduced axes stay as size-1 dimensions.
 
@@ -779,7 +789,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         The average (an inexact array of the reduced shape), or `(average, weight_sum)` if `returned`.
 
     Raises:
-        ValueError: if `weights` does not broadcast to `a`'s shape.
+        ValueError: if `weights` has neither `a`'s shape nor `a`'s sizes along `axis`, or if the shapes
+            differ and `axis` is None.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.average(jnp.array([1.0, 2.0, 4.0]), weights=jnp.array([1.0, 1.0, 2.0]))
@@ -796,8 +807,29 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
             return avg, st.full(core.get_aval(avg).shape, n, core.get_aval(avg).dtype)
         return avg
     from .ufuncs import multiply, true_divide
-    w = asarray_arg(weights)
-    wsum = sum(w if core.get_aval(w).shape == core.get_aval(a).shape else broadcast_to_shape(
-        w, core.get_aval(a).shape), axis=axis, keepdims=keepdims)
+    from .util import promote_dtypes
+    a, w = promote_dtypes(a, asarray_arg(weights, "average"))
+    dt, weak = dtypes.dtype_and_weak(a)
+    if not dtypes.is_inexact(dt):
+        a, w = (ew._convert_weak(v, dtypes.default_float_dtype(), weak) for v in (a, w))
+    a_shape, w_shape = core.get_aval(a).shape, core.get_aval(w).shape
+    if w_shape != a_shape:
+        # As NumPy and JAX: weights of another shape are laid along `axis` (in the order the axes are given),
+        # never broadcast from the trailing axes.
+        if axis is None:
+            raise ValueError(f"average: axis must be given when the shapes of a {a_shape} and weights {w_shape} "
+                             "differ.")
+        axes = canonicalize_axes(axis, len(a_shape))
+        if w_shape != tuple(a_shape[i] for i in axes):
+            raise ValueError(f"average: weights of shape {w_shape} must have a's sizes along axis {axis}, "
+                             f"{tuple(a_shape[i] for i in axes)}.")
+        order = tuple(int(i) for i in np.argsort(axes))
+        if order != tuple(range(len(axes))):
+            w = st.transpose(w, order)
+        w = st.reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a_shape)))
+        w = broadcast_to_shape(w, a_shape)
+    wsum = sum(w, axis=axis, keepdims=keepdims)
     avg = true_divide(sum(multiply(a, w), axis=axis, keepdims=keepdims), wsum)
+    if returned and core.get_aval(wsum).shape != core.get_aval(avg).shape:
+        wsum = broadcast_to_shape(wsum, core.get_aval(avg).shape)
     return (avg, wsum) if returned else avg

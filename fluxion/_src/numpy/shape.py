@@ -10,7 +10,7 @@ from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
-from .util import asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axes, canonicalize_axis, \
+from .util import check_out, asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axes, canonicalize_axis, \
     promote_dtypes
 
 
@@ -432,7 +432,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     Args:
         arrays: a non-empty sequence of array-likes of one shape (promoted to one dtype).
         axis: the position of the new axis in the result.
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
         dtype: the result dtype (default: the promoted dtype).
 
     Returns:
@@ -446,6 +446,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     Array([[1, 3],
            [2, 4]], dtype=int32)
     """
+    check_out(out, "stack")
     if isinstance(arrays, (Array, Tracer)):
         arrays = list(arrays)
     arrays = [asarray_arg(a, "stack") for a in arrays]
@@ -790,8 +791,8 @@ def roll(a, shift, axis=None):
 
     Args:
         a: array-like.
-        shift: an int or a tuple of ints (one per axis). Differs from JAX: shifts must be static Python ints;
-            JAX also accepts traced shifts.
+        shift: an int, a tuple of ints (one per axis) or an integer array of those (0-d or 1-d); a traced shift
+            (under jit) is applied with a dynamic slice.
         axis: None, an int or a tuple of ints.
 
     Returns:
@@ -810,7 +811,12 @@ def roll(a, shift, axis=None):
     a = asarray_arg(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _shape(a))
-    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    if isinstance(shift, Tracer):
+        return _roll_traced(a, shift, axis)
+    if hasattr(shift, "__jax_array__"):
+        return roll(a, asarray_arg(shift, "roll"), axis)
+    # A concrete array shift (of any rank up to 1) is read as ints, like a tuple.
+    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(int(v) for v in np.ravel(np.asarray(shift)))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
@@ -822,6 +828,33 @@ def roll(a, shift, axis=None):
         s = int(s) % n
         if s:
             a = st.concatenate([st.slice_in_dim(a, n - s, n, 1, ax), st.slice_in_dim(a, 0, n - s, 1, ax)], ax)
+    return a
+
+
+def _roll_traced(a, shift, axis):
+    """`roll` by a shift known only at run time: each axis is doubled by concatenation and the window of its
+    length that starts at `n - shift mod n` is cut out dynamically."""
+    from .ufuncs import remainder
+    shift_aval = core.get_aval(shift)
+    if shift_aval.ndim > 1 or not dtypes.is_integer(shift_aval.dtype):
+        raise TypeError(f"roll: shift must be an integer scalar or 1-d array, got {shift_aval.dtype}{shift_aval.shape}")
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    shifts = [shift] if shift_aval.ndim == 0 else [st.index_in_dim(shift, i, 0, False) for i in range(shift_aval.shape[0])]
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    nd = core.get_aval(a).ndim
+    for s, ax in zip(shifts, axes):
+        ax = canonicalize_axis(ax, nd)
+        n = _shape(a)[ax]
+        if n == 0:
+            continue
+        start = ew.sub(Array(np.asarray(n, core.get_aval(s).dtype), True), remainder(s, n))
+        doubled = st.concatenate([a, a], ax)
+        starts = [Array(np.asarray(0, core.get_aval(s).dtype), True)] * nd
+        starts[ax] = start
+        a = st.dynamic_slice(doubled, starts, _shape(a))
     return a
 
 
@@ -995,7 +1028,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
         a: array-like with at least 2 dimensions.
         offset, axis1, axis2: as for `diagonal`.
         dtype: the accumulation dtype (default as `sum`: bool and narrow ints widen to int32).
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
 
     Returns:
         An array of the remaining dimensions.
@@ -1007,8 +1040,14 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
     >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
     Array(5, dtype=int32)
     """
+    check_out(out, "trace")
     from .reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def _check_matrix_rank(name, shape):
+    if len(shape) < 2:
+        raise ValueError(f"{name}: the argument must be at least 2-d, got shape {shape}")
 
 
 def _tri_mask(shape, k, lower):
@@ -1032,8 +1071,7 @@ def tril(m, k: int = 0):
         An array of `m`'s shape and dtype.
 
     Raises:
-        IndexError: for input of fewer than 2 dimensions (NumPy broadcasts 1-d input as a row; JAX raises
-            ValueError).
+        ValueError: for input of fewer than 2 dimensions (as JAX; NumPy broadcasts 1-d input as a row).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.tril(jnp.array([[1, 2], [3, 4]]))
@@ -1042,6 +1080,7 @@ def tril(m, k: int = 0):
     """
     m = asarray_arg(m, "tril")
     shape = _shape(m)
+    _check_matrix_rank("tril", shape)
     return ew.select_n(_tri_mask(shape, k, True), st.full(shape, 0, core.get_aval(m).dtype), m)
 
 
@@ -1057,8 +1096,7 @@ def triu(m, k: int = 0):
         An array of `m`'s shape and dtype.
 
     Raises:
-        IndexError: for input of fewer than 2 dimensions (NumPy broadcasts 1-d input as a row; JAX raises
-            ValueError).
+        ValueError: for input of fewer than 2 dimensions (as JAX; NumPy broadcasts 1-d input as a row).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.triu(jnp.array([[1, 2], [3, 4]]), k=1)
@@ -1067,6 +1105,7 @@ def triu(m, k: int = 0):
     """
     m = asarray_arg(m, "triu")
     shape = _shape(m)
+    _check_matrix_rank("triu", shape)
     return ew.select_n(_tri_mask(shape, k, False), st.full(shape, 0, core.get_aval(m).dtype), m)
 
 

@@ -15,7 +15,7 @@ from .. import core, dtypes
 from ..core import Array
 from ..lax import elementwise as ew
 from ..lax import structural as st
-from .util import arraylike_arg, canonicalize_axes, promote_args_inexact
+from .util import check_out, arraylike_arg, canonicalize_axes, promote_args_inexact
 
 
 def _shape(x) -> tuple:
@@ -151,6 +151,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=
     >>> jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0]))
     Array(6., dtype=float32)
     """
+    check_out(out, "nanprod")
     from .reductions import prod
     a = arraylike_arg(a, "nanprod")
     return prod(_replace_nan(a, 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
@@ -175,6 +176,7 @@ def nanargmax(a, axis=None, out=None, keepdims=None):
     >>> jnp.nanargmax(jnp.array([[1.0, jnp.nan], [jnp.nan, jnp.nan]]), axis=1)
     Array([ 0, -1], dtype=int32)
     """
+    check_out(out, "nanargmax")
     from .reductions import argmax
     return _nanarg("nanargmax", argmax, -np.inf, a, axis, keepdims)
 
@@ -187,6 +189,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
     >>> jnp.nanargmin(jnp.array([jnp.nan, 2.0, 1.0]))
     Array(2, dtype=int32)
     """
+    check_out(out, "nanargmin")
     from .reductions import argmin
     return _nanarg("nanargmin", argmin, np.inf, a, axis, keepdims)
 
@@ -202,8 +205,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
     """
     from .reductions import sum as _sum
     from .ufuncs import isnan, less_equal, logical_not, subtract, true_divide, where as jwhere
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
+    check_out(out, "nanvar")
     a = arraylike_arg(a, "nanvar")
     if dtype is None:
         a, = promote_args_inexact("nanvar", a)
@@ -235,6 +237,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
     >>> jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0]))
     Array(1., dtype=float32)
     """
+    check_out(out, "nanstd")
     return ew.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where))
 
 

@@ -26,7 +26,7 @@ from ..core import Array
 from ..custom_derivatives import custom_jvp
 from ..lax import elementwise as ew
 from ..lax import structural as st
-from .util import asarray_arg, broadcast_shapes, broadcast_to_shape, promote_args, promote_args_inexact
+from .util import check_out, asarray_arg, broadcast_shapes, broadcast_to_shape, promote_args, promote_args_inexact
 
 
 def _same_array_pair(x, y) -> bool:
@@ -290,7 +290,7 @@ def _full_like(x, value):
 
 
 def power(x, y, /):
-    """`x ** y`, elementwise. `jnp.pow` and `jnp.float_power` are the same function.
+    """`x ** y`, elementwise. `jnp.pow` is the same function; `float_power` converts to an inexact dtype first.
 
     Args:
         x: the base, array-like.
@@ -306,16 +306,11 @@ def power(x, y, /):
         ValueError: for an integer `x` with a negative static integer exponent.
         ValueError: if the shapes do not broadcast.
 
-    Differs from NumPy and JAX: `float_power` does not convert to a floating dtype (NumPy computes it in float64, JAX in
-    the default float dtype).
-
     >>> import fluxion.numpy as jnp
     >>> jnp.power(jnp.array([2, 3]), 3)
     Array([ 8, 27], dtype=int32)
     >>> jnp.power(jnp.array([4.0, 9.0]), 0.5)
     Array([2., 3.], dtype=float32)
-    >>> jnp.float_power(jnp.array([2]), 2)
-    Array([4], dtype=int32)
     """
     if isinstance(y, int) and not isinstance(y, bool) and -(2 ** 31) <= y < 2 ** 31:
         x = asarray_arg(x, "power")
@@ -370,7 +365,25 @@ def _int_power(x, y):
     return result
 
 
-float_power = power
+def float_power(x, y, /):
+    """`x ** y`, elementwise, computed in an inexact dtype.
+
+    Args:
+        x, y: array-likes, broadcast together and promoted with JAX's rules; integer and bool results of the
+            promotion become the default float dtype (float32), as in JAX (NumPy uses float64).
+
+    Returns:
+        An inexact array of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast.
+
+    >>> import fluxion.numpy as jnp
+    >>> jnp.float_power(jnp.array([2]), 3)
+    Array([8.], dtype=float32)
+    """
+    x, y = promote_args_inexact("float_power", x, y)
+    return ew.pow(x, y)
 
 
 def _unary(prim, name, x, inexact=True):
@@ -823,12 +836,17 @@ def fabs(x, /):
     Returns:
         An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
 
-    Differs from NumPy and JAX, which raise TypeError for complex input: a complex `x` gives its magnitude.
+    Raises:
+        TypeError: for a complex `x` (as NumPy and JAX; `abs` gives the magnitude).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.fabs(jnp.array([-2, 3]))
     Array([2., 3.], dtype=float32)
     """
+    x = asarray_arg(x, "fabs")
+    if dtypes.is_complex(core.get_aval(x).dtype):
+        raise TypeError(f"fabs: complex input is not supported (got dtype {core.get_aval(x).dtype}); use abs for "
+                        "the magnitude.")
     return _unary(ew.abs_p, "fabs", x)
 
 
@@ -836,39 +854,42 @@ def square(x, /):
     """`x * x`, elementwise (lowered to `integer_pow(x, 2)`).
 
     Args:
-        x: array-like of any numeric dtype (no conversion to float).
+        x: array-like of any numeric dtype (no conversion to float); bool becomes the default int dtype, as in JAX.
 
     Returns:
-        An array of `x`'s shape and dtype.
+        An array of `x`'s shape and dtype (int32 for bool).
 
-    Integers wrap on overflow. Differs from JAX: bool inputs raise TypeError (JAX returns them as int32).
+    Integers wrap on overflow.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.square(jnp.array([-3, 2]))
     Array([9, 4], dtype=int32)
     """
     x = asarray_arg(x, "square")
+    if core.get_aval(x).dtype == dtypes.bool_:
+        x = ew._convert_weak(x, dtypes.default_int_dtype(), core.get_aval(x).weak_type)
     return ew.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
-    """`1 / x`, elementwise, in `x`'s dtype.
+    """`1 / x`, elementwise, in an inexact dtype.
 
     Args:
-        x: array-like of any numeric dtype (no conversion to float).
+        x: array-like; integer and bool inputs are converted to the default float dtype (float32) first, as in JAX
+            (`reciprocal(2)` is 0.5, `reciprocal(0)` is inf).
 
     Returns:
-        An array of `x`'s shape and dtype.
-
-    Differs from JAX: integer inputs stay integer and the quotient truncates toward zero (`1 / 2` is 0,
-    `1 / 0` is -1, as `lax.div` defines it), where JAX promotes integers to float32 (`0.5`, `inf`).
+        An array of `x`'s shape and (converted) dtype; a weakly typed input gives a weakly typed result.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.reciprocal(jnp.array([2.0, 4.0]))
     Array([0.5 , 0.25], dtype=float32)
     """
     x = asarray_arg(x, "reciprocal")
-    return ew.div(_one(x), x) if dtypes.is_inexact(core.get_aval(x).dtype) else ew.div(_one(x), x)
+    dt, weak = dtypes.dtype_and_weak(x)
+    if not dtypes.is_inexact(dt):
+        x = ew._convert_weak(x, dtypes.default_float_dtype(), weak)
+    return ew.div(_one(x), x)
 
 
 def _round_float(prim, name, x):
@@ -966,7 +987,7 @@ def round(a, decimals: int = 0, out=None):  # noqa: A001
     Args:
         a: array-like.
         decimals: the number of decimals (negative values round to tens, hundreds, ...).
-        out: accepted and ignored.
+        out: must be None (NotImplementedError otherwise, as in JAX).
 
     Returns:
         An array of `a`'s shape and dtype. Integers are returned unchanged for `decimals >= 0`.
@@ -979,6 +1000,7 @@ def round(a, decimals: int = 0, out=None):  # noqa: A001
     >>> jnp.around(jnp.array([1234, 1250]), -2)
     Array([1200, 1300], dtype=int32)
     """
+    check_out(out, "round")
     a = asarray_arg(a, "round")
     dt = core.get_aval(a).dtype
     if not dtypes.is_inexact(dt):
@@ -1290,8 +1312,7 @@ def heaviside(x, h, /):
         h: the value at zero, array-like; broadcast with `x`. Both are promoted to an inexact dtype.
 
     Returns:
-        An array of the broadcast shape and promoted dtype. Differs from NumPy and JAX: a nan in `x` gives `h`
-    (they give nan).
+        An array of the broadcast shape and promoted dtype; a nan in `x` gives nan (as NumPy and JAX).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.heaviside(jnp.array([-1.0, 0.0, 2.0]), 0.5)
@@ -1299,10 +1320,11 @@ def heaviside(x, h, /):
     """
     x, h = promote_args_inexact("heaviside", x, h)
     zero = _zero(x)
-    return ew.select_n(ew.lt(x, zero), ew.select_n(ew.gt(x, zero), h, _one(x) if not core.get_aval(x).shape
+    step = ew.select_n(ew.lt(x, zero), ew.select_n(ew.gt(x, zero), h, _one(x) if not core.get_aval(x).shape
                                                     else st.full(core.get_aval(x).shape, 1, core.get_aval(x).dtype)),
                        zero if not core.get_aval(x).shape else st.full(core.get_aval(x).shape, 0,
                                                                         core.get_aval(x).dtype))
+    return ew.select_n(ew.ne(x, x), step, x)  # x != x only for nan: it passes through
 
 
 @staged_as_call("sinc")
@@ -1919,14 +1941,14 @@ def _where(condition, x, y):
 
 
 @staged_as_call("clip")
-def clip(arr, min=None, max=None, /, *, a_min=None, a_max=None):  # noqa: A002
+def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
     """`arr` limited to the interval [min, max] elementwise (`minimum(maximum(arr, min), max)`).
 
     Args:
         arr: array-like.
         min, max: the bounds (array-likes broadcast against `arr`, or None for no bound). `a_min`/`a_max` are the
-            older NumPy keyword names. Differs from JAX: `min` and `max` are positional-only here, so
-            `clip(x, max=1.0)` raises TypeError (pass `clip(x, None, 1.0)` or `a_max=1.0`).
+            older NumPy keyword names (JAX no longer accepts them; they are kept here for NumPy code).
+            `min` and `max` may be passed by position or keyword, as in JAX.
 
     Returns:
         An array of the broadcast shape in the promoted dtype.

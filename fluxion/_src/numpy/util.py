@@ -13,9 +13,15 @@ from ..lax import structural as st
 
 
 def asarray_arg(x: Any, name: str = "argument") -> Any:
-    """Converts NumPy values, lists and Python scalars to Arrays; passes Arrays and tracers through."""
+    """Converts NumPy values, lists and Python scalars to Arrays; passes Arrays and tracers through.
+
+    An object with `__jax_array__` (an `nnx.Variable`, say) is replaced by what that method returns, which may be
+    a tracer: converting it through NumPy instead would read its concrete value and cut it off from `grad`/`jit`.
+    """
     if isinstance(x, (Array, Tracer)):
         return x
+    if hasattr(x, "__jax_array__"):
+        return asarray_arg(x.__jax_array__(), name)
     try:
         return core.to_array(x)
     except TypeError as e:
@@ -119,7 +125,8 @@ def promote_args_inexact(name: str, *args: Any) -> list:
 
 def check_arraylike(name: str, *args: Any) -> None:
     for i, a in enumerate(args):
-        if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex, list, tuple)):
+        if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex, list, tuple)) \
+                and not hasattr(a, "__jax_array__"):
             raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a).__name__} at position {i}.")
 
 
@@ -139,3 +146,13 @@ def canonicalize_axes(axis: Any, ndim: int) -> tuple:
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated axis in {axis}")
     return axes
+
+
+def check_out(out: Any, name: str) -> None:
+    """Refuses a non-None `out=`: arrays are immutable, so there is no buffer to write into (JAX refuses it too).
+
+    Raises:
+      NotImplementedError: naming the function, when `out` is not None.
+    """
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
