@@ -174,6 +174,9 @@ class _Watch:
 
 def _open(browser, base: str, path: str, shot: str):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    # The fluxion.numpy reference is one page of ~1.2 MB (every function with its examples): on a loaded 2-core CI
+    # machine its layout alone can take longer than Playwright's 30 s default.
+    page.set_default_timeout(180_000)
     watch = _Watch(page, base)
     response = page.goto(f"{base}/{path}", wait_until="load")
     assert response is not None and response.ok, f"{path}: {response and response.status}"

@@ -240,5 +240,5 @@ def test_partitioned_boxes_cross_the_bridge():
     import jax
     mesh = jax.make_mesh((1,), ('d',), axis_types=(jax.sharding.AxisType.Auto,))
     expected = normalize(_partition_case(theirs, mesh), theirs)
-    got = normalize(_partition_case(_ours(), fluxion.make_mesh((1,), ('d',))), _ours())
+    got = normalize(_partition_case(_ours(), fluxion.make_mesh((1,), ('d',), axis_types=(fluxion.sharding.AxisType.Auto,))), _ours())
     assert_same(got, expected)

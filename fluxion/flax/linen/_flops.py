@@ -128,7 +128,7 @@ _FREE = frozenset({
 _UNCOUNTED = frozenset({
     'cholesky', 'qr', 'eigh', 'svd', 'triangular_solve', 'det', 'slogdet', 'solve', 'schur', 'hessenberg', 'psum',
     'pmax', 'pmin',
-    'psum_scatter', 'all_gather', 'all_to_all', 'ppermute', 'axis_index',
+    'psum_scatter', 'all_gather', 'all_to_all', 'ppermute', 'axis_index', 'reshard',
     # Host callbacks: XLA cannot see inside them (its cost analysis reports -1 for a program holding one).
     'pure_callback', 'io_callback', 'debug_callback', 'debug_print',
     # Not a JAX primitive (JAX spells the high half of a product in other operations).
