@@ -27,13 +27,18 @@ def _leaf_test(is_leaf: Callable | None) -> Callable:
 
 def _public(fn: Callable) -> Callable:
     """`fn` (a tree_util function with an `is_leaf` argument) with opaque types added to its leaves."""
-    sig = inspect.signature(fn)
+    params = list(inspect.signature(fn).parameters.values())
+    # Where `is_leaf` may arrive positionally (found once here: the wrappers sit on every user tree_map).
+    pos = next((i for i, p in enumerate(params)
+                if p.name == "is_leaf" and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD), None)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
-        bound.arguments["is_leaf"] = _leaf_test(bound.arguments.get("is_leaf"))
-        return fn(*bound.args, **bound.kwargs)
+        if pos is not None and len(args) > pos:
+            args = (*args[:pos], _leaf_test(args[pos]), *args[pos + 1:])
+        else:
+            kwargs["is_leaf"] = _leaf_test(kwargs.get("is_leaf"))
+        return fn(*args, **kwargs)
 
     return wrapper
 
