@@ -206,6 +206,34 @@ def test_simplify_composes_transposes_and_reshapes():
     assert_same_values(reference(out, x), reference(closed, x))
 
 
+@pytest.mark.parametrize("fun,shapes", [
+    (lambda a, b: (a.T @ b).T, [(5, 3), (5, 4)]),            # the weight gradient autodiff writes
+    (lambda a, b: jnp.transpose(a @ b), [(3, 5), (5, 4)]),
+    (lambda a, b: jnp.swapaxes(jnp.einsum("bij,bjk->bik", a, b), 1, 2), [(2, 3, 5), (2, 5, 4)]),
+    (lambda a, b: lax.dot_general(a, b, (((0,), (1,)), ((), ()))).T, [(5, 3), (4, 5)]),
+])
+def test_simplify_computes_transposed_products_in_the_wanted_layout(fun, shapes, rng):
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    closed = closed_of(fun, *args)
+    out = dce(simplify(closed))
+    assert "transpose" not in prim_names(out) or prim_names(out).count("transpose") < prim_names(closed).count(
+        "transpose")
+    assert prim_names(out).count("dot_general") == 1
+    assert_same_values(reference(out, *args), reference(closed, *args), exact=False)
+
+
+def test_simplify_keeps_the_transpose_of_a_product_read_elsewhere(rng):
+    a, b = rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+
+    def fun(a, b):
+        p = a @ b
+        return p.T, p * 2.0
+    closed = closed_of(fun, a, b)
+    out = dce(simplify(closed))
+    assert prim_names(out).count("dot_general") == 1 and "transpose" in prim_names(out)
+    assert_same_values(reference(out, a, b), reference(closed, a, b), exact=False)
+
+
 # -- the pipeline and its debug type check ----------------------------------------------------------------------
 
 def test_pipeline_preserves_values_of_a_gradient_program(rng):

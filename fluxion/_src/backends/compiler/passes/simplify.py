@@ -8,7 +8,11 @@ Rules (each applies only when the replacement has exactly the result's shape and
   `transpose`, empty `squeeze`/`rev`/reductions, full `slice`, zero `pad`, single-operand
   `concatenate`, `stop_gradient`, `copy` -> the operand;
 * `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
-* `select_n` with one case, identical cases or a literal predicate -> the chosen case.
+* `select_n` with one case, identical cases or a literal predicate -> the chosen case;
+* `transpose` swapping the two free axes of a matrix product `dot_general(a, b)` read by nothing else ->
+  `dot_general(b, a)`: the product is computed in the layout its readers want. Autodiff writes the weight gradient
+  of `x @ w` as `transpose(dot(transpose(g), x))`; without this rule the gradient is a transposed view that the
+  next fused kernel (Adam's update) first copies element by element with strided reads.
 
 Floating-point note: `x + 0.0 -> x` maps `-0.0` to `-0.0` where IEEE gives `+0.0`; XLA makes the same trade.
 """
@@ -21,7 +25,7 @@ import numpy as np
 
 from ....core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive
 from ....lax.elementwise import add_p, convert_element_type_p, div_p, integer_pow_p, mul_p, neg_p, select_n_p, sub_p
-from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
+from ....lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
 from ....lax.structural import (broadcast_in_dim_p, concatenate_p, copy_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
                                stop_gradient_p, transpose_p)
 from .. import ir
@@ -34,8 +38,9 @@ def _same_type(a, b) -> bool:
 class _Ctx:
     """What rules may ask about the program rewritten so far: producers of variables and scalar constants."""
 
-    def __init__(self):
+    def __init__(self, uses: dict):
         self.producer: dict = {}
+        self.uses = uses  # variable -> number of readers in the original program (outputs count as readers)
 
     def scalar(self, v) -> Any:
         """The scalar value of `v` if it is a literal or a broadcast of one, else None."""
@@ -86,10 +91,34 @@ def _when(pred: Callable[[JaxprEqn], bool]) -> Rule:
     return rule
 
 
+def _transposed_product(ctx, e, perm: tuple):
+    """`dot_general(b, a)` for `transpose(dot_general(a, b))` when the transpose swaps the product's two free axes
+    (after its batch axes) and is the product's only reader, else None."""
+    x = e.invars[0]
+    p = ctx.producer.get(x)
+    if p is None or p.primitive is not dot_general_p or ctx.uses.get(x, 0) != 1:
+        return None
+    (lc, rc), (lb, rb) = p.params["dimension_numbers"]
+    lhs, rhs = p.invars
+    nb = len(lb)
+    if lhs.aval.ndim - nb - len(lc) != 1 or rhs.aval.ndim - nb - len(rc) != 1:
+        return None
+    if perm != tuple(range(nb)) + (nb + 1, nb):
+        return None
+    params = dict(p.params, dimension_numbers=((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb))))
+    prec = params.get("precision")
+    if isinstance(prec, (tuple, list)) and len(prec) == 2:
+        params["precision"] = (prec[1], prec[0])
+    return p._replace(invars=[rhs, lhs], outvars=list(e.outvars), params=params)
+
+
 def _transpose(ctx, e):
     perm = tuple(e.params["permutation"])
     if perm == tuple(range(len(perm))):
         return e.invars[0]
+    swapped = _transposed_product(ctx, e, perm)
+    if swapped is not None:
+        return swapped
     p = ctx.producer.get(e.invars[0])
     if p is not None and p.primitive is transpose_p:
         inner = tuple(p.params["permutation"])
@@ -183,7 +212,13 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
       An equivalent program; equations made dead by a rewrite are left for dead code elimination.
     """
     j = closed.jaxpr
-    ctx = _Ctx()
+    uses: dict = {}
+    for eqn in j.eqns:
+        for v in eqn.invars:
+            uses[v] = uses.get(v, 0) + 1
+    for v in j.outvars:
+        uses[v] = uses.get(v, 0) + 1
+    ctx = _Ctx(uses)
     ren = ir.Renamer()
     eqns: list = []
     changed = False
@@ -204,6 +239,8 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
                 rule = RULES.get(eqn.primitive)
                 continue
             ren.set(eqn.outvars[0], res)
+            if type(res) is not Literal:  # its readers now read `res`
+                uses[res] = uses.get(res, 0) + uses.get(eqn.outvars[0], 0)
             eqn = None
             break
         if eqn is None:
