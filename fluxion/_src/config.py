@@ -48,6 +48,8 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
     kernels (when Numba is installed); False keeps generated NumPy code only.
   fluxion_jit_sync_kernels (False; FLUXION_JIT_SYNC_KERNELS): compile fused kernels before the first call instead of
     on a background thread (the first calls then run the NumPy code).
+  fluxion_jit_whole_step (True; FLUXION_JIT_WHOLE_STEP): after the fused tier, straight-line programs whose every
+    operation Numba can compile become one native function (see `compiler.wholestep`), built in the background.
   fluxion_fuse_min_elements (4096; FLUXION_FUSE_MIN_ELEMENTS): smallest array, in elements, whose elementwise chains
     are fused (smaller groups are fused only when long and bit-exact).
   fluxion_small_group_min_ops (8; FLUXION_SMALL_GROUP_MIN_OPS): operations a group below that size needs to be fused.
@@ -192,6 +194,7 @@ class Config:
         self._define("fluxion_jit_compiler", True, env=("FLUXION_JIT_COMPILER",), parse=_boolean(True))
         self._define("fluxion_jit_fusion", True, env=("FLUXION_JIT_FUSION",), parse=_boolean(True))
         self._define("fluxion_jit_sync_kernels", False, env=("FLUXION_JIT_SYNC_KERNELS",), parse=_boolean(False))
+        self._define("fluxion_jit_whole_step", True, env=("FLUXION_JIT_WHOLE_STEP",), parse=_boolean(True))
         self._define("fluxion_fuse_min_elements", 1 << 12, env=("FLUXION_FUSE_MIN_ELEMENTS",), parse=_integer(0))
         self._define("fluxion_small_group_min_ops", 8, env=("FLUXION_SMALL_GROUP_MIN_OPS",), parse=_integer(1))
         self._define("fluxion_parallel_min_work", 1 << 18, env=("FLUXION_PARALLEL_MIN_WORK",), parse=_integer(0))

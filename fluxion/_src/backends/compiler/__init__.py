@@ -49,7 +49,8 @@ class Executable:
       optimized: the jaxpr after the IR passes.
       source: the generated Python source (plus the source of any fused kernels).
       compile_seconds: time spent in passes and code generation (first tier).
-      tier: 0 for NumPy-only code, 1 once fused kernels are in use.
+      tier: 0 for NumPy-only code, 1 once fused kernels are in use, 2 once the whole program runs as one native
+        function (`wholestep`).
     """
 
     __slots__ = ("fn", "optimized", "module", "compile_seconds", "kernels", "tier", "_listeners", "donated",
@@ -74,11 +75,11 @@ class Executable:
         """`callback(fn)` is called with the new function when the executable upgrades to fused kernels."""
         self._listeners.append(callback)
 
-    def upgrade(self, fn: Callable, module: codegen.Module, kernels: Sequence[Any]) -> None:
+    def upgrade(self, fn: Callable, module: codegen.Module, kernels: Sequence[Any], tier: int = 1) -> None:
         self.module = module
         self.kernels = list(kernels)
         self.fn = fn
-        self.tier = 1
+        self.tier = tier
         for cb in list(self._listeners):
             cb(fn)
 
@@ -104,6 +105,27 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
             disk_cache.store(cache_key, exe)
     else:
         exe.kernels = kernels
+
+
+def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None) -> None:
+    """Compiles (or loads) `program` as one native function and switches `exe` to it; programs the lowering does
+    not support, or that fail to compile, keep their current tier."""
+    from . import wholestep
+    from .fusion import runtime
+    try:
+        spec = wholestep.build(program)
+    except wholestep.Unsupported:
+        return
+    try:
+        native = runtime.load_kernel(spec.digest, spec.source)
+    except RuntimeError as err:
+        spec.status = f"failed: {err}"
+        return
+    spec.status = "compiled"
+    fn = wholestep.entry_function(native, spec.consts, exe.fn, program)
+    exe.upgrade(fn, exe.module, [*exe.kernels, spec], tier=2)
+    if cache_key is not None:
+        disk_cache.store(cache_key, exe)
 
 
 def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequence[int] = (),
@@ -141,19 +163,27 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
             if sync:
                 _fused_tier(exe, program, key)
             else:
-                fusion.runtime.submit(_background_job(exe, program, key))
+                fusion.runtime.submit(_background_job(exe, program, key, _fused_tier))
+            from . import wholestep
+            if wholestep.enabled():
+                # Kernels on disk load in milliseconds: then the whole-step function is in place from the first call.
+                if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
+                    _whole_step_tier(exe, program, key)
+                else:
+                    fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier))
     return exe
 
 
-def _background_job(exe: Executable, program: ClosedJaxpr, key: str) -> Callable[[], None]:
-    """The background compilation of `exe`'s fused tier. It holds the executable weakly: if the caches that own it
-    are cleared before the job runs, nothing is compiled for it."""
+def _background_job(exe: Executable, program: ClosedJaxpr, key: str,
+                    tier: Callable[[Executable, ClosedJaxpr, str], None]) -> Callable[[], None]:
+    """The background compilation of one of `exe`'s tiers (`_fused_tier` or `_whole_step_tier`). It holds the
+    executable weakly: if the caches that own it are cleared before the job runs, nothing is compiled for it."""
     ref = weakref.ref(exe)
 
     def job() -> None:
         target = ref()
         if target is not None:
-            _fused_tier(target, program, key)
+            tier(target, program, key)
     return job
 
 

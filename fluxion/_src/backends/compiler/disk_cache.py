@@ -38,8 +38,9 @@ def _path(k: str) -> str | None:
     return None if root is None else os.path.join(root, "executables", f"{k}.json")
 
 
-def warm(k: str) -> bool:
-    """Whether an entry exists and all its kernels are on disk."""
+def warm(k: str, whole_step: bool = False) -> bool:
+    """Whether an entry exists and all its kernels are on disk (with `whole_step`: including a whole-step function,
+    whose digests start with "w"; see `wholestep`)."""
     path = _path(k)
     if path is None:
         return False
@@ -48,7 +49,10 @@ def warm(k: str) -> bool:
             entry = json.load(f)
     except (OSError, ValueError):
         return False
-    paths = [runtime.kernel_path(d) for d in entry.get("kernels", [])]
+    digests = entry.get("kernels", [])
+    if whole_step and not any(str(d).startswith("w") for d in digests):
+        return False
+    paths = [runtime.kernel_path(d) for d in digests]
     return all(p is not None and os.path.exists(p) for p in paths)
 
 

@@ -120,12 +120,17 @@ class Planner:
       kernels: a list that receives the `KernelSpec` of every kernel used (for `as_text()`).
       load: compile/load kernels now (blocking) and emit calls to them; if False, `plan_nodes` only records
         which kernels a program needs and returns plain equation nodes.
+      min_elements: fuse groups from this many elements (default: `min_elements()`).
+      serial: never use threads (default: when the program calls BLAS, decided on the first program planned).
     """
 
-    def __init__(self, kernels: list | None = None, load: bool = True):
+    def __init__(self, kernels: list | None = None, load: bool = True, min_elements: int | None = None,
+                 serial: bool | None = None):
         self.kernels = kernels if kernels is not None else []
         self.load = load
-        self.serial = None  # decided on the first (top-level) program planned: see `specs`
+        # The whole-step tier (`compiler.wholestep`) fuses groups of any size on one thread: it passes 1 and True.
+        self.min_elements = min_elements
+        self.serial = serial  # None: decided on the first (top-level) program planned: see `specs`
 
     def specs(self, closed: ClosedJaxpr) -> list:
         """The kernels `closed` (not its sub-jaxprs) would use: (group, spec) pairs, and the node schedule."""
@@ -134,7 +139,8 @@ class Planner:
             # Programs that call BLAS keep their kernels on one thread: BLAS runs on its own threads, and two
             # thread pools taking turns in one program wait for each other's threads (see `threads`).
             self.serial = blas.uses_blas(closed)
-        gs = _groups.Grouping(j.eqns, j.outvars, min_elements()).run()
+        limit = min_elements() if self.min_elements is None else self.min_elements
+        gs = _groups.Grouping(j.eqns, j.outvars, limit).run()
         if not gs:
             return [], None
         order = _groups.schedule(j.eqns, gs)

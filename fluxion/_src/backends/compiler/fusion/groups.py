@@ -96,6 +96,23 @@ def _reduction_ok(eqn) -> bool:
     return reduction_pattern(eqn.invars[0].aval.shape, tuple(eqn.params["axes"])) is not None
 
 
+def alone(eqn) -> tuple | None:
+    """(domain, reduced axes or None) of a kernel computing `eqn` by itself, or None if it cannot be a kernel.
+
+    The whole-step tier (`compiler.wholestep`) compiles the equations no group took (a lone `max`, a reduction of a
+    product's result) as one-equation kernels, since its program has no NumPy calls to leave them to."""
+    if eqn.primitive.multiple_results:
+        return None
+    if eqn.primitive in REDUCTIONS:
+        v = eqn.invars[0]
+        if type(v) is not Var or not _reduction_ok(eqn):
+            return None
+        return v.aval.shape, tuple(sorted(eqn.params["axes"]))
+    if not _ew_kind(eqn):
+        return None
+    return eqn.outvars[0].aval.shape, None
+
+
 class Grouping:
     """Runs the greedy grouping over one jaxpr's equations.
 
