@@ -17,6 +17,9 @@ import zlib
 # jit compiles fused kernels on a background thread and switches to them when ready; tests compile them before
 # the first call instead, so a jitted function gives the same bits on every call of a test run.
 os.environ.setdefault("FLUXION_JIT_SYNC_KERNELS", "1")
+# The whole-step tier compiles a program for seconds in the background; tests of other things should not pay for
+# it (nor see a call switch tiers midway): tests/compiler/test_whole_step.py turns it on where it is tested.
+os.environ.setdefault("FLUXION_JIT_WHOLE_STEP", "0")
 
 import numpy as np
 import pytest

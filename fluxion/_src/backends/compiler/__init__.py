@@ -129,7 +129,8 @@ def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | Non
 
 
 def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequence[int] = (),
-                   optimize: bool = True, fuse: bool | None = None, sync: bool | None = None) -> Executable:
+                   optimize: bool = True, fuse: bool | None = None, sync: bool | None = None,
+                   whole_step: bool | None = None) -> Executable:
     """Compiles a closed jaxpr into an `Executable`.
 
     Args:
@@ -139,6 +140,9 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
       optimize: run the IR passes (tests turn this off to test code generation alone).
       fuse: use fused Numba kernels (default: when Numba is installed and `fluxion_jit_fusion` is on).
       sync: compile kernels before returning (default: `fluxion_jit_sync_kernels`, else in the background).
+      whole_step: also build the whole-step tier in the background (`wholestep`); default: when
+        `fluxion_jit_whole_step` is on and the program has fused kernels. True builds it for any program the
+        lowering supports (tests), False never.
 
     Returns:
       The executable; `executable(*raw_args)` returns a tuple of raw outputs.
@@ -152,26 +156,35 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
     if fuse:
         from . import fusion
         program = fusion.prepare(opt) if fusion.available() else None
-        if program is not None and fusion.needs_kernels(program):
+        needs = program is not None and fusion.needs_kernels(program)
+        from . import wholestep
+        if program is not None and (whole_step if whole_step is not None else needs and wholestep.enabled()):
             key = disk_cache.key(opt, donated)
-            if fusion.check.enabled():
-                sync = True  # checked kernels run from the first call
-            if sync is None:
-                # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
-                # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
-                sync = fusion.runtime.sync_kernels() or (disk_cache.warm(key) and "numba" in sys.modules)
-            if sync:
-                _fused_tier(exe, program, key)
+            if needs:
+                _fused_tier_soon(exe, program, key, sync)
+            # Kernels on disk load in milliseconds: then the whole-step function is in place from the first call.
+            if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
+                _whole_step_tier(exe, program, key)
             else:
-                fusion.runtime.submit(_background_job(exe, program, key, _fused_tier))
-            from . import wholestep
-            if wholestep.enabled():
-                # Kernels on disk load in milliseconds: then the whole-step function is in place from the first call.
-                if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
-                    _whole_step_tier(exe, program, key)
-                else:
-                    fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier))
+                fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier))
+        elif needs:
+            _fused_tier_soon(exe, program, disk_cache.key(opt, donated), sync)
     return exe
+
+
+def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool | None) -> None:
+    """Builds the fused tier now (`sync`, check mode, or kernels on disk) or on the background thread."""
+    from . import fusion
+    if fusion.check.enabled():
+        sync = True  # checked kernels run from the first call
+    if sync is None:
+        # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
+        # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
+        sync = fusion.runtime.sync_kernels() or (disk_cache.warm(key) and "numba" in sys.modules)
+    if sync:
+        _fused_tier(exe, program, key)
+    else:
+        fusion.runtime.submit(_background_job(exe, program, key, _fused_tier))
 
 
 def _background_job(exe: Executable, program: ClosedJaxpr, key: str,

@@ -20,7 +20,7 @@ mode (`FLUXION_CHECK_FUSION=1`) never uses it, since it checks each kernel call 
 
 Calls. The function takes read-only C-contiguous arrays (Numba's signature for every argument); a call with any
 other layout (a strided view passed in) raises Numba's TypeError before running anything, and the call then runs
-the previous tier's code. Outputs are fresh C-contiguous arrays (an output that is an input is that input).
+the previous tier's code (counted in the entry function's `fallbacks`). Outputs are fresh C-contiguous arrays (an output that is an input is that input).
 Numerics are the fused tier's: kernels at any size use `mathlib`'s transcendental functions and float64 sums, so
 results match the NumPy path to rounding, not bit for bit.
 
@@ -39,7 +39,7 @@ from ...config import config
 from ...core import ClosedJaxpr, Literal, Var
 from ...lax.elementwise import pow_p
 from ...lax.reductions import dot_general_p
-from ...lax.structural import reshape_p, squeeze_p, transpose_p
+from ...lax.structural import reshape_p, slice_p, squeeze_p, transpose_p
 from . import contractions, fusion, ir
 from .fusion import groups as _groups
 from .fusion import kernel as _kernel
@@ -209,6 +209,12 @@ class _Emitter:
                 self.define(out, f"{self.names[x]}.T", "C")
             else:
                 self.define(out, f"np.ascontiguousarray(np.transpose({self.value(x)}, {perm!r}))")
+        elif prim is slice_p:
+            x = e.invars[0]
+            strides = e.params.get("strides") or (1,) * x.aval.ndim
+            index = ", ".join(f"{a}:{b}:{c}" for a, b, c in zip(e.params["start_indices"], e.params["limit_indices"],
+                                                                 strides))
+            self.define(out, f"np.ascontiguousarray({self.value(x)}[{index}{',' if x.aval.ndim == 1 else ''}])")
         elif prim is dot_general_p:
             self.define(out, self._product(e))
         elif prim in _UFUNCS and all(type(v) is Literal or v.aval.shape == out.aval.shape for v in e.invars):
@@ -317,11 +323,15 @@ def entry_function(native: Callable, consts: list, fallback: Callable, program: 
            f"    try:\n"
            f"        return _native({', '.join(native_args)})\n"
            f"    except TypeError:  # an argument layout the compiled signature does not take\n"
+           f"        _fallbacks[0] += 1\n"
            f"        return _fallback({params})\n")
-    ns: dict = {"_native": native, "_fallback": fallback}
+    fallbacks = [0]
+    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks}
     ns.update({f"_c{k}": c for k, c in enumerate(consts)})
     exec(compile(src, "<fluxion whole-step entry>", "exec"), ns)  # noqa: S102 -- generated from the arity
-    return ns["whole_step"]
+    fn = ns["whole_step"]
+    fn.fallbacks = fallbacks  # calls that ran `fallback` (for tests)
+    return fn
 
 
 __all__ = ["Unsupported", "WholeStepSpec", "build", "enabled", "entry_function", "VERSION"]
