@@ -107,19 +107,25 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
         exe.kernels = kernels
 
 
-def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None) -> None:
-    """Compiles (or loads) `program` as one native function and switches `exe` to it; programs the lowering does
-    not support, or that fail to compile, keep their current tier."""
+def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None,
+                     fused_fallback: bool = False) -> None:
+    """Compiles (or loads) `program` as one native function and switches `exe` to it. Programs the lowering does
+    not support, or that fail to compile, keep their current tier -- or get the fused tier now with
+    `fused_fallback`."""
     from . import wholestep
     from .fusion import runtime
     try:
         spec = wholestep.build(program)
     except wholestep.Unsupported:
+        if fused_fallback:
+            _fused_tier(exe, program, cache_key)
         return
     try:
         native = runtime.load_kernel(spec.digest, spec.source)
     except RuntimeError as err:
         spec.status = f"failed: {err}"
+        if fused_fallback:
+            _fused_tier(exe, program, cache_key)
         return
     spec.status = "compiled"
     fn = wholestep.entry_function(native, spec.consts, exe.fn, program)
@@ -140,7 +146,8 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
       optimize: run the IR passes (tests turn this off to test code generation alone).
       fuse: use fused Numba kernels (default: when Numba is installed and `fluxion_jit_fusion` is on).
       sync: compile kernels before returning (default: `fluxion_jit_sync_kernels`, else in the background).
-      whole_step: also build the whole-step tier in the background (`wholestep`); default: when
+      whole_step: build the whole-step tier in the background (`wholestep`) -- instead of the fused tier, which
+        is built only if the program turns out unsupported (or first, synchronously, with `sync`); default: when
         `fluxion_jit_whole_step` is on and the program has fused kernels. True builds it for any program the
         lowering supports (tests), False never.
 
@@ -158,15 +165,21 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
         program = fusion.prepare(opt) if fusion.available() else None
         needs = program is not None and fusion.needs_kernels(program)
         from . import wholestep
-        if program is not None and (whole_step if whole_step is not None else needs and wholestep.enabled()):
+        want_whole = program is not None and (whole_step if whole_step is not None
+                                              else needs and wholestep.enabled())
+        if want_whole:
             key = disk_cache.key(opt, donated)
-            if needs:
-                _fused_tier_soon(exe, program, key, sync)
-            # Kernels on disk load in milliseconds: then the whole-step function is in place from the first call.
             if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
-                _whole_step_tier(exe, program, key)
-            else:
+                # On disk it loads in milliseconds: in place from the first call.
+                _whole_step_tier(exe, program, key, fused_fallback=needs)
+            elif needs and (sync or (sync is None and fusion.runtime.sync_kernels()) or fusion.check.enabled()):
+                _fused_tier_soon(exe, program, key, True)
                 fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier))
+            else:
+                # One background job: the whole-step function, or the fused tier if the program turns out not to
+                # be supported. Compiling both would take twice as long to reach the fastest code (the whole-step
+                # module compiles its kernels itself), and the NumPy path runs meanwhile either way.
+                fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier, fused_fallback=needs))
         elif needs:
             _fused_tier_soon(exe, program, disk_cache.key(opt, donated), sync)
     return exe
@@ -187,16 +200,17 @@ def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool
         fusion.runtime.submit(_background_job(exe, program, key, _fused_tier))
 
 
-def _background_job(exe: Executable, program: ClosedJaxpr, key: str,
-                    tier: Callable[[Executable, ClosedJaxpr, str], None]) -> Callable[[], None]:
-    """The background compilation of one of `exe`'s tiers (`_fused_tier` or `_whole_step_tier`). It holds the
-    executable weakly: if the caches that own it are cleared before the job runs, nothing is compiled for it."""
+def _background_job(exe: Executable, program: ClosedJaxpr, key: str, tier: Callable[..., None],
+                    **options: Any) -> Callable[[], None]:
+    """The background compilation of one of `exe`'s tiers (`_fused_tier` or `_whole_step_tier`, called with
+    `options`). It holds the executable weakly: if the caches that own it are cleared before the job runs, nothing
+    is compiled for it."""
     ref = weakref.ref(exe)
 
     def job() -> None:
         target = ref()
         if target is not None:
-            tier(target, program, key)
+            tier(target, program, key, **options)
     return job
 
 
