@@ -4,7 +4,8 @@
 Dispatch (the hot path): when every argument is a positional `Array` (the common case), the cache key is just the
 tuple of (shape, dtype, weak_type) of the arguments and a hit calls the generated executable on the raw NumPy
 buffers directly. Otherwise the arguments are flattened and the key is built from the treedef, each leaf's
-(shape, dtype, weak_type) and the static arguments. Caches belong to the wrapped function itself, so `jit(f)(x)`
+(shape, dtype, weak_type) and the static arguments; structures seen before are checked and flattened by code
+generated for them (`jit_flatten`). Caches belong to the wrapped function itself, so `jit(f)(x)`
 in a loop (a new wrapper each time) does not retrace.
 
 Under another transformation (grad, vmap, an enclosing jit, a control-flow body) a jitted function is not inlined:
@@ -40,6 +41,7 @@ from .core import Array
 from .core import all_eager as _all_eager
 from .core import float_checks as _float_checks
 from .core import thread_state as _thread_state
+from .jit_flatten import make_flattener
 from .jit_trace import (Traced, aval_signature, donated_leaves, leaf_signature, signature_str, split_static_args)
 from .jit_trace import trace as trace_function
 from .lax.call import call_jaxpr
@@ -54,6 +56,8 @@ from .tree_util import node_kind, registered_kind, tree_flatten, tree_structure,
 logger = logging.getLogger("fluxion.jit")
 
 _RECOMPILE_WARN_THRESHOLD = 20
+# Pytree structures per jitted function with a generated flattener (each miss costs a failed check, ~1 us).
+_MAX_FLATTENERS = 4
 
 # `config.jax_disable_jit` is read through Config.__getattr__ (~0.4 us, a fifth of a cached call), so the dispatch
 # path reads this mirror, which a config hook keeps current.
@@ -190,6 +194,9 @@ class JitWrapped(stages.Wrapped):
         # (structure key, signature) -> compiled function, for positional pytree arguments (no statics).
         self._tree_fast: dict = {}
         self._fast_ok = not self._static_argnums and not self._static_argnames
+        # (generated flattener, compiled function) per pytree structure seen (no statics, no donation, all leaves
+        # Arrays): tried in order before the generic lookup (see `jit_flatten`).
+        self._flatteners: list = []
         # (tree, Ref positions) -> the jitted function taking and returning those Refs' values (see refs.py).
         self._ref_wrappers: dict = {}
         _wrappers.add(self)
@@ -231,6 +238,10 @@ class JitWrapped(stages.Wrapped):
                 v = None  # no stray reference to a donated buffer (see `_donate`)
             tkey = None
             if self._fast_ok and not kwargs:
+                for flatten, compiled in self._flatteners:
+                    raws = flatten(args)
+                    if raws is not None:
+                        return compiled(raws)
                 hit = self._tree_lookup(args)
                 if hit is not None:
                     compiled, leaves, raws, tkey = hit
@@ -260,6 +271,10 @@ class JitWrapped(stages.Wrapped):
                     self._fast[tuple([x for a in sig for x in a])] = compiled
                 elif tkey is not None and len(self._tree_fast) < 256:
                     self._tree_fast[tkey] = compiled
+                    if not compiled.donated and len(self._flatteners) < _MAX_FLATTENERS:
+                        flatten = make_flattener(args)
+                        if flatten is not None:
+                            self._flatteners.append((flatten, compiled))
             return self._run_compiled(compiled, leaves, raws)
         except Exception as err:  # noqa: BLE001 -- re-raised with fluxion's internal frames removed
             raise err.with_traceback(filtered_traceback(err))  # noqa: B904
@@ -454,6 +469,7 @@ class JitWrapped(stages.Wrapped):
     def _clear_dispatch_tables(self) -> None:
         self._fast.clear()
         self._tree_fast.clear()
+        self._flatteners.clear()
 
     def __get__(self, obj, objtype=None):
         if obj is None:

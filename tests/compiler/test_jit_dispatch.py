@@ -50,6 +50,75 @@ def test_pytree_arguments_hit_the_structure_cache_and_outputs_keep_their_structu
     assert len(f._tree_fast) == 2 and isinstance(out2["p"], Pair)
 
 
+@fluxion.tree_util.register_pytree_node_class
+class _Box:
+    """A registered node with aux data (a scale that is part of the structure)."""
+
+    def __init__(self, w, scale):
+        self.w, self.scale = w, scale
+
+    def tree_flatten(self):
+        return (self.w,), self.scale
+
+    @classmethod
+    def tree_unflatten(cls, scale, children):
+        return cls(children[0], scale)
+
+
+_Weak = fluxion._src.core.Array  # Array(value, weak_type)
+
+
+def _f32(*shape):
+    return jnp.ones(shape, jnp.float32)
+
+
+# (arguments of the first call, arguments of the same structure, arguments that differ in one respect each)
+FLATTEN_CASES = [
+    ((_f32(2), _f32(3)), (_f32(2) * 2, _f32(3)), [(_f32(3), _f32(3)), (_f32(2), jnp.ones(3, jnp.int32)),
+                                                 (_f32(2), _Weak(np.ones(3, np.float32), True)), (_f32(2),),
+                                                 (_f32(2), np.ones(3, np.float32))]),
+    (({"b": _f32(2), "a": [_f32(1), Pair(_f32(2), None)]},), ({"a": [_f32(1), Pair(_f32(2), None)], "b": _f32(2)},),
+     [({"b": _f32(2), "c": [_f32(1), Pair(_f32(2), None)]},), ({"b": _f32(2), "a": (_f32(1), Pair(_f32(2), None))},),
+      ({"b": _f32(2), "a": [_f32(1), Pair(_f32(2), _f32(1))]},), ({"b": _f32(2), "a": [_f32(1)]},)]),
+    ((_Box(_f32(2), 2.0), _f32(1)), (_Box(_f32(2) + 1, 2.0), _f32(1)),
+     [(_Box(_f32(2), 3.0), _f32(1)), (Pair(_f32(2), 2.0), _f32(1)), (_Box(_f32(2), 2.0), [_f32(1)])]),
+]
+
+
+@pytest.mark.parametrize("first,same,others", FLATTEN_CASES)
+def test_generated_flattener_accepts_exactly_the_structure_it_was_made_for(first, same, others):
+    from fluxion._src.jit_flatten import make_flattener
+    flatten = make_flattener(first)
+    assert flatten is not None
+    got = flatten(same)
+    want = [x._value for x in fluxion.tree_util.tree_leaves(same)]
+    assert len(got) == len(want) and all(g is w for g, w in zip(got, want))
+    for other in others:
+        assert flatten(other) is None, other
+
+
+def test_jit_uses_the_flattener_and_retraces_for_other_structures():
+    traces = []
+
+    @fluxion.jit
+    def f(box, x):
+        traces.append(1)
+        return box.w * box.scale + x
+
+    a = f(_Box(_f32(2), 2.0), _f32(2))
+    assert len(f._flatteners) == 1
+    b = f(_Box(_f32(2) * 3, 2.0), _f32(2))          # served by the flattener: no retrace
+    c = f(_Box(_f32(2), 5.0), _f32(2))              # other aux data: retraced, correct scale
+    d = f(_Box(_f32(2), 2.0), jnp.ones(2, jnp.int32))  # other dtype
+    assert len(traces) == 3
+    np.testing.assert_allclose(np.asarray(a), 3.0)
+    np.testing.assert_allclose(np.asarray(b), 7.0)
+    np.testing.assert_allclose(np.asarray(c), 6.0)
+    np.testing.assert_allclose(np.asarray(d), 3.0)
+    f.clear_cache()
+    assert not f._flatteners
+
+
 def test_log_compiles_says_what_changed(caplog):
     f = fluxion.jit(lambda x, n: x * n, static_argnums=1)
     with fluxion.config.override("jax_log_compiles", True), caplog.at_level(logging.WARNING, logger="fluxion.jit"):
