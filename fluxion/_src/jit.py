@@ -197,6 +197,7 @@ class JitWrapped(stages.Wrapped):
         # (generated flattener, compiled function) per pytree structure seen (no statics, no donation, all leaves
         # Arrays): tried in order before the generic lookup (see `jit_flatten`).
         self._flatteners: list = []
+        self._flatten_tries: dict = {}  # structure key (as in `_tree_fast`) -> attempts at a flattener (3: done)
         # (tree, Ref positions) -> the jitted function taking and returning those Refs' values (see refs.py).
         self._ref_wrappers: dict = {}
         _wrappers.add(self)
@@ -247,6 +248,7 @@ class JitWrapped(stages.Wrapped):
                     compiled, leaves, raws, tkey = hit
                     hit = None  # no stray reference to a donated buffer (see `_donate`)
                     if compiled is not None:
+                        self._add_flattener(tkey, compiled, args)
                         return self._run_compiled(compiled, leaves, raws)
             generation = _user_context_generation.value
             statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
@@ -271,10 +273,7 @@ class JitWrapped(stages.Wrapped):
                     self._fast[tuple([x for a in sig for x in a])] = compiled
                 elif tkey is not None and len(self._tree_fast) < 256:
                     self._tree_fast[tkey] = compiled
-                    if not compiled.donated and len(self._flatteners) < _MAX_FLATTENERS:
-                        flatten = make_flattener(args)
-                        if flatten is not None:
-                            self._flatteners.append((flatten, compiled))
+                    self._add_flattener(tkey, compiled, args)
             return self._run_compiled(compiled, leaves, raws)
         except Exception as err:  # noqa: BLE001 -- re-raised with fluxion's internal frames removed
             raise err.with_traceback(filtered_traceback(err))  # noqa: B904
@@ -356,6 +355,18 @@ class JitWrapped(stages.Wrapped):
         for r, v in zip(refs, finals):
             r._value = v
         return out
+
+    def _add_flattener(self, tkey, compiled: CompiledFunction, args: tuple) -> None:
+        """Generates the flattener of `args`' structure, once per structure key. Calls whose leaves are not all
+        Arrays get none; a few such calls are allowed per key, since a structure is often first seen with a Python
+        scalar leaf (a `TrainState`'s step 0) and afterwards with Arrays only."""
+        tries = self._flatten_tries.get(tkey, 0)
+        if tries >= 3 or compiled.donated or len(self._flatteners) >= _MAX_FLATTENERS:
+            return
+        flatten = make_flattener(args)
+        self._flatten_tries[tkey] = 3 if flatten is not None else tries + 1
+        if flatten is not None:
+            self._flatteners.append((flatten, compiled))
 
     def _tree_lookup(self, args: tuple):
         """(compiled or None, leaves, raws, cache key) for positional pytree arguments, or None if their structure
@@ -470,6 +481,7 @@ class JitWrapped(stages.Wrapped):
         self._fast.clear()
         self._tree_fast.clear()
         self._flatteners.clear()
+        self._flatten_tries.clear()
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -119,6 +119,16 @@ def test_jit_uses_the_flattener_and_retraces_for_other_structures():
     assert not f._flatteners
 
 
+def test_a_structure_first_called_with_a_python_scalar_leaf_gets_a_flattener_later():
+    f = fluxion.jit(lambda s, x: ({"n": s["n"] + 1, "w": s["w"]}, x * 2.0))
+    state, out = f({"n": 0, "w": _f32(2)}, _f32(3))     # a Python int leaf: no flattener
+    assert not f._flatteners
+    state, out = f(state, out)                           # the same structure, all Arrays
+    assert len(f._flatteners) == 1
+    state, out = f(state, out)
+    assert int(state["n"]) == 3 and float(out[0]) == 8.0 and f._cache_size() == 1
+
+
 def test_log_compiles_says_what_changed(caplog):
     f = fluxion.jit(lambda x, n: x * n, static_argnums=1)
     with fluxion.config.override("jax_log_compiles", True), caplog.at_level(logging.WARNING, logger="fluxion.jit"):
