@@ -1,4 +1,5 @@
-"""OpenBLAS's thread-count controls, found in the OpenBLAS library NumPy ships with (through ctypes).
+"""OpenBLAS's thread-count controls, found in the OpenBLAS library NumPy ships with (through ctypes), and in the one
+SciPy ships (`scipy_controls`).
 
 `threads.enter`/`threads.leave` use them around generated functions that call BLAS, so products run on one thread
 when other programs keep the machine's cores busy. If this NumPy's BLAS does not expose the functions (another BLAS,
@@ -20,14 +21,14 @@ from ...lax.reductions import dot_general_p
 from . import ir
 
 
-def _find_controls():
-    libdir = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
+def _find_controls(libdir: str = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")):
     for path in glob.glob(os.path.join(libdir, "*openblas*")):
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
         for get_name, set_name in (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                                   ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
                                    ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
                                    ("openblas_get_num_threads", "openblas_set_num_threads")):
             if hasattr(lib, get_name) and hasattr(lib, set_name):
@@ -36,6 +37,16 @@ def _find_controls():
 
 
 _get_threads, _set_threads = _find_controls()
+
+
+def scipy_controls():
+    """(get, set) of the thread count of the OpenBLAS SciPy ships -- the BLAS Numba's `np.dot` calls, which the
+    whole-step tier uses -- or (None, None)."""
+    try:
+        import scipy
+    except ImportError:
+        return None, None
+    return _find_controls(os.path.join(os.path.dirname(scipy.__file__), "..", "scipy.libs"))
 
 
 def available() -> bool:

@@ -24,8 +24,9 @@ the previous tier's code (counted in the entry function's `fallbacks`). Outputs 
 Numerics are the fused tier's: kernels at any size use `mathlib`'s transcendental functions and float64 sums, so
 results match the NumPy path to rounding, not bit for bit.
 
-BLAS threads: Numba calls the BLAS SciPy ships, whose thread count `compiler.threads` does not steer (it follows
-`OPENBLAS_NUM_THREADS`).
+BLAS threads: Numba's `np.dot` calls the OpenBLAS SciPy ships (not NumPy's); the entry function sets its thread
+count to `compiler.threads.current()` before calling (and leaves it so: SciPy's own BLAS calls outside `jit` then
+use that count too).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ...core import ClosedJaxpr, Literal, Var
 from ...lax.elementwise import pow_p
 from ...lax.reductions import dot_general_p
 from ...lax.structural import reshape_p, slice_p, squeeze_p, transpose_p
-from . import contractions, fusion, ir
+from . import blas, contractions, fusion, ir, threads
 from .fusion import groups as _groups
 from .fusion import kernel as _kernel
 
@@ -48,6 +49,9 @@ from .fusion import kernel as _kernel
 VERSION = 1
 
 _KERNEL_PREAMBLE = ("import ", "from ")
+# Numba compiles each kernel function in about 0.2-0.4 s (measured on the 2-core benchmark machine): programs that
+# would need more kernels than this keep the fused tier rather than occupy the compiler thread for minutes.
+MAX_KERNELS = 48
 
 
 class Unsupported(Exception):
@@ -282,6 +286,8 @@ def build(program: ClosedJaxpr) -> WholeStepSpec:
                 em.equation(j.eqns[node.index])
             else:
                 em.kernel(spec_of[id(node)])
+    if len(em.kernels) > MAX_KERNELS:
+        raise Unsupported(f"{len(em.kernels)} kernels (more than {MAX_KERNELS})")
     rets = [em.value(v) for v in j.outvars]
     ins = [v.aval for v in [*j.invars, *j.constvars]]
     sig = ", ".join(f"types.Array({_numba_type(a.dtype)}, {a.ndim}, 'C', readonly=True)" if a.ndim else
@@ -308,6 +314,15 @@ def build(program: ClosedJaxpr) -> WholeStepSpec:
     return WholeStepSpec(source, [np.ascontiguousarray(c) for c in consts])
 
 
+_scipy_blas_controls: list = []
+
+
+def _scipy_blas():
+    if not _scipy_blas_controls:
+        _scipy_blas_controls.append(blas.scipy_controls())
+    return _scipy_blas_controls[0]
+
+
 def entry_function(native: Callable, consts: list, fallback: Callable, program: ClosedJaxpr) -> Callable:
     """The Python function `jit` calls: the native function on the raw arguments and the constants, or `fallback`
     when Numba refuses the arguments' types (a layout other than C-contiguous).
@@ -319,14 +334,18 @@ def entry_function(native: Callable, consts: list, fallback: Callable, program: 
     native_args = [f"a{k}[()]" if v.aval.ndim == 0 else f"a{k}" for k, v in enumerate(j.invars)]
     native_args += [f"_c{k}" for k in range(len(consts))]
     consts = [c[()] if c.ndim == 0 else c for c in consts]
+    blas_get, blas_set = _scipy_blas()
+    steer = blas_set is not None and any(e.primitive is dot_general_p for e in j.eqns)
     src = (f"def whole_step({params}):\n"
-           f"    try:\n"
+           + ("    _n = _current()\n    if _blas_get() != _n:\n        _blas_set(_n)\n" if steer else "")
+           + f"    try:\n"
            f"        return _native({', '.join(native_args)})\n"
            f"    except TypeError:  # an argument layout the compiled signature does not take\n"
            f"        _fallbacks[0] += 1\n"
            f"        return _fallback({params})\n")
     fallbacks = [0]
-    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks}
+    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks, "_current": threads.current,
+                "_blas_get": blas_get, "_blas_set": blas_set}
     ns.update({f"_c{k}": c for k, c in enumerate(consts)})
     exec(compile(src, "<fluxion whole-step entry>", "exec"), ns)  # noqa: S102 -- generated from the arity
     fn = ns["whole_step"]
