@@ -7,11 +7,15 @@ Pipeline (see `compile_closed`):
 2. `fusion.plan_nodes` (if Numba is installed): elementwise chains and the reductions consuming them become single
    kernels, for arrays above a measured size threshold;
 3. `codegen.generate`: the program becomes the source of a Python function of NumPy calls and kernel calls, with
-   buffers planned by `memory.Planner` (`out=` into dead buffers, in-place updates, donated arguments).
+   buffers planned by `memory.Planner` (`out=` into dead buffers, in-place updates, donated arguments);
+4. `wholestep.build` (tier 2, in the background): a straight-line program made only of fusable operations, views
+   and matrix products becomes one Numba function, so no Python runs between its operations (the fused tier is
+   then built only if that fails or is not supported).
 
 Set `fluxion_jit_compiler` to False (`FLUXION_JIT_COMPILER=0`) to make `jit` interpret jaxprs equation by equation
-instead (the reference path), and `fluxion_jit_fusion` to False (`FLUXION_JIT_FUSION=0`) to keep the compiler but
-never use Numba kernels (see `fluxion._src.config` for every option).
+instead (the reference path), `fluxion_jit_fusion` to False (`FLUXION_JIT_FUSION=0`) to keep the compiler but
+never use Numba kernels, and `fluxion_jit_whole_step` to False to stop at the fused tier (see `fluxion._src.config`
+for every option).
 """
 
 from __future__ import annotations
@@ -87,7 +91,8 @@ class Executable:
     def source(self) -> str:
         text = self.module.source()
         for k in self.kernels:
-            text += f"\n# ---- fused kernel k_{k.digest} ({k.status}) ----\n{k.source}"
+            what = "whole-step function" if k.digest.startswith("w") else "fused kernel"
+            text += f"\n# ---- {what} k_{k.digest} ({k.status}) ----\n{k.source}"
         return text
 
 
