@@ -36,11 +36,13 @@ process (it never unloads code); what a released kernel frees is its dispatcher 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import linecache
 import logging
 import queue
 import sys
 import threading
+import time
 import types
 import weakref
 from typing import Any, Callable
@@ -184,10 +186,70 @@ def loaded_numba() -> Any:
 
 
 def stats() -> dict:
-    """Counters since the process started: `loads`, kernels made ready for use (compiled by Numba or loaded from its
-    disk cache), and `compiles`, those Numba compiled (no usable machine code on disk). A kernel already in memory
-    counts neither."""
-    return dict(_stats)
+    """What the fused tier has done since the process started (for tests, benchmarks and users who wonder when their
+    function got fast):
+
+    * `loads`: kernels made ready for use (compiled by Numba or loaded from its disk cache);
+    * `compiles`: those Numba compiled (no usable machine code on disk). A kernel already in memory counts neither;
+    * `programs`: one record per compiled program that needs kernels, oldest first (the last `MAX_PROGRAM_RECORDS`),
+      a dict with `function` (the jitted function's name), `kernels` (how many its fused tier uses), `loads` and
+      `compiles` (as above, for this program's tiers), `seconds_to_tier` (from the start of its compilation -- the
+      first call with these argument types, after tracing -- until its fused kernels ran in place of the NumPy code;
+      None while pending or if no kernel could be compiled) and `seconds_to_final` (until the final tier, the one
+      with multi-threaded kernel variants where the program has them; equal to `seconds_to_tier` otherwise),
+      `kernel_seconds` (time spent making its kernels ready) and `status` (`"pending"`, `"serial"` while the
+      multi-threaded variants are still being compiled, `"final"`, or `"failed"`).
+
+    The records are copies: later progress shows in the next call's result."""
+    with _lock:
+        programs = [dict(r) for r in _programs]
+    return {**_stats, "programs": programs}
+
+
+# Records of the programs' tiers (see `stats`).
+MAX_PROGRAM_RECORDS = 256
+_programs: list = []
+
+
+class TierRecord:
+    """Tracks one program's way to its fused tier (its entry in `stats()["programs"]`)."""
+
+    __slots__ = ("entry", "t0")
+
+    def __init__(self, function: str, t0: float):
+        self.t0 = t0
+        self.entry = {"function": function, "kernels": 0, "loads": 0, "compiles": 0, "seconds_to_tier": None,
+                      "seconds_to_final": None, "kernel_seconds": 0.0, "status": "pending"}
+        with _lock:
+            _programs.append(self.entry)
+            del _programs[:-MAX_PROGRAM_RECORDS]
+
+    def counters(self) -> tuple:
+        """A snapshot of the global counters, for `add`."""
+        return _stats["loads"], _stats["compiles"], time.perf_counter()
+
+    def add(self, before: tuple) -> None:
+        """Adds what happened since `before` (a `counters()` snapshot) to this program's counts."""
+        loads, compiles, t = before
+        e = self.entry
+        e["loads"] += _stats["loads"] - loads
+        e["compiles"] += _stats["compiles"] - compiles
+        e["kernel_seconds"] = round(e["kernel_seconds"] + time.perf_counter() - t, 6)
+
+    def reached(self, kernels: int, final: bool) -> None:
+        """The program now runs a fused tier of `kernels` kernels (`final`: no better variant will follow)."""
+        dt = time.perf_counter() - self.t0
+        e = self.entry
+        e["kernels"] = kernels
+        if e["seconds_to_tier"] is None:
+            e["seconds_to_tier"] = round(dt, 6)
+        if final:
+            e["seconds_to_final"] = round(dt, 6)
+        e["status"] = "final" if final else "serial"
+
+    def failed(self) -> None:
+        if self.entry["seconds_to_tier"] is None:
+            self.entry["status"] = "failed"
 
 
 def release_kernels() -> None:
@@ -206,22 +268,28 @@ def release_kernels() -> None:
     _worker.drop_queued()
 
 
+# Job priorities: the first fused tier of every program comes before any program's multi-threaded variants.
+FIRST_TIER = 0
+LATER_TIER = 1
+
+
 class _Worker:
-    """One daemon thread running compile jobs in submission order."""
+    """One daemon thread running compile jobs by priority, then in submission order."""
 
     def __init__(self):
-        self.jobs: "queue.Queue[tuple[int, Callable[[], None]]]" = queue.Queue()
+        self.jobs: "queue.PriorityQueue[tuple[int, int, int, Callable[[], None]]]" = queue.PriorityQueue()
         self.thread: threading.Thread | None = None
         self.pending = 0
         self.cv = threading.Condition()
+        self.order = itertools.count()
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None], priority: int = FIRST_TIER) -> None:
         with self.cv:
             self.pending += 1
         if self.thread is None or not self.thread.is_alive():
             self.thread = threading.Thread(target=self._run, name="fluxion-kernel-compiler", daemon=True)
             self.thread.start()
-        self.jobs.put((_generation, job))
+        self.jobs.put((priority, next(self.order), _generation, job))
 
     def drop_queued(self) -> None:
         """Removes the jobs not started yet (the running one, if any, finishes)."""
@@ -239,7 +307,7 @@ class _Worker:
 
     def _run(self) -> None:
         while True:
-            generation, job = self.jobs.get()
+            _, _, generation, job = self.jobs.get()
             try:
                 if generation == _generation:  # else submitted before `release_kernels`: dropped
                     job()
@@ -258,9 +326,11 @@ class _Worker:
 _worker = _Worker()
 
 
-def submit(job: Callable[[], None]) -> None:
-    """Runs `job` on the background compiler thread."""
-    _worker.submit(job)
+def submit(job: Callable[[], None], priority: int = FIRST_TIER) -> None:
+    """Runs `job` on the background compiler thread, after the jobs of a smaller `priority` number and those of
+    the same priority submitted earlier (`FIRST_TIER`: a program's first fused tier; `LATER_TIER`: its
+    multi-threaded kernel variants)."""
+    _worker.submit(job, priority)
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:
