@@ -185,3 +185,74 @@ def test_parallel_possible(monkeypatch, cores, option, env, want):
     monkeypatch.setattr(threads, "CORES", cores)
     with config.override("fluxion_num_threads", option):
         assert fusion.parallel_possible() is want
+
+
+# -- helper processes ---------------------------------------------------------------------------------------------
+
+def _two_kernel_program(x):
+    # Two kernels: a column-wise mean and variance (a reduction group), then the standardized elementwise output.
+    return (x - x.mean(0)) / x.std(0)
+
+
+def _two_kernel_numpy(x):
+    return (x - x.mean(0)) / x.std(0)
+
+
+@pytest.fixture
+def one_helper(monkeypatch):
+    """One helper process, and serial kernels only (one tier: its counts are those of one compilation)."""
+    if threads.CORES < 2:
+        pytest.skip("helper processes need two cores")
+    with config.override("fluxion_compile_processes", 1), config.override("fluxion_num_threads", 1):
+        yield
+
+
+@pytest.mark.usefixtures("fresh", "one_helper")
+def test_a_helper_process_compiles_kernels_into_the_cache(rng):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    f = fluxion.jit(_two_kernel_program)
+    before = runtime.stats()
+    f(x)
+    assert runtime.wait_for_kernels(120)
+    exe = _executable(f)
+    assert exe.tier == 1 and len({k.digest for k in exe.kernels}) >= 2
+    np.testing.assert_allclose(np.asarray(f(x)), _two_kernel_numpy(x), rtol=1e-4, atol=1e-5)
+    after = runtime.stats()
+    assert after["process_compiles"] > before["process_compiles"]
+    record = after["programs"][-1]
+    assert record["status"] == "final" and record["compiles"] == len({k.digest for k in exe.kernels})
+
+
+@pytest.mark.usefixtures("fresh", "one_helper")
+def test_kernels_a_helper_cannot_compile_are_compiled_by_the_thread(rng, monkeypatch, tmp_path):
+    broken = tmp_path / "worker.py"
+    broken.write_text("import sys\nsys.exit(3)\n")  # dies before answering
+    monkeypatch.setattr(runtime, "WORKER_SCRIPT", str(broken))
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    f = fluxion.jit(_two_kernel_program)
+    before = runtime.stats()
+    f(x)
+    assert runtime.wait_for_kernels(120)
+    assert _executable(f).tier == 1
+    np.testing.assert_allclose(np.asarray(f(x)), _two_kernel_numpy(x), rtol=1e-4, atol=1e-5)
+    assert runtime.stats()["process_compiles"] == before["process_compiles"]
+
+
+@pytest.mark.usefixtures("fresh", "one_helper")
+def test_a_helper_never_compiles_a_kernel_file_that_differs_from_the_source(tmp_path):
+    import json
+    import subprocess
+    import sys
+    root = cachedir.usable_dir()
+    digest = "0" * 24
+    path = cachedir.kernel_file(root, digest)
+    source = "raise SystemExit('this text is not what the parent sent')\n"
+    marker = tmp_path / "ran"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    cachedir.write_atomic(path, planted)
+    job = json.dumps({"digest": digest, "path": path, "source": source})
+    out = subprocess.run([sys.executable, "-I", runtime.WORKER_SCRIPT], input=job + "\n", capture_output=True,
+                         text=True, timeout=120)
+    (reply,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert reply["digest"] == digest and not reply["ok"] and "does not hold" in reply["error"]
+    assert not marker.exists()

@@ -100,6 +100,17 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
     tier replaces the code only if all its kernels compiled. `record` (a `runtime.TierRecord`) receives the timings.
     """
     from . import fusion
+    if fusion.runtime.compile_processes() and not fusion.check.enabled():
+        # Which kernels the tier needs (generating code without loading any takes milliseconds), so that helper
+        # processes compile them while this thread compiles its share.
+        wanted: list = []
+        dry = fusion.Planner(wanted, load=False, allow_parallel=allow_parallel)
+        codegen.generate(program, name=exe.name, donated=exe.donated, plan_nodes=dry.plan_nodes,
+                         loop_kernel=dry.scan_kernel)
+        before = record.counters() if record is not None else None
+        keep = fusion.runtime.precompile(wanted)  # noqa: F841 -- held until the planner below has loaded them
+        if record is not None:
+            record.add(before)
     kernels: list = []
     planner = fusion.Planner(kernels, load=True, allow_parallel=allow_parallel)
     before = record.counters() if record is not None else None
@@ -112,7 +123,7 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
     if compiled and (exe.tier == 0 or len(compiled) == len(kernels)):
         exe.upgrade(fn, module, kernels)
         if record is not None:
-            record.reached(len(compiled), final=not later)
+            record.reached(len({k.digest for k in compiled}), final=not later)
         if cache_key is not None and not fusion.check.enabled():
             # A serial tier the final one will replace is recorded apart: a warm start loads it, then compiles
             # the threaded variants in the background as this process does.
@@ -123,7 +134,7 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
         if record is not None:
             record.failed()
     elif record is not None:
-        record.reached(len(exe.kernels), final=True)  # the threaded variants failed: the serial tier stays
+        record.reached(len({k.digest for k in exe.kernels if k.status == "compiled"}), final=True)  # the threaded variants failed: the serial tier stays
     return False
 
 

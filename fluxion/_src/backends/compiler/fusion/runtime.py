@@ -35,17 +35,21 @@ process (it never unloads code); what a released kernel frees is its dispatcher 
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import itertools
+import json
 import linecache
 import logging
+import os
 import queue
+import subprocess
 import sys
 import threading
 import time
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ....config import config, set_default_environment
 from . import cachedir
@@ -59,7 +63,7 @@ _failed: dict = {}            # digest -> error message
 _numba_ok: bool | None = None
 _numba_loaded = False         # set once a kernel has been loaded (Numba is then fully imported)
 _generation = 0               # incremented by `release_kernels`: background jobs submitted earlier are dropped
-_stats = {"loads": 0, "compiles": 0}
+_stats = {"loads": 0, "compiles": 0, "process_compiles": 0}
 
 
 def numba_installed() -> bool:
@@ -175,6 +179,120 @@ def load_kernel(digest: str, source: str) -> Any:
         return fn
 
 
+# Programs with fewer kernels to compile than this compile them on the background thread alone: a helper process
+# spends about as long starting (Python, NumPy and Numba imports, Numba's first-compile set-up: ~1.5 s on the
+# benchmark machine) as the thread needs for one kernel.
+PROCESS_MIN_KERNELS = 2
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_worker.py")
+
+
+def compile_processes() -> int:
+    """How many helper processes may compile a program's kernels (`fluxion_compile_processes`; none on one core)."""
+    from .. import threads
+    return min(int(config.fluxion_compile_processes), max(threads.CORES - 1, 0))
+
+
+def precompile(specs: Sequence[Any]) -> list:
+    """Makes the disk cache hold the machine code of the kernels among `specs` (objects with `digest` and `source`)
+    that are neither loaded nor on disk, so that `load_kernel` then only loads them. Blocks.
+
+    The kernels are shared between helper processes (`compile_worker`), which take them from the front of the list,
+    and the calling thread, which compiles from the back (and so loads those into memory too). Best effort: without
+    a usable cache directory, with fewer than `PROCESS_MIN_KERNELS` kernels to compile or no helper allowed
+    (`compile_processes`), it does nothing; a kernel a helper failed to compile is compiled again by `load_kernel`.
+    Returns the kernels the calling thread loaded: the caller holds them until it has loaded the rest (the table of
+    loaded kernels holds them only weakly).
+    """
+    root = cachedir.usable_dir()
+    if root is None or compile_processes() < 1:
+        return []
+    todo: dict = {}
+    for spec in specs:
+        if spec.digest not in todo and spec.digest not in _loaded and spec.digest not in _failed:
+            todo[spec.digest] = spec
+    todo = {d: sp for d, sp in todo.items() if d not in cachedir.with_machine_code(root, todo)}
+    if len(todo) < PROCESS_MIN_KERNELS:
+        return []
+    for digest, spec in todo.items():
+        cachedir.ensure_source(root, digest, spec.source)
+    pending = collections.deque(todo.values())
+    take = threading.Lock()
+    helpers = [_Helper(root, pending, take) for _ in range(min(compile_processes(), len(todo) - 1))]
+    helpers = [h for h in helpers if h.start()]
+    if not helpers:
+        return []
+    loaded = []
+    while True:
+        with take:
+            spec = pending.pop() if pending else None
+        if spec is None:
+            break
+        try:
+            loaded.append(load_kernel(spec.digest, spec.source))
+        except RuntimeError:
+            pass  # remembered in `_failed`; the caller's planning reports it
+    for h in helpers:
+        h.thread.join()
+    _stats["process_compiles"] += sum(h.compiled for h in helpers)
+    return loaded
+
+
+class _Helper:
+    """One helper process and the thread feeding it kernels one at a time from the shared `pending` deque."""
+
+    def __init__(self, root: str, pending: "collections.deque", take: threading.Lock):
+        self.root = root
+        self.pending = pending
+        self.take = take
+        self.compiled = 0
+        self.proc = None
+        self.thread = threading.Thread(target=self._feed, name="fluxion-kernel-helper", daemon=True)
+
+    def start(self) -> bool:
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", WORKER_SCRIPT], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                         encoding="utf-8", env=dict(os.environ))
+        except OSError as err:
+            logger.info("fluxion: no kernel compile process (%s); compiling on the background thread", err)
+            return False
+        self.thread.start()
+        return True
+
+    def _feed(self) -> None:
+        proc = self.proc
+        try:
+            while True:
+                with self.take:
+                    spec = self.pending.popleft() if self.pending else None
+                if spec is None:
+                    break
+                job = {"digest": spec.digest, "path": cachedir.kernel_file(self.root, spec.digest),
+                       "source": spec.source}
+                proc.stdin.write(json.dumps(job) + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                if not line:
+                    break  # the process died: the kernel is compiled when loaded
+                reply = json.loads(line)
+                if reply.get("ok"):
+                    self.compiled += 1
+                else:
+                    logger.info("fluxion: kernel compile process failed on %s: %s", spec.digest, reply.get("error"))
+        except (OSError, ValueError) as err:
+            logger.info("fluxion: kernel compile process stopped (%s)", err)
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def is_loaded(digest: str) -> bool:
     return digest in _loaded
 
@@ -190,10 +308,13 @@ def stats() -> dict:
     function got fast):
 
     * `loads`: kernels made ready for use (compiled by Numba or loaded from its disk cache);
-    * `compiles`: those Numba compiled (no usable machine code on disk). A kernel already in memory counts neither;
+    * `compiles`: those Numba compiled in this process (no usable machine code on disk). A kernel already in memory
+      counts neither;
+    * `process_compiles`: kernels helper processes compiled into the disk cache (`precompile`; each is then counted
+      as a load here);
     * `programs`: one record per compiled program that needs kernels, oldest first (the last `MAX_PROGRAM_RECORDS`),
       a dict with `function` (the jitted function's name), `kernels` (how many its fused tier uses), `loads` and
-      `compiles` (as above, for this program's tiers), `seconds_to_tier` (from the start of its compilation -- the
+      `compiles` (as above, for this program's tiers; `compiles` includes the helper processes'), `seconds_to_tier` (from the start of its compilation -- the
       first call with these argument types, after tracing -- until its fused kernels ran in place of the NumPy code;
       None while pending or if no kernel could be compiled) and `seconds_to_final` (until the final tier, the one
       with multi-threaded kernel variants where the program has them; equal to `seconds_to_tier` otherwise),
@@ -226,18 +347,19 @@ class TierRecord:
 
     def counters(self) -> tuple:
         """A snapshot of the global counters, for `add`."""
-        return _stats["loads"], _stats["compiles"], time.perf_counter()
+        return _stats["loads"], _stats["compiles"] + _stats["process_compiles"], time.perf_counter()
 
     def add(self, before: tuple) -> None:
         """Adds what happened since `before` (a `counters()` snapshot) to this program's counts."""
         loads, compiles, t = before
         e = self.entry
         e["loads"] += _stats["loads"] - loads
-        e["compiles"] += _stats["compiles"] - compiles
+        e["compiles"] += _stats["compiles"] + _stats["process_compiles"] - compiles
         e["kernel_seconds"] = round(e["kernel_seconds"] + time.perf_counter() - t, 6)
 
     def reached(self, kernels: int, final: bool) -> None:
-        """The program now runs a fused tier of `kernels` kernels (`final`: no better variant will follow)."""
+        """The program now runs a fused tier of `kernels` distinct kernels (`final`: no better variant will
+        follow)."""
         dt = time.perf_counter() - self.t0
         e = self.entry
         e["kernels"] = kernels
