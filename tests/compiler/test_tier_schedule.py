@@ -108,6 +108,8 @@ def test_serial_kernels_come_first_and_threaded_variants_replace_them(rng):
     assert record["loads"] == 2 and record["compiles"] == 2
     assert 0 < record["seconds_to_tier"] <= record["seconds_to_final"]
     assert record["kernel_seconds"] > 0
+    assert record["started"] < record["tier_at"] <= record["final_at"]
+    assert record["final_at"] - record["started"] == pytest.approx(record["seconds_to_final"], abs=1e-5)
 
 
 @pytest.mark.usefixtures("fresh")

@@ -25,12 +25,29 @@ least recently used kernels (`cachedir.maintain`). To clear the cache, delete th
 Numba is imported lazily and, by default, kernels are compiled on a background thread: the first call of a jitted
 function runs the plain NumPy code at once, and the executable switches to the fused code when its kernels are
 ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them before the first call instead).
+How soon that is (the "time to tier", reported per program by `stats()`) is what this module and
+`compiler._fused_tier` try to shorten, from what was measured on the 2-core benchmark machine with a cold cache:
+
+* Numba's fixed costs come first: importing it takes 0.5-0.9 s and its first compilation in a process another
+  0.9 s (loading its typing and lowering registries), so a one-kernel program waits 1.5-2.5 s in all;
+* a serial kernel then takes 0.3-1.3 s (typing, lowering and LLVM in roughly equal parts), a multi-threaded one
+  1.3-2.2 s (Numba's parfor passes add 1.1-1.4 s). So a program's first fused tier uses serial kernels only, and the
+  threaded variants follow as a job of lower priority (`LATER_TIER`: the first tiers of programs compiled meanwhile
+  go first), only where more than one thread can run (`fusion.parallel_possible`);
+* Numba compiles one kernel at a time (a process-wide lock) and holds the GIL for most of it, slowing the caller's
+  NumPy code, so a program needing at least `PROCESS_MIN_KERNELS` new kernels shares them with a helper process
+  (`precompile`, `compile_worker`, `fluxion_compile_processes`) that writes them to the disk cache, from where they
+  load in milliseconds;
+* on a warm cache the kernels load in 10-30 ms each once Numba is imported: a program whose kernels are all on disk
+  gets its fused tier before its first call returns when Numba is already imported (a second program, or a second
+  shape), else as soon as the background thread has imported Numba.
 
 In memory, a kernel lives as long as an executable uses it: the table of loaded kernels holds them weakly, and
 `release_kernels` (called by `fluxion.clear_caches()`) empties it, forgets failures and drops the background
 compilations not started yet. Numba keeps a compiled kernel's machine code in its LLVM engine for the life of the
 process (it never unloads code); what a released kernel frees is its dispatcher and the compiler's records behind it.
-`stats()` counts kernel loads and Numba compilations, for tests and benchmarks.
+`stats()` counts kernel loads and Numba compilations and records each program's time to its fused tier, for tests,
+benchmarks and users.
 """
 
 from __future__ import annotations
@@ -318,8 +335,10 @@ def stats() -> dict:
       first call with these argument types, after tracing -- until its fused kernels ran in place of the NumPy code;
       None while pending or if no kernel could be compiled) and `seconds_to_final` (until the final tier, the one
       with multi-threaded kernel variants where the program has them; equal to `seconds_to_tier` otherwise),
-      `kernel_seconds` (time spent making its kernels ready) and `status` (`"pending"`, `"serial"` while the
-      multi-threaded variants are still being compiled, `"final"`, or `"failed"`).
+      `kernel_seconds` (time spent making its kernels ready), `status` (`"pending"`, `"serial"` while the
+      multi-threaded variants are still being compiled, `"final"`, or `"failed"`), and the `time.perf_counter()`
+      readings `started`, `tier_at` and `final_at` (None until reached), so that a caller who noted the clock before
+      its first call (tracing included) can tell its own time to tier.
 
     The records are copies: later progress shows in the next call's result."""
     with _lock:
@@ -340,7 +359,8 @@ class TierRecord:
     def __init__(self, function: str, t0: float):
         self.t0 = t0
         self.entry = {"function": function, "kernels": 0, "loads": 0, "compiles": 0, "seconds_to_tier": None,
-                      "seconds_to_final": None, "kernel_seconds": 0.0, "status": "pending"}
+                      "seconds_to_final": None, "kernel_seconds": 0.0, "status": "pending", "started": t0,
+                      "tier_at": None, "final_at": None}
         with _lock:
             _programs.append(self.entry)
             del _programs[:-MAX_PROGRAM_RECORDS]
@@ -360,13 +380,14 @@ class TierRecord:
     def reached(self, kernels: int, final: bool) -> None:
         """The program now runs a fused tier of `kernels` distinct kernels (`final`: no better variant will
         follow)."""
-        dt = time.perf_counter() - self.t0
+        now = time.perf_counter()
+        dt = now - self.t0
         e = self.entry
         e["kernels"] = kernels
         if e["seconds_to_tier"] is None:
-            e["seconds_to_tier"] = round(dt, 6)
+            e["seconds_to_tier"], e["tier_at"] = round(dt, 6), now
         if final:
-            e["seconds_to_final"] = round(dt, 6)
+            e["seconds_to_final"], e["final_at"] = round(dt, 6), now
         e["status"] = "final" if final else "serial"
 
     def failed(self) -> None:
