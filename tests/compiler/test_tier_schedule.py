@@ -177,6 +177,13 @@ def test_first_tiers_run_before_threaded_variants_and_in_submission_order():
     assert order == ["first a", "first b", "later a", "later b"]
 
 
+@pytest.mark.parametrize(("usable", "option", "processes"), [(1, 1, 0), (2, 1, 1), (3, 1, 1), (3, 4, 2), (4, 0, 0)])
+def test_helper_processes_use_only_the_cores_the_process_may_use(monkeypatch, usable, option, processes):
+    monkeypatch.setattr(threads, "current", lambda: usable)  # threads compiled code may use now
+    with config.override("fluxion_compile_processes", option):
+        assert max(runtime.compile_processes(), 0) == processes
+
+
 @pytest.mark.parametrize(("cores", "option", "env", "want"), [
     (2, None, None, True), (1, None, None, False), (2, 1, None, False), (2, None, "1", False), (4, 2, "3", True)])
 def test_parallel_possible(monkeypatch, cores, option, env, want):
@@ -202,10 +209,11 @@ def _two_kernel_numpy(x):
 
 @pytest.fixture
 def one_helper(monkeypatch):
-    """One helper process, and serial kernels only (one tier: its counts are those of one compilation)."""
-    if threads.CORES < 2:
-        pytest.skip("helper processes need two cores")
-    with config.override("fluxion_compile_processes", 1), config.override("fluxion_num_threads", 1):
+    """One helper process, allowed by two threads."""
+    if threads.CORES < 2 or not fusion.parallel_possible():
+        pytest.skip("helper processes need two cores and no thread limit")
+    with config.override("fluxion_compile_processes", 1), config.override("fluxion_num_threads", 2):
+        assert runtime.compile_processes() == 1
         yield
 
 
@@ -222,7 +230,7 @@ def test_a_helper_process_compiles_kernels_into_the_cache(rng):
     after = runtime.stats()
     assert after["process_compiles"] > before["process_compiles"]
     record = after["programs"][-1]
-    assert record["status"] == "final" and record["compiles"] == len({k.digest for k in exe.kernels})
+    assert record["status"] == "final" and record["compiles"] >= len({k.digest for k in exe.kernels})
 
 
 @pytest.mark.usefixtures("fresh", "one_helper")

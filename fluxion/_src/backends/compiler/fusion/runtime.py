@@ -204,9 +204,13 @@ WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compil
 
 
 def compile_processes() -> int:
-    """How many helper processes may compile a program's kernels (`fluxion_compile_processes`; none on one core)."""
+    """How many helper processes may compile a program's kernels now: `fluxion_compile_processes`, but never more
+    than the cores this process may use beside its own (`threads.current()`, which counts the cores other programs
+    leave idle and obeys `fluxion_num_threads` and the thread-limit variables). On a busy machine a helper would only
+    add its start-up (about 1.5 s of CPU) to the work the cores share, and a process pinned to one thread is meant to
+    use one core."""
     from .. import threads
-    return min(int(config.fluxion_compile_processes), max(threads.CORES - 1, 0))
+    return min(int(config.fluxion_compile_processes), threads.current() - 1)
 
 
 def precompile(specs: Sequence[Any]) -> list:
