@@ -261,7 +261,7 @@ def test_a_helper_never_compiles_a_kernel_file_that_differs_from_the_source(tmp_
     planted = f"open({str(marker)!r}, 'w').close()\n"
     cachedir.write_atomic(path, planted)
     job = json.dumps({"digest": digest, "path": path, "source": source})
-    out = subprocess.run([sys.executable, "-I", runtime.WORKER_SCRIPT], input=job + "\n", capture_output=True,
+    out = subprocess.run([sys.executable, runtime.WORKER_SCRIPT], input=job + "\n", capture_output=True,
                          text=True, timeout=120)
     (reply,) = [json.loads(line) for line in out.stdout.splitlines()]
     assert reply["digest"] == digest and not reply["ok"] and "does not hold" in reply["error"]

@@ -1,6 +1,7 @@
 """A helper process that compiles fused kernels into the disk cache, so that compiling overlaps the caller's own work.
 
-Run as a script (`python compile_worker.py`) by `runtime.precompile`, never imported. It reads one JSON object per line
+Run as a script (`python compile_worker.py`, with the parent's interpreter and environment, so it finds the same
+NumPy and Numba) by `runtime.precompile`, never imported. It reads one JSON object per line
 on stdin, `{"digest", "path", "source"}`, and answers each with one line on stdout, `{"digest", "ok", "seconds"}` (and
 `"error"` when the kernel failed). For each kernel it checks that the file at `path` (in the private cache directory,
 written by the parent) holds exactly `source`, then runs that source with Numba's cache on, as the parent would:
@@ -58,7 +59,12 @@ def _compile(job: dict) -> dict:
 
 
 def main() -> None:
-    _register_packages(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Python put this script's directory first on the path: its modules (`kernel`, `check`, ...) are not top-level
+    # modules and must not shadow any.
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+        del sys.path[0]
+    _register_packages(here)
     for line in sys.stdin:
         if not line.strip():
             continue

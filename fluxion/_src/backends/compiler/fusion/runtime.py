@@ -271,7 +271,7 @@ class _Helper:
 
     def start(self) -> bool:
         try:
-            self.proc = subprocess.Popen([sys.executable, "-I", WORKER_SCRIPT], stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen([sys.executable, WORKER_SCRIPT], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                          encoding="utf-8", env=dict(os.environ))
         except OSError as err:
