@@ -234,9 +234,14 @@ def test_a_helper_process_compiles_kernels_into_the_cache(rng):
 
 
 @pytest.mark.usefixtures("fresh", "one_helper")
-def test_kernels_a_helper_cannot_compile_are_compiled_by_the_thread(rng, monkeypatch, tmp_path):
+@pytest.mark.parametrize("helper", ["dies", "hangs"])
+def test_kernels_a_helper_cannot_compile_are_compiled_by_the_thread(rng, monkeypatch, tmp_path, helper):
     broken = tmp_path / "worker.py"
-    broken.write_text("import sys\nsys.exit(3)\n")  # dies before answering
+    if helper == "dies":
+        broken.write_text("import sys\nsys.exit(3)\n")  # before answering
+    else:
+        broken.write_text("import sys, time\nsys.stdin.readline()\ntime.sleep(600)\n")
+        monkeypatch.setattr(runtime, "HELPER_TIMEOUT_SECONDS", 1)
     monkeypatch.setattr(runtime, "WORKER_SCRIPT", str(broken))
     x = rng.standard_normal(SHAPE).astype(np.float32)
     f = fluxion.jit(_two_kernel_program)

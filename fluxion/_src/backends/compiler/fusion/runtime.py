@@ -200,6 +200,9 @@ def load_kernel(digest: str, source: str) -> Any:
 # spends about as long starting (Python, NumPy and Numba imports, Numba's first-compile set-up: ~1.5 s on the
 # benchmark machine) as the thread needs for one kernel.
 PROCESS_MIN_KERNELS = 2
+# A helper still busy this long after the calling thread finished its share is stopped (a kernel compiles in
+# seconds; this only guards against a hung process keeping the fused tier away forever).
+HELPER_TIMEOUT_SECONDS = 300
 WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_worker.py")
 
 
@@ -252,8 +255,13 @@ def precompile(specs: Sequence[Any]) -> list:
             loaded.append(load_kernel(spec.digest, spec.source))
         except RuntimeError:
             pass  # remembered in `_failed`; the caller's planning reports it
+    deadline = time.monotonic() + HELPER_TIMEOUT_SECONDS
     for h in helpers:
-        h.thread.join()
+        h.thread.join(max(deadline - time.monotonic(), 0.0))
+        if h.thread.is_alive():  # stuck: stopped; its kernels are compiled when loaded
+            logger.warning("fluxion: a kernel compile process took over %d s; stopping it", HELPER_TIMEOUT_SECONDS)
+            h.proc.kill()
+            h.thread.join()
     _stats["process_compiles"] += sum(h.compiled for h in helpers)
     return loaded
 
