@@ -113,6 +113,27 @@ def test_serial_kernels_come_first_and_threaded_variants_replace_them(rng):
 
 
 @pytest.mark.usefixtures("fresh")
+def test_the_serial_tier_stays_when_a_threaded_variant_fails_to_compile(rng, monkeypatch):
+    if not fusion.parallel_possible():
+        pytest.skip("threaded kernels need two cores and no thread limit")
+    load = runtime._load
+
+    def failing_threaded(digest, source):
+        if "parallel=True" in source:
+            raise RuntimeError("simulated Numba failure")
+        return load(digest, source)
+    monkeypatch.setattr(runtime, "_load", failing_threaded)
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    f = fluxion.jit(_selu)
+    exe, tiers = _run_watched(f, x)
+    assert tiers == [[False]]
+    assert exe.tier == 1 and not exe.kernels[0].parallel and exe.kernels[0].status == "compiled"
+    np.testing.assert_allclose(np.asarray(f(x)), _selu_numpy(x), rtol=1e-5, atol=1e-6)
+    record = runtime.stats()["programs"][-1]
+    assert record["status"] == "final" and record["kernels"] == 1
+
+
+@pytest.mark.usefixtures("fresh")
 @pytest.mark.parametrize("pin", ["OMP_NUM_THREADS", "fluxion_num_threads"])
 def test_a_process_pinned_to_one_thread_never_compiles_threaded_kernels(rng, monkeypatch, pin):
     if pin == "OMP_NUM_THREADS":
