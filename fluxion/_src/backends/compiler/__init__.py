@@ -100,6 +100,7 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
     tier replaces the code only if all its kernels compiled. `record` (a `runtime.TierRecord`) receives the timings.
     """
     from . import fusion
+    precompiled: list = []  # held until the planner below has loaded them (the kernel table holds them weakly)
     if fusion.runtime.compile_processes() and not fusion.check.enabled():
         # Which kernels the tier needs (generating code without loading any takes milliseconds), so that helper
         # processes compile them while this thread compiles its share.
@@ -108,7 +109,7 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
         codegen.generate(program, name=exe.name, donated=exe.donated, plan_nodes=dry.plan_nodes,
                          loop_kernel=dry.scan_kernel)
         before = record.counters() if record is not None else None
-        keep = fusion.runtime.precompile(wanted)  # noqa: F841 -- held until the planner below has loaded them
+        precompiled = fusion.runtime.precompile(wanted)
         if record is not None:
             record.add(before)
     kernels: list = []
@@ -118,6 +119,7 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
                                   plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
     if record is not None:
         record.add(before)
+    del precompiled
     later = planner.deferred_parallel and fusion.parallel_possible()
     compiled = [k for k in kernels if k.status == "compiled"]
     if compiled and (exe.tier == 0 or len(compiled) == len(kernels)):
@@ -133,8 +135,8 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
         exe.kernels = kernels
         if record is not None:
             record.failed()
-    elif record is not None:
-        record.reached(len({k.digest for k in exe.kernels if k.status == "compiled"}), final=True)  # the threaded variants failed: the serial tier stays
+    elif record is not None:  # the threaded variants failed: the serial tier stays, and is final
+        record.reached(len({k.digest for k in exe.kernels if k.status == "compiled"}), final=True)
     return False
 
 

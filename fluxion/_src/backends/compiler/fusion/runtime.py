@@ -234,7 +234,8 @@ def precompile(specs: Sequence[Any]) -> list:
     for spec in specs:
         if spec.digest not in todo and spec.digest not in _loaded and spec.digest not in _failed:
             todo[spec.digest] = spec
-    todo = {d: sp for d, sp in todo.items() if d not in cachedir.with_machine_code(root, todo)}
+    on_disk = cachedir.with_machine_code(root, todo)
+    todo = {d: sp for d, sp in todo.items() if d not in on_disk}
     if len(todo) < PROCESS_MIN_KERNELS:
         return []
     for digest, spec in todo.items():
@@ -343,9 +344,9 @@ def stats() -> dict:
       as a load here);
     * `programs`: one record per compiled program that needs kernels, oldest first (the last `MAX_PROGRAM_RECORDS`),
       a dict with `function` (the jitted function's name), `kernels` (how many its fused tier uses), `loads` and
-      `compiles` (as above, for this program's tiers; `compiles` includes the helper processes'), `seconds_to_tier` (from the start of its compilation -- the
-      first call with these argument types, after tracing -- until its fused kernels ran in place of the NumPy code;
-      None while pending or if no kernel could be compiled) and `seconds_to_final` (until the final tier, the one
+      `compiles` (as above, for this program's tiers; `compiles` includes the helper processes'), `seconds_to_tier`
+      (from the start of its compilation -- the first call with these argument types, after tracing -- until its
+      fused kernels ran in place of the NumPy code; None while pending or if no kernel could be compiled) and `seconds_to_final` (until the final tier, the one
       with multi-threaded kernel variants where the program has them; equal to `seconds_to_tier` otherwise),
       `kernel_seconds` (time spent making its kernels ready), `status` (`"pending"`, `"serial"` while the
       multi-threaded variants are still being compiled, `"final"`, or `"failed"`), and the `time.perf_counter()`
