@@ -346,8 +346,9 @@ def stats() -> dict:
       a dict with `function` (the jitted function's name), `kernels` (how many its fused tier uses), `loads` and
       `compiles` (as above, for this program's tiers; `compiles` includes the helper processes'), `seconds_to_tier`
       (from the start of its compilation -- the first call with these argument types, after tracing -- until its
-      fused kernels ran in place of the NumPy code; None while pending or if no kernel could be compiled) and `seconds_to_final` (until the final tier, the one
-      with multi-threaded kernel variants where the program has them; equal to `seconds_to_tier` otherwise),
+      fused kernels ran in place of the NumPy code; None while pending or if no kernel could be compiled) and
+      `seconds_to_final` (until the final tier, the one with multi-threaded kernel variants where the program has
+      them; equal to `seconds_to_tier` otherwise),
       `kernel_seconds` (time spent making its kernels ready), `status` (`"pending"`, `"serial"` while the
       multi-threaded variants are still being compiled, `"final"`, or `"failed"`), and the `time.perf_counter()`
       readings `started`, `tier_at` and `final_at` (None until reached), so that a caller who noted the clock before
