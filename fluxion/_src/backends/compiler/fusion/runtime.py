@@ -35,9 +35,12 @@ How soon that is (the "time to tier", reported per program by `stats()`) is what
   threaded variants follow as a job of lower priority (`LATER_TIER`: the first tiers of programs compiled meanwhile
   go first), only where more than one thread can run (`fusion.parallel_possible`);
 * Numba compiles one kernel at a time (a process-wide lock) and holds the GIL for most of it, slowing the caller's
-  NumPy code, so a program needing at least `PROCESS_MIN_KERNELS` new kernels shares them with a helper process
-  (`precompile`, `compile_worker`, `fluxion_compile_processes`) that writes them to the disk cache, from where they
-  load in milliseconds;
+  NumPy code, so with `fluxion_compile_processes` set a program needing at least `PROCESS_MIN_KERNELS` new kernels
+  shares them with helper processes (`precompile`, `compile_worker`) that write them to the disk cache, from where
+  they load in milliseconds. It is off by default: a helper first spends about as long starting (importing NumPy
+  and Numba, Numba's set-up) as the thread needs for three kernels, and on the loaded 2-core benchmark machine (no
+  idle core, the helper allowed anyway) the MLP step's five kernels took 5.5-5.7 s to its tier without a helper and
+  7.8-10.0 s with one (one run of three the other way round, 18.7 against 15.5 s);
 * on a warm cache the kernels load in 10-30 ms each once Numba is imported: a program whose kernels are all on disk
   gets its fused tier before its first call returns when Numba is already imported (a second program, or a second
   shape), else as soon as the background thread has imported Numba.
@@ -198,8 +201,8 @@ def load_kernel(digest: str, source: str) -> Any:
 
 # Programs with fewer kernels to compile than this compile them on the background thread alone: a helper process
 # spends about as long starting (Python, NumPy and Numba imports, Numba's first-compile set-up: ~1.5 s on the
-# benchmark machine) as the thread needs for one kernel.
-PROCESS_MIN_KERNELS = 2
+# benchmark machine, against 0.3-0.5 s per serial kernel) as the thread needs for the first few kernels.
+PROCESS_MIN_KERNELS = 3
 # A helper still busy this long after the calling thread finished its share is stopped (a kernel compiles in
 # seconds; this only guards against a hung process keeping the fused tier away forever).
 HELPER_TIMEOUT_SECONDS = 300
