@@ -90,20 +90,54 @@ class Executable:
         return text
 
 
-def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None) -> None:
+def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None,
+                record: Any = None, allow_parallel: bool = True) -> bool:
     """Generates the fused version of `exe` from `program` (`exe.optimized` after `fusion.prepare`), compiling or
-    loading its kernels (blocking), and switches to it."""
+    loading its kernels (blocking), and switches to it.
+
+    With `allow_parallel` False every kernel is serial (quicker to compile); the result then tells whether a later
+    tier with multi-threaded variants is worth compiling (some kernel would use threads and threads can run). A later
+    tier replaces the code only if all its kernels compiled. `record` (a `runtime.TierRecord`) receives the timings.
+    """
     from . import fusion
+    precompiled: list = []  # held until the planner below has loaded them (the kernel table holds them weakly)
+    if fusion.runtime.compile_processes() and not fusion.check.enabled():
+        # Which kernels the tier needs (generating code without loading any takes milliseconds), so that helper
+        # processes compile them while this thread compiles its share.
+        wanted: list = []
+        dry = fusion.Planner(wanted, load=False, allow_parallel=allow_parallel)
+        codegen.generate(program, name=exe.name, donated=exe.donated, plan_nodes=dry.plan_nodes,
+                         loop_kernel=dry.scan_kernel)
+        before = record.counters() if record is not None else None
+        precompiled = fusion.runtime.precompile(wanted)
+        if record is not None:
+            record.add(before)
     kernels: list = []
-    planner = fusion.Planner(kernels, load=True)
+    planner = fusion.Planner(kernels, load=True, allow_parallel=allow_parallel)
+    before = record.counters() if record is not None else None
     fn, module = codegen.generate(program, name=exe.name, donated=exe.donated,
                                   plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
-    if any(k.status == "compiled" for k in kernels):
+    if record is not None:
+        record.add(before)
+    del precompiled
+    later = planner.deferred_parallel and fusion.parallel_possible()
+    compiled = [k for k in kernels if k.status == "compiled"]
+    if compiled and (exe.tier == 0 or len(compiled) == len(kernels)):
         exe.upgrade(fn, module, kernels)
+        if record is not None:
+            record.reached(len({k.digest for k in compiled}), final=not later)
         if cache_key is not None and not fusion.check.enabled():
-            disk_cache.store(cache_key, exe)
-    else:
+            # A serial tier the final one will replace is recorded apart: a warm start loads it, then compiles
+            # the threaded variants in the background as this process does.
+            disk_cache.store(disk_cache.serial_key(cache_key) if planner.deferred_parallel else cache_key, exe)
+        return later
+    if exe.tier == 0:
         exe.kernels = kernels
+        if record is not None:
+            record.failed()
+    elif record is not None:  # the threaded variants failed: the serial tier stays, and is final
+        record.reached(len({k.digest for k in exe.kernels if k.status == "compiled"}), final=True)
+    return False
 
 
 def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequence[int] = (),
@@ -132,28 +166,41 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
         program = fusion.prepare(opt) if fusion.available() else None
         if program is not None and fusion.needs_kernels(program):
             key = disk_cache.key(opt, donated)
+            record = fusion.runtime.TierRecord(name, t0)
             if fusion.check.enabled():
                 sync = True  # checked kernels run from the first call
+            start = "final" if sync else None
             if sync is None:
                 # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
                 # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
-                sync = fusion.runtime.sync_kernels() or (disk_cache.warm(key) and "numba" in sys.modules)
-            if sync:
-                _fused_tier(exe, program, key)
+                if fusion.runtime.sync_kernels():
+                    start = "final"
+                elif "numba" in sys.modules:
+                    start = "final" if disk_cache.warm(key) else \
+                        "serial" if disk_cache.warm(disk_cache.serial_key(key)) else None
+            if start == "final":
+                _fused_tier(exe, program, key, record)
+            elif start == "serial":
+                if _fused_tier(exe, program, key, record, allow_parallel=False):
+                    fusion.runtime.submit(_background_job(exe, program, key, record, True),
+                                          fusion.runtime.LATER_TIER)
             else:
-                fusion.runtime.submit(_background_job(exe, program, key))
+                fusion.runtime.submit(_background_job(exe, program, key, record, False))
     return exe
 
 
-def _background_job(exe: Executable, program: ClosedJaxpr, key: str) -> Callable[[], None]:
-    """The background compilation of `exe`'s fused tier. It holds the executable weakly: if the caches that own it
-    are cleared before the job runs, nothing is compiled for it."""
+def _background_job(exe: Executable, program: ClosedJaxpr, key: str, record: Any,
+                    allow_parallel: bool) -> Callable[[], None]:
+    """The background compilation of `exe`'s fused tier: serial kernels first (`allow_parallel` False), then, as a
+    job of lower priority, the tier with threaded variants if it is worth having (see `_fused_tier`). It holds the
+    executable weakly: if the caches that own it are cleared before the job runs, nothing is compiled for it."""
+    from .fusion import runtime
     ref = weakref.ref(exe)
 
     def job() -> None:
         target = ref()
-        if target is not None:
-            _fused_tier(target, program, key)
+        if target is not None and _fused_tier(target, program, key, record, allow_parallel):
+            runtime.submit(_background_job(target, program, key, record, True), runtime.LATER_TIER)
     return job
 
 
