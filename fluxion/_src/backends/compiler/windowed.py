@@ -4,9 +4,12 @@ The result is the elementwise sum (max, min) over window taps of strided slices 
 
     out = op over taps t of x_padded[t * window_dilation : ... : window_strides]
 
-which is one NumPy pass per tap over the output (4 passes for 2x2 pooling and its gradient), instead of reducing a
-strided window view element by element. Windows with more than `MAX_TAPS` taps, and base dilation, use the
-backend's implementation. Sums are accumulated in the operand's dtype in tap order, as XLA's CPU backend does.
+computed by the Numba kernel of `convkernels` (one pass over the output, the taps combined per output row while it
+is in cache) for float32/float64/int32/int64 operands of rank at most 4 once it is compiled, and otherwise by one
+NumPy pass per tap over the output (4 passes for 2x2 pooling and its gradient), instead of reducing a strided window
+view element by element. Windows with more than `MAX_TAPS` taps, and base dilation, use the backend's
+implementation. Sums are accumulated in the operand's dtype in tap order, as XLA's CPU backend does, by both paths
+(the first tap is copied, then the others are added).
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ import numpy as np
 
 from ..eager.windowed import identity as _window_identity
 from ...lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
-from . import ir
+from . import convkernels, ir
 from .memory import FRESH
 
 MAX_TAPS = 64
+
+# The dtypes the Numba kernel is compiled for, and its code for each tap-combining ufunc.
+_KERNEL_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+_OP_CODES = {np.add: 0, np.maximum: 1, np.minimum: 2}
 
 # Per primitive: the ufunc combining taps, and the reduction kind naming its identity in the backend's table.
 _OPS = {reduce_window_sum_p: (np.add, "sum"), reduce_window_max_p: (np.maximum, "max"),
@@ -35,6 +42,22 @@ def supported(eqn) -> bool:
             and ir.size(eqn.outvars[0]) > 0 and x.aval.dtype.kind in "biuf")
 
 
+def _kernel_reduce(x, op, window_dimensions, window_strides, window_dilation, out_shape):
+    """The reduction on the Numba kernel (operands of rank <= 4, kernel dtypes), or None when it does not apply or
+    is not compiled yet. Leading unit axes lift the operand to rank 4."""
+    if x.ndim > 4 or x.dtype not in _KERNEL_DTYPES:
+        return None
+    fn = convkernels.reduce_window.get()
+    if fn is None:
+        return None
+    lift = 4 - x.ndim
+    x4 = np.ascontiguousarray(x).reshape((1,) * lift + x.shape)
+    out = np.empty((1,) * lift + tuple(out_shape), x.dtype)
+    fn(x4, out, _OP_CODES[op], *((1,) * lift + tuple(window_dimensions)), *((1,) * lift + tuple(window_strides)),
+       *((1,) * lift + tuple(window_dilation)))
+    return out.reshape(out_shape)
+
+
 def reduce_window(x, *, op, identity, window_dimensions, window_strides, padding, window_dilation, out_shape):
     """See the module docstring; `op` is the NumPy ufunc combining taps."""
     x = np.asarray(x)
@@ -45,7 +68,9 @@ def reduce_window(x, *, op, identity, window_dimensions, window_strides, padding
         xp = np.full(tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, pads)), identity, x.dtype)
         xp[tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape, pads))] = x
         x = xp
-    out = None
+    out = _kernel_reduce(x, op, window_dimensions, window_strides, window_dilation, out_shape)
+    if out is not None:
+        return out
     for tap in itertools.product(*(range(w) for w in window_dimensions)):
         sl = tuple(slice(t * d, t * d + (m - 1) * st + 1, st)
                    for t, d, st, m in zip(tap, window_dilation, window_strides, out_shape))

@@ -1,0 +1,286 @@
+"""The Numba convolution and windowed-reduction kernels of the compiler (`convkernels`, used by the `conv` and
+`windowed` lowerings): differential tests against the backend's NumPy implementations and JAX, every path (forward
+and swapped weight-gradient forms, direct and patch-matrix kernels, the NumPy fallback while kernels compile), and
+jitted programs against eager execution."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import fluxion
+import fluxion.numpy as jnp
+from fluxion import lax
+from fluxion._src.backends import compiler
+from fluxion._src.backends.compiler import conv, convkernels, windowed
+from fluxion._src.backends.compiler.fusion import runtime
+from fluxion._src.backends.eager import convolution as eager_conv
+from fluxion._src.backends.eager import windowed as eager_windowed
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
+from compiler_helpers import closed_of, reference  # noqa: E402
+
+pytestmark = [
+    pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)"),
+    pytest.mark.skipif(not runtime.numba_installed(), reason="Numba is not installed"),
+]
+
+# Channels-last (N, *spatial, C) lhs, (*K, I, O) rhs and (N, *spatial, O) output, per number of spatial dimensions.
+CHANNELS_LAST = {1: ((0, 2, 1), (2, 1, 0), (0, 2, 1)), 2: ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))}
+# Channels-first lhs and output, (O, I, *K) rhs.
+CHANNELS_FIRST = {1: ((0, 1, 2), (0, 1, 2), (0, 1, 2)), 2: ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernels_loaded():
+    for k in convkernels.ALL:
+        assert k.get(block=True) is not None, k.name
+
+
+def _switch_off(monkeypatch):
+    """Makes every kernel report 'not ready', so callers take their NumPy paths."""
+    for k in convkernels.ALL:
+        monkeypatch.setattr(k, "get", lambda block=False: None)
+
+
+@pytest.fixture
+def kernels_off(monkeypatch):
+    _switch_off(monkeypatch)
+
+
+def _random_conv(rng, nsp, dtype, channels_first):
+    n, c, o = (int(v) for v in rng.integers(1, 5, 3))
+    sp = tuple(int(v) for v in rng.integers(1, 9, nsp))
+    ks = tuple(int(v) for v in rng.integers(1, 4, nsp))
+    params = dict(window_strides=tuple(int(v) for v in rng.integers(1, 3, nsp)),
+                  padding=tuple((int(lo), int(hi)) for lo, hi in rng.integers(-1, 3, (nsp, 2))),
+                  lhs_dilation=tuple(int(v) for v in rng.integers(1, 3, nsp)),
+                  rhs_dilation=tuple(int(v) for v in rng.integers(1, 3, nsp)))
+    if channels_first:
+        x = rng.standard_normal((n, c) + sp).astype(dtype)
+        w = rng.standard_normal((o, c) + ks).astype(dtype)
+        dn = CHANNELS_FIRST[nsp]
+    else:
+        x = rng.standard_normal((n,) + sp + (c,)).astype(dtype)
+        w = rng.standard_normal(ks + (c, o)).astype(dtype)
+        dn = CHANNELS_LAST[nsp]
+    return x, w, dict(params, dimension_numbers=dn)
+
+
+def _expected(x, w, params):
+    return eager_conv.conv_general_dilated(x, w, **params)
+
+
+def _tolerance(dtype):
+    return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("direct_max", [0, 32, 10_000], ids=["patches", "default", "direct"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_conv_matches_the_numpy_implementation(rng, monkeypatch, direct_max, dtype):
+    monkeypatch.setattr(conv, "DIRECT_MAX", direct_max)
+    checked = swapped = 0
+    for trial in range(120):
+        nsp = 1 + trial % 2
+        x, w, params = _random_conv(rng, nsp, dtype, channels_first=trial % 3 == 0)
+        want = _expected(x, w, params)
+        if want.size == 0:
+            continue
+        got = conv.conv(x, w, **params, out_shape=want.shape, general=None)
+        assert got.dtype == want.dtype and got.flags.c_contiguous
+        np.testing.assert_allclose(got, want, **_tolerance(dtype), err_msg=str(params))
+        checked += 1
+        k_taps = int(np.prod(w.shape[:nsp] if trial % 3 else w.shape[2:]))
+        swapped += k_taps > int(np.prod(want.shape[1:1 + nsp] if trial % 3 else want.shape[2:]))
+    assert checked > 80 and swapped > 5
+
+
+def test_weight_gradient_form_on_sliced_and_transposed_views(rng):
+    # The gradient of a channels-last convolution as JAX's transpose rule writes it, on non-contiguous operands.
+    x = rng.standard_normal((6, 11, 10, 3)).astype(np.float32)[::2, :, ::-1]
+    g = rng.standard_normal((3, 10, 5, 4)).astype(np.float32)[:, ::-1, ::-1]
+    params = dict(window_strides=(1, 1), padding=((1, 0), (0, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 2),
+                  dimension_numbers=((3, 0, 1, 2), (3, 0, 1, 2), (2, 3, 0, 1)))
+    want = _expected(x, g, params)
+    got = conv.conv(x, g, **params, out_shape=want.shape, general=None)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+def test_fallback_while_kernels_compile_matches(rng, kernels_off):
+    calls = []
+
+    def general(a, b, params):
+        calls.append(1)
+        return _expected(a, b, params)
+
+    for trial in range(60):
+        x, w, params = _random_conv(rng, 1 + trial % 2, np.float32, channels_first=trial % 2 == 0)
+        want = _expected(x, w, params)
+        if want.size == 0:
+            continue
+        got = conv.conv(x, w, **params, out_shape=want.shape, general=lambda a, b: general(a, b, params))
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    assert calls  # dilated convolutions go to the backend's implementation without the kernels
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID", ((2, 0), (-1, 1))])
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_jitted_values_and_gradients_match_jax(rng, padding, layout):
+    jax = pytest.importorskip("jax")
+    x = rng.standard_normal((3, 9, 8, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 5, 6)).astype(np.float32)
+    if layout == "NCHW":
+        x, w = x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)
+    dn = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
+
+    lhs_dilation = (1, 1) if isinstance(padding, str) else (1, 2)  # string padding excludes lhs dilation
+
+    def loss(lib, x, w):
+        y = lib.lax.conv_general_dilated(x, w, (2, 1), padding, lhs_dilation=lhs_dilation, rhs_dilation=(2, 1),
+                                         dimension_numbers=dn)
+        return lib.numpy.sum(lib.numpy.tanh(y) ** 2)
+
+    got = fluxion.jit(fluxion.value_and_grad(lambda x, w: loss(fluxion, x, w), argnums=(0, 1)))(x, w)
+    want = jax.jit(jax.value_and_grad(lambda x, w: loss(jax, x, w), argnums=(0, 1)))(x, w)
+    for g, v in zip(fluxion.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(v), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, "bfloat16", np.float16])
+def test_compiled_cnn_gradients_match_the_interpreter(rng, dtype):
+    # Forward, input-gradient and weight-gradient convolutions and the pooling transposes of a small CNN; half
+    # precision is not taken by the kernels and must still match.
+    dt = jnp.dtype(dtype)
+    x = jnp.asarray(rng.standard_normal((4, 12, 12, 1)), dt)
+    w1 = jnp.asarray(rng.standard_normal((3, 3, 1, 8)) * 0.3, dt)
+    w2 = jnp.asarray(rng.standard_normal((3, 3, 8, 16)) * 0.1, dt)
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(w1, w2, x):
+        h = jnp.maximum(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn), 0)
+        h = lax.reduce_window(h, jnp.zeros((), dt), lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        h = lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=dn)
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 1, 1, 1), "SAME")
+        return jnp.sum(jnp.tanh(h) ** 2)
+
+    fun = fluxion.value_and_grad(loss, argnums=(0, 1, 2))
+    closed = closed_of(fun, w1, w2, x)
+    exe = compiler.compile_closed(closed, optimize=True, fuse=False)
+    got = list(exe(*[np.asarray(a) for a in (w1, w2, x)]))
+    want = reference(closed, w1, w2, x)
+    assert ("conv_patches" in exe.source) == (dt.itemsize > 2)
+    tol = 2e-2 if dt.itemsize == 2 else 2e-5
+    for g, v in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(v).dtype
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(v, np.float64), rtol=tol, atol=tol)
+
+
+def test_gradients_match_finite_differences(rng):
+    x = rng.standard_normal((2, 7, 6, 3))
+    w = rng.standard_normal((2, 3, 3, 4))
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (2, 1), ((1, 0), (1, 2)), rhs_dilation=(1, 2),
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.sum(jnp.sin(y))
+
+    with fluxion.enable_x64():
+        gx, gw = fluxion.jit(fluxion.grad(loss, argnums=(0, 1)))(x, w)
+        eps = 1e-6
+        for arr, grad, idx in ((x, gx, (1, 3, 2, 0)), (w, gw, (1, 2, 0, 3)), (x, gx, (0, 0, 5, 2))):
+            hi, lo = arr.copy(), arr.copy()
+            hi[idx] += eps
+            lo[idx] -= eps
+            args_hi = (hi, w) if arr is x else (x, hi)
+            args_lo = (lo, w) if arr is x else (x, lo)
+            fd = (float(loss(*args_hi)) - float(loss(*args_lo))) / (2 * eps)
+            np.testing.assert_allclose(float(np.asarray(grad)[idx]), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_flax_cnn_step_loss_matches_the_numpy_path(rng, monkeypatch):
+    # The benchmark's CNN (smaller batch): the jitted loss and gradients with the kernels equal those of the
+    # compiler's NumPy path and of eager execution.
+    import fluxion.flax.linen as nn
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Conv(8, (3, 3))(x))
+            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            x = nn.relu(nn.Conv(16, (3, 3))(x))
+            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            return nn.Dense(10)(x.reshape(x.shape[0], -1))
+
+    model = CNN()
+    x = jnp.asarray(rng.random((8, 28, 28, 1)), jnp.float32)
+    y = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 8)])
+    params = model.init(fluxion.random.PRNGKey(0), x)
+
+    def loss(p):
+        return jnp.mean(-jnp.sum(y * fluxion.nn.log_softmax(model.apply(p, x)), axis=-1))
+
+    with_kernels = fluxion.jit(fluxion.value_and_grad(loss))(params)
+    eager = fluxion.value_and_grad(loss)(params)
+    fluxion.clear_caches()
+    with monkeypatch.context() as m:
+        _switch_off(m)
+        numpy_path = fluxion.jit(fluxion.value_and_grad(loss))(params)
+    fluxion.clear_caches()
+    for other in (eager, numpy_path):
+        for a, b in zip(fluxion.tree_util.tree_leaves(with_kernels), fluxion.tree_util.tree_leaves(other)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Windowed reductions
+# --------------------------------------------------------------------------------------------------------------
+
+_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+_EAGER = {"sum": eager_windowed.reduce_window_sum, "max": eager_windowed.reduce_window_max,
+          "min": eager_windowed.reduce_window_min}
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.float16])
+def test_reduce_window_kernel_matches_the_numpy_implementation(rng, kind, dtype):
+    checked = 0
+    for trial in range(60):
+        nd = int(rng.integers(1, 6))
+        shape = tuple(int(v) for v in rng.integers(1, 7, nd))
+        x = (rng.standard_normal(shape) * 10).astype(dtype)
+        if trial % 5 == 0 and np.dtype(dtype).kind == "f":
+            x.reshape(-1)[rng.integers(0, x.size)] = np.nan
+        if trial % 4 == 1:
+            x = np.swapaxes(x, 0, -1)  # a transposed view
+        params = dict(window_dimensions=tuple(int(v) for v in rng.integers(1, 4, nd)),
+                      window_strides=tuple(int(v) for v in rng.integers(1, 3, nd)),
+                      padding=tuple((int(lo), int(hi)) for lo, hi in rng.integers(0, 2, (nd, 2))),
+                      base_dilation=(1,) * nd, window_dilation=tuple(int(v) for v in rng.integers(1, 3, nd)))
+        want = _EAGER[kind](x, **params)
+        if want.size == 0:
+            continue
+        ident = eager_windowed.identity(kind, x.dtype)
+        got = windowed.reduce_window(x, op=_UFUNCS[kind], identity=ident, out_shape=want.shape,
+                                     **{k: v for k, v in params.items() if k != "base_dilation"})
+        assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+        if kind == "sum" and np.dtype(dtype).kind == "f":
+            # float16 (the NumPy path) sums in another order than the eager pairwise sum: operands ~10, eps ~1e-2
+            np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == np.float16 else 1e-5,
+                                       atol=0.1 if dtype == np.float16 else 1e-4)
+        else:
+            np.testing.assert_array_equal(got, want)
+        checked += 1
+    assert checked > 30
+
+
+def test_reduce_window_kernel_sums_in_tap_order_like_the_numpy_lowering(rng, monkeypatch):
+    x = rng.standard_normal((3, 9, 8, 5)).astype(np.float32)
+    params = dict(op=np.add, identity=np.float32(0), window_dimensions=(1, 3, 2, 1), window_strides=(1, 2, 1, 1),
+                  padding=((0, 0), (1, 1), (0, 1), (0, 0)), window_dilation=(1, 1, 2, 1), out_shape=(3, 5, 7, 5))
+    with monkeypatch.context() as m:
+        _switch_off(m)
+        numpy_taps = windowed.reduce_window(x, **params)
+    np.testing.assert_array_equal(windowed.reduce_window(x, **params), numpy_taps)
