@@ -259,6 +259,10 @@ def test_reduce_window_kernel_matches_the_numpy_implementation(rng, kind, dtype)
                       window_strides=tuple(int(v) for v in rng.integers(1, 3, nd)),
                       padding=tuple((int(lo), int(hi)) for lo, hi in rng.integers(0, 2, (nd, 2))),
                       base_dilation=(1,) * nd, window_dilation=tuple(int(v) for v in rng.integers(1, 3, nd)))
+        if trial % 2:  # a plain last (channel) axis: the padded-table kernel's form
+            for key, plain in (("window_dimensions", 1), ("window_strides", 1), ("padding", (0, 0)),
+                               ("window_dilation", 1)):
+                params[key] = params[key][:-1] + (plain,)
         want = _EAGER[kind](x, **params)
         if want.size == 0:
             continue
@@ -284,3 +288,46 @@ def test_reduce_window_kernel_sums_in_tap_order_like_the_numpy_lowering(rng, mon
         _switch_off(m)
         numpy_taps = windowed.reduce_window(x, **params)
     np.testing.assert_array_equal(windowed.reduce_window(x, **params), numpy_taps)
+
+
+def _pad_then_window(value, kind, extra_reader):
+    fn = {"sum": lax.add, "max": lax.max, "min": lax.min}[kind]
+    init = {"sum": 0.0, "max": -np.inf, "min": np.inf}[kind]
+
+    def f(x):
+        p = lax.pad(x, jnp.float32(value), ((0, 0, 0), (1, 2, 1), (2, 0, 2), (0, 0, 0)))
+        y = lax.reduce_window(p, init, fn, (1, 2, 3, 1), (1, 1, 2, 1), ((0, 0), (1, 0), (0, 2), (0, 0)))
+        return (y, p * 2.0) if extra_reader else (y,)
+    return f
+
+
+@pytest.mark.parametrize("kind,value,extra_reader,absorbed", [
+    ("sum", 0.0, False, True), ("max", -np.inf, False, True), ("min", np.inf, False, True),
+    ("sum", 1.0, False, False), ("sum", 0.0, True, False)])
+@pytest.mark.parametrize("loaded", [True, False], ids=["kernels", "numpy"])
+def test_pad_read_by_window_reductions_is_absorbed(rng, monkeypatch, kind, value, extra_reader, absorbed, loaded):
+    if not loaded:
+        _switch_off(monkeypatch)
+    x = rng.standard_normal((2, 5, 4, 3)).astype(np.float32)
+    f = _pad_then_window(value, kind, extra_reader)
+    closed = closed_of(f, x)
+    exe = compiler.compile_closed(closed, optimize=True, fuse=False)
+    assert ("absorbed=" in exe.source) == absorbed
+    got = list(exe(x))
+    for g, v in zip(got, reference(closed, x)):
+        np.testing.assert_allclose(g, v, rtol=1e-6, atol=1e-6)
+
+
+def test_average_pool_gradient_reads_the_unpadded_cotangent(rng):
+    # JAX's transpose of a window sum is pad(interior) + a stride-1 window sum: the pad is never materialized.
+    x = rng.standard_normal((3, 8, 6, 4)).astype(np.float32)
+
+    def loss(x):
+        y = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return jnp.sum(jnp.sin(y))
+
+    closed = closed_of(fluxion.grad(loss), x)
+    exe = compiler.compile_closed(closed, optimize=True, fuse=False)
+    assert "absorbed=" in exe.source
+    np.testing.assert_allclose(exe(x)[0], reference(closed, x)[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fluxion.jit(fluxion.grad(loss))(x), fluxion.grad(loss)(x), rtol=1e-6, atol=1e-6)
