@@ -1,7 +1,7 @@
 """The Numba convolution and windowed-reduction kernels of the compiler (`convkernels`, used by the `conv` and
 `windowed` lowerings): differential tests against the backend's NumPy implementations and JAX, every path (forward
-and swapped weight-gradient forms, direct and patch-matrix kernels, the NumPy fallback while kernels compile), and
-jitted programs against eager execution."""
+and swapped weight-gradient forms, both im2col kernels, the NumPy fallback while kernels compile, pads absorbed by
+window reductions), and jitted programs against eager execution and JAX."""
 
 from __future__ import annotations
 
@@ -78,10 +78,10 @@ def _tolerance(dtype):
     return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("direct_max", [0, 32, 10_000], ids=["patches", "default", "direct"])
+@pytest.mark.parametrize("numpy_max_columns", [0, 32, 10_000], ids=["kernels", "default", "numpy-forward"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernel_conv_matches_the_numpy_implementation(rng, monkeypatch, direct_max, dtype):
-    monkeypatch.setattr(conv, "DIRECT_MAX", direct_max)
+def test_kernel_conv_matches_the_numpy_implementation(rng, monkeypatch, numpy_max_columns, dtype):
+    monkeypatch.setattr(conv, "NUMPY_MAX_COLUMNS", numpy_max_columns)
     checked = swapped = 0
     for trial in range(120):
         nsp = 1 + trial % 2

@@ -92,49 +92,6 @@ IM2COL_LOOPS = _IM2COL.format(copy="""                            src = x[b, ih,
 # Features per position from which the slice variant is used.
 SLICE_MIN_FEATURES = 8
 
-# The weight-gradient form for few lhs features: out[kh, kw, c, :] = sum over b, oh, ow of
-# x[b, qh, qw, c] * g[b, oh, ow, :] (each g row is read once and scattered into the KH * KW * C accumulators).
-DIRECT_WGRAD = _HEADER + """
-SIGNATURES = [types.void(arr(t, 4, True), arr(t, 4, True), arr(t, 4), I, I, I, I, I, I, I, I) for t in FLOATS]
-
-
-@numba.njit(SIGNATURES, cache=True, error_model='numpy', nogil=True, boundscheck=False)
-def kernel(x, g, out, sh, sw, dh, dw, lh, lw, ph, pw):
-    B = x.shape[0]
-    H = x.shape[1]
-    W = x.shape[2]
-    C = x.shape[3]
-    OH = g.shape[1]
-    OW = g.shape[2]
-    O = g.shape[3]
-    KH = out.shape[0]
-    KW = out.shape[1]
-    th = taps_table(OH, KH, H, sh, dh, lh, ph)
-    tw = taps_table(OW, KW, W, sw, dw, lw, pw)
-    zero = out.dtype.type(0)
-    flat = out.reshape(out.size)
-    for i in range(flat.size):
-        flat[i] = zero
-    for b in range(B):
-        for oh in range(OH):
-            for ow in range(OW):
-                gr = g[b, oh, ow]
-                for kh in range(KH):
-                    ih = th[oh, kh]
-                    if ih < 0:
-                        continue
-                    for kw in range(KW):
-                        iw = tw[ow, kw]
-                        if iw < 0:
-                            continue
-                        src = x[b, ih, iw]
-                        for c in range(C):
-                            v = src[c]
-                            acc = out[kh, kw, c]
-                            for o in range(O):
-                                acc[o] = acc[o] + v * gr[o]
-"""
-
 # Windowed reduction of a 4-D operand (already padded), without base dilation: op 0 = sum, 1 = max, 2 = min.
 # Taps are combined in row-major tap order starting from the first tap, as the NumPy lowering does; max and min
 # propagate NaN as XLA does. The innermost loop runs over the last output axis (channels in NHWC pooling).
@@ -270,10 +227,9 @@ class Kernel:
 
 im2col_slices = Kernel("im2col_slices", IM2COL_SLICES)
 im2col_loops = Kernel("im2col_loops", IM2COL_LOOPS)
-direct_wgrad = Kernel("direct_wgrad", DIRECT_WGRAD)
 reduce_window = Kernel("reduce_window", REDUCE_WINDOW)
 reduce_window_tables = Kernel("reduce_window_tables", REDUCE_WINDOW_TABLES)
-ALL = (im2col_slices, im2col_loops, direct_wgrad, reduce_window, reduce_window_tables)
+ALL = (im2col_slices, im2col_loops, reduce_window, reduce_window_tables)
 
 
 def im2col(features: int):
