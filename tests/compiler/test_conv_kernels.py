@@ -331,3 +331,76 @@ def test_average_pool_gradient_reads_the_unpadded_cotangent(rng):
     assert "absorbed=" in exe.source
     np.testing.assert_allclose(exe(x)[0], reference(closed, x)[0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(fluxion.jit(fluxion.grad(loss))(x), fluxion.grad(loss)(x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("tiles", [conv.WINOGRAD_TILES, 5], ids=["default-chunks", "short-last-chunks"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd_matches_the_numpy_implementation(rng, monkeypatch, dtype, tiles):
+    monkeypatch.setattr(conv, "WINOGRAD_TILES", tiles)
+    calls = []
+    real = conv._winograd
+    monkeypatch.setattr(conv, "_winograd", lambda *a: calls.append(1) or real(*a))
+    checked = 0
+    for trial in range(40):
+        n, c, o = int(rng.integers(1, 6)), int(rng.integers(8, 20)), int(rng.integers(8, 20))
+        h, w_ = (int(v) for v in rng.integers(1, 10, 2))
+        pads = tuple((int(lo), int(hi)) for lo, hi in rng.integers(-1, 3, (2, 2)))
+        channels_first = trial % 4 == 0
+        x = rng.standard_normal((n, c, h, w_) if channels_first else (n, h, w_, c)).astype(dtype)
+        w = rng.standard_normal((o, c, 3, 3) if channels_first else (3, 3, c, o)).astype(dtype)
+        params = dict(window_strides=(1, 1), padding=pads, lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+                      dimension_numbers=CHANNELS_FIRST[2] if channels_first else CHANNELS_LAST[2])
+        want = _expected(x, w, params)
+        if want.size == 0:
+            continue
+        got = conv.conv(x, w, **params, out_shape=want.shape, general=None)
+        # Winograd's transforms round differently: compare on the scale of the output.
+        scale = float(np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=0, atol=(2e-6 if dtype == np.float32 else 1e-14) * scale * c,
+                                   err_msg=str(params))
+        checked += 1
+    assert checked > 10 and len(calls) > 10  # tiny outputs (fewer positions than taps) take the swapped form
+
+
+def test_winograd_error_is_that_of_the_patch_matrix(rng, monkeypatch):
+    # Against a float64 result, float32 Winograd and the float32 patch matrix err by the same order.
+    x = rng.standard_normal((4, 14, 14, 32)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 32, 64)).astype(np.float32)
+    params = dict(window_strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+                  dimension_numbers=CHANNELS_LAST[2])
+    exact = _expected(x.astype(np.float64), w.astype(np.float64), params)
+    wino = conv.conv(x, w, **params, out_shape=exact.shape, general=None)
+    monkeypatch.setattr(conv, "WINOGRAD_MIN_FEATURES", 10 ** 9)
+    patches = conv.conv(x, w, **params, out_shape=exact.shape, general=None)
+    err_w, err_p = np.abs(wino - exact).max(), np.abs(patches - exact).max()
+    assert err_w < 4 * err_p + 1e-6, (err_w, err_p)
+
+
+@pytest.mark.parametrize("tiles", [conv.WINOGRAD_TILES, 5], ids=["default-chunks", "short-last-chunks"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd_weight_gradient_matches_the_numpy_implementation(rng, monkeypatch, dtype, tiles):
+    # The weight-gradient convolution as JAX's transpose rule writes it for a stride-1 3x3 NHWC convolution.
+    monkeypatch.setattr(conv, "WINOGRAD_TILES", tiles)
+    calls = []
+    real = conv._winograd_weight_gradient
+    monkeypatch.setattr(conv, "_winograd_weight_gradient", lambda *a: calls.append(1) or real(*a))
+    checked = 0
+    for _ in range(30):
+        n, c, o = int(rng.integers(1, 6)), int(rng.integers(8, 20)), int(rng.integers(8, 20))
+        h, w_ = (int(v) for v in rng.integers(3, 10, 2))
+        (plo, phi), (qlo, qhi) = ((int(lo), int(hi)) for lo, hi in rng.integers(-1, 3, (2, 2)))
+        oh, ow = h + plo + phi - 2, w_ + qlo + qhi - 2
+        if oh * ow <= 9:  # not more output positions than taps: the forward form, not this one
+            continue
+        x = rng.standard_normal((n, h, w_, c)).astype(dtype)
+        g = rng.standard_normal((n, oh, ow, o)).astype(dtype)
+        params = dict(window_strides=(1, 1), padding=((plo, phi), (qlo, qhi)), lhs_dilation=(1, 1),
+                      rhs_dilation=(1, 1), dimension_numbers=((3, 0, 1, 2), (3, 0, 1, 2), (2, 3, 0, 1)))
+        want = _expected(x, g, params)
+        assert want.shape == (3, 3, c, o)
+        got = conv.conv(x, g, **params, out_shape=want.shape, general=None)
+        scale = float(np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=0, atol=(1e-6 if dtype == np.float32 else 1e-14) * scale * n * 4,
+                                   err_msg=str(params))
+        checked += 1
+    assert checked > 10 and len(calls) == checked

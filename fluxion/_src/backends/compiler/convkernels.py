@@ -190,6 +190,148 @@ def kernel(x, out, op, init, T0, T1, T2):
                         dst[i3] = init
 """
 
+# Winograd F(2x2, 3x3) (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016): each 2x2
+# output tile of a stride-1 3x3 convolution is A^T [(G g G^T) * (B^T d B)] A for the 4x4 input tile d, with
+#   B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],  A^T = [[1, 1, 1, 0], [0, 1, -1, -1]],
+#   G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]],
+# so the 16 elementwise products over features become 16 matrix products (tiles, C) x (C, O) -- 2.25 times fewer
+# multiplications than the patch matrix. The input transform writes V[16, tile, C] for the tiles of items
+# b0 .. b0 + nb - 1 (tile (th, tw) reads input rows 2 th - ph .. 2 th - ph + 3, zeros outside); the output
+# transform reads M[16, tile, O] and writes the 2x2 outputs that fall inside `out`.
+WINOGRAD_INPUT = _HEADER + """
+SIGNATURES = [types.void(arr(t, 4, True), arr(t, 3), I, I, I, I, I, I) for t in FLOATS]
+
+
+@numba.njit(SIGNATURES, cache=True, error_model='numpy', nogil=True, boundscheck=False)
+def kernel(x, V, b0, nb, TH, TW, ph, pw):
+    H = x.shape[1]
+    W = x.shape[2]
+    C = x.shape[3]
+    d = np.zeros((4, 4, C), x.dtype)
+    t = np.empty((4, 4, C), x.dtype)
+    zero = x.dtype.type(0)
+    r = 0
+    for b in range(b0, b0 + nb):
+        for th in range(TH):
+            for tw in range(TW):
+                for i in range(4):
+                    ih = 2 * th + i - ph
+                    for j in range(4):
+                        iw = 2 * tw + j - pw
+                        if ih >= 0 and ih < H and iw >= 0 and iw < W:
+                            for c in range(C):
+                                d[i, j, c] = x[b, ih, iw, c]
+                        else:
+                            for c in range(C):
+                                d[i, j, c] = zero
+                for j in range(4):
+                    for c in range(C):
+                        d0 = d[0, j, c]
+                        d1 = d[1, j, c]
+                        d2 = d[2, j, c]
+                        d3 = d[3, j, c]
+                        t[0, j, c] = d0 - d2
+                        t[1, j, c] = d1 + d2
+                        t[2, j, c] = d2 - d1
+                        t[3, j, c] = d1 - d3
+                for i in range(4):
+                    for c in range(C):
+                        t0 = t[i, 0, c]
+                        t1 = t[i, 1, c]
+                        t2 = t[i, 2, c]
+                        t3 = t[i, 3, c]
+                        V[i * 4, r, c] = t0 - t2
+                        V[i * 4 + 1, r, c] = t1 + t2
+                        V[i * 4 + 2, r, c] = t2 - t1
+                        V[i * 4 + 3, r, c] = t1 - t3
+                r += 1
+"""
+
+WINOGRAD_OUTPUT = _HEADER + """
+SIGNATURES = [types.void(arr(t, 3, True), arr(t, 4), I, I, I, I) for t in FLOATS]
+
+
+@numba.njit(SIGNATURES, cache=True, error_model='numpy', nogil=True, boundscheck=False)
+def kernel(M, out, b0, nb, TH, TW):
+    OH = out.shape[1]
+    OW = out.shape[2]
+    O = out.shape[3]
+    r = 0
+    for b in range(b0, b0 + nb):
+        for th in range(TH):
+            for tw in range(TW):
+                oh = 2 * th
+                ow = 2 * tw
+                for o in range(O):
+                    a0 = M[0, r, o] + M[4, r, o] + M[8, r, o]
+                    a1 = M[1, r, o] + M[5, r, o] + M[9, r, o]
+                    a2 = M[2, r, o] + M[6, r, o] + M[10, r, o]
+                    a3 = M[3, r, o] + M[7, r, o] + M[11, r, o]
+                    c0 = M[4, r, o] - M[8, r, o] - M[12, r, o]
+                    c1 = M[5, r, o] - M[9, r, o] - M[13, r, o]
+                    c2 = M[6, r, o] - M[10, r, o] - M[14, r, o]
+                    c3 = M[7, r, o] - M[11, r, o] - M[15, r, o]
+                    out[b, oh, ow, o] = a0 + a1 + a2
+                    if ow + 1 < OW:
+                        out[b, oh, ow + 1, o] = a1 - a2 - a3
+                    if oh + 1 < OH:
+                        out[b, oh + 1, ow, o] = c0 + c1 + c2
+                        if ow + 1 < OW:
+                            out[b, oh + 1, ow + 1, o] = c1 - c2 - c3
+                r += 1
+"""
+
+# The weight gradient by the same algorithm: since a tile's output is A^T [U * V] A with U = G w G^T, the gradient
+# of U is the sum over tiles of V times A dY A^T (dY the tile's 2x2 output gradient), and w's is G^T dU G. This
+# kernel writes Y[16, tile, O] = A dY A^T for the tiles of items b0 .. b0 + nb - 1 (outputs outside `g` are zero).
+WINOGRAD_GRAD_OUTPUT = _HEADER + """
+SIGNATURES = [types.void(arr(t, 4, True), arr(t, 3), I, I, I, I) for t in FLOATS]
+
+
+@numba.njit(SIGNATURES, cache=True, error_model='numpy', nogil=True, boundscheck=False)
+def kernel(g, Y, b0, nb, TH, TW):
+    OH = g.shape[1]
+    OW = g.shape[2]
+    O = g.shape[3]
+    zero = g.dtype.type(0)
+    r = 0
+    for b in range(b0, b0 + nb):
+        for th in range(TH):
+            for tw in range(TW):
+                oh = 2 * th
+                ow = 2 * tw
+                right = ow + 1 < OW
+                down = oh + 1 < OH
+                for o in range(O):
+                    d00 = g[b, oh, ow, o]
+                    d01 = g[b, oh, ow + 1, o] if right else zero
+                    d10 = g[b, oh + 1, ow, o] if down else zero
+                    d11 = g[b, oh + 1, ow + 1, o] if down and right else zero
+                    # rows: A dY, A = [[1, 0], [1, 1], [1, -1], [0, -1]]
+                    s0 = d00 + d10
+                    s1 = d01 + d11
+                    t0 = d00 - d10
+                    t1 = d01 - d11
+                    # columns: (A dY) A^T
+                    Y[0, r, o] = d00
+                    Y[1, r, o] = d00 + d01
+                    Y[2, r, o] = d00 - d01
+                    Y[3, r, o] = -d01
+                    Y[4, r, o] = s0
+                    Y[5, r, o] = s0 + s1
+                    Y[6, r, o] = s0 - s1
+                    Y[7, r, o] = -s1
+                    Y[8, r, o] = t0
+                    Y[9, r, o] = t0 + t1
+                    Y[10, r, o] = t0 - t1
+                    Y[11, r, o] = -t1
+                    Y[12, r, o] = -d10
+                    Y[13, r, o] = -d10 - d11
+                    Y[14, r, o] = d11 - d10
+                    Y[15, r, o] = d11
+                r += 1
+"""
+
 class Kernel:
     """One kernel source, loaded once per process on demand (see the module docstring)."""
 
@@ -229,7 +371,11 @@ im2col_slices = Kernel("im2col_slices", IM2COL_SLICES)
 im2col_loops = Kernel("im2col_loops", IM2COL_LOOPS)
 reduce_window = Kernel("reduce_window", REDUCE_WINDOW)
 reduce_window_tables = Kernel("reduce_window_tables", REDUCE_WINDOW_TABLES)
-ALL = (im2col_slices, im2col_loops, reduce_window, reduce_window_tables)
+winograd_input = Kernel("winograd_input", WINOGRAD_INPUT)
+winograd_output = Kernel("winograd_output", WINOGRAD_OUTPUT)
+winograd_grad_output = Kernel("winograd_grad_output", WINOGRAD_GRAD_OUTPUT)
+ALL = (im2col_slices, im2col_loops, reduce_window, reduce_window_tables, winograd_input, winograd_output,
+       winograd_grad_output)
 
 
 def im2col(features: int):
