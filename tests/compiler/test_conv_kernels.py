@@ -404,3 +404,18 @@ def test_winograd_weight_gradient_matches_the_numpy_implementation(rng, monkeypa
                                    err_msg=str(params))
         checked += 1
     assert checked > 10 and len(calls) == checked
+
+
+def test_kernels_load_on_the_background_thread(monkeypatch):
+    # Without `fluxion_jit_sync_kernels`, the first request submits the load and answers None (the caller runs its
+    # NumPy path); once the background thread is done, the compiled kernel is returned.
+    monkeypatch.setattr(runtime, "sync_kernels", lambda: False)
+    k = convkernels.Kernel("reduce_window_again", convkernels.REDUCE_WINDOW)
+    assert k.get() is None
+    assert runtime.wait_for_kernels(timeout=600)
+    fn = k.get()
+    assert fn is not None
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    out = np.empty((1, 1, 3, 4), np.float32)
+    fn(x, out, 0, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)  # a window sum over the second axis
+    np.testing.assert_array_equal(out, x.sum(axis=1, keepdims=True))
