@@ -158,6 +158,27 @@ def _absorbs(closed, eqn, pad_eqn) -> bool:
             and tuple(p["padding"][-1]) == (0, 0) and all(lo >= 0 and hi >= 0 for lo, hi in p["padding"]))
 
 
+# The last jaxpr `_graph` indexed and its index (lowerings visit one jaxpr's equations in a row).
+_last_graph: tuple = (None, None)
+
+
+def _graph(jaxpr) -> tuple:
+    """(producer equation of each variable, equations reading each variable, once per operand) of `jaxpr`."""
+    global _last_graph
+    last, index = _last_graph
+    if last is not jaxpr:
+        producers, readers = {}, {}
+        for e in jaxpr.eqns:
+            for v in e.outvars:
+                producers[v] = e
+            for v in e.invars:
+                if type(v) is Var:
+                    readers.setdefault(v, []).append(e)
+        index = (producers, readers)
+        _last_graph = (jaxpr, index)
+    return index
+
+
 def absorbed_pad(closed, eqn):
     """The `pad` equation whose result is the operand of reduce-window `eqn` when every reader of that result can
     read the pad's operand instead (so the padded array is never written; see `lower_pad`), else None. This is the
@@ -165,8 +186,9 @@ def absorbed_pad(closed, eqn):
     x = eqn.invars[0]
     if type(x) is not Var or x in closed.jaxpr.outvars:
         return None
-    readers = [e for e in closed.jaxpr.eqns if any(v is x for v in e.invars)]
-    producer = next((e for e in closed.jaxpr.eqns if any(v is x for v in e.outvars)), None)
+    producers, readers = _graph(closed.jaxpr)
+    producer = producers.get(x)
+    readers = readers.get(x, ())
     if producer is None or producer.primitive is not pad_p:
         return None
     if all(_absorbs(closed, e, producer) and e.invars[0] is x and sum(v is x for v in e.invars) == 1
@@ -213,8 +235,7 @@ def pad(x, padding_value, *, padding_config, out_shape):
 
 def _read_by_absorbing_reductions(closed, eqn) -> bool:
     """Whether every reader of pad `eqn`'s result is a reduce-window that reads the pad's operand instead."""
-    y = eqn.outvars[0]
-    readers = [e for e in closed.jaxpr.eqns if any(v is y for v in e.invars)]
+    readers = _graph(closed.jaxpr)[1].get(eqn.outvars[0], ())
     return bool(readers) and all(absorbed_pad(closed, e) is eqn for e in readers)
 
 
