@@ -419,3 +419,20 @@ def test_kernels_load_on_the_background_thread(monkeypatch):
     out = np.empty((1, 1, 3, 4), np.float32)
     fn(x, out, 0, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)  # a window sum over the second axis
     np.testing.assert_array_equal(out, x.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("groups", [dict(feature_group_count=2), dict(batch_group_count=2)])
+def test_grouped_convolutions_take_the_general_implementation_under_jit(rng, groups):
+    jax = pytest.importorskip("jax")
+    x = rng.standard_normal((4, 7, 6, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 2 if "feature_group_count" in groups else 4, 6)).astype(np.float32)
+
+    def f(lib, x, w):
+        return lib.lax.conv_general_dilated(x, w, (1, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                            **groups)
+
+    closed = closed_of(lambda x, w: f(fluxion, x, w), x, w)
+    exe = compiler.compile_closed(closed, optimize=True, fuse=False)
+    assert "conv_patches" not in exe.source
+    got = fluxion.jit(lambda x, w: f(fluxion, x, w))(x, w)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(f(jax, x, w)), rtol=1e-5, atol=1e-5)
