@@ -58,6 +58,9 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
   fluxion_num_threads (None; FLUXION_NUM_THREADS): threads compiled code uses (BLAS and kernels); None decides per
     call from the machine's load. Never more than OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS or
     NUMBA_NUM_THREADS when those are set (`thread_limit`).
+  fluxion_compile_processes (0; FLUXION_COMPILE_PROCESSES): helper processes that compile a program's fused kernels
+    into the disk cache next to the background thread, when it needs several new ones and cores are idle (0: the
+    thread alone); see `compiler.fusion.runtime.precompile`.
   fluxion_cache_dir (None; FLUXION_CACHE_DIR): the on-disk kernel cache (None: `jax_compilation_cache_dir`, else
     `~/.cache/fluxion`); see `compiler.fusion.runtime` for what it holds and how it is protected.
   fluxion_cache_max_bytes (536870912; FLUXION_CACHE_MAX_BYTES): size above which the least recently used kernels
@@ -199,6 +202,7 @@ class Config:
         self._define("fluxion_small_group_min_ops", 8, env=("FLUXION_SMALL_GROUP_MIN_OPS",), parse=_integer(1))
         self._define("fluxion_parallel_min_work", 1 << 18, env=("FLUXION_PARALLEL_MIN_WORK",), parse=_integer(0))
         self._define("fluxion_num_threads", None, env=("FLUXION_NUM_THREADS",), parse=_integer(1, optional=True))
+        self._define("fluxion_compile_processes", 0, env=("FLUXION_COMPILE_PROCESSES",), parse=_integer(0))
         self._define("fluxion_cache_dir", None, env=("FLUXION_CACHE_DIR",), parse=_path)
         self._define("fluxion_cache_max_bytes", 512 << 20, env=("FLUXION_CACHE_MAX_BYTES",), parse=_integer(0))
         self._define("fluxion_collective_timeout", 300.0, env=("FLUXION_COLLECTIVE_TIMEOUT",), parse=_seconds)

@@ -27,6 +27,7 @@ FLUXION_OPTIONS = {
     "fluxion_small_group_min_ops": ("FLUXION_SMALL_GROUP_MIN_OPS", "3", 3),
     "fluxion_parallel_min_work": ("FLUXION_PARALLEL_MIN_WORK", "1000", 1000),
     "fluxion_num_threads": ("FLUXION_NUM_THREADS", "2", 2),
+    "fluxion_compile_processes": ("FLUXION_COMPILE_PROCESSES", "2", 2),
     "fluxion_cache_dir": ("FLUXION_CACHE_DIR", "/some/dir", "/some/dir"),
     "fluxion_cache_max_bytes": ("FLUXION_CACHE_MAX_BYTES", "1000000", 1000000),
     "fluxion_collective_timeout": ("FLUXION_COLLECTIVE_TIMEOUT", "2.5", 2.5),

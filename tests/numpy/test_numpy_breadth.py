@@ -149,10 +149,10 @@ RECORDS = [
     R("nanmedian_all_keepdims", lambda m: lambda x: m.nanmedian(x, keepdims=True), with_nans(3, 4)),
     R("nanquantile", lambda m: lambda x, q: m.nanquantile(x, q, axis=0), with_nans(5, 4), uniform(0, 1, 4),
       grad=1, grad_argnums=(0,)),
-    # 'nearest' rounds half positions to even, as NumPy does; JAX picks the lower neighbour there.
+    # 'nearest' picks the lower neighbour at half positions, as JAX; NumPy rounds the position half to even.
     *[R(f"nanquantile_{meth}", lambda m, _m=meth: lambda x: m.nanquantile(x, np.array([0.1, 0.5, 0.8], f32),
                                                                            axis=1, method=_m), with_nans(3, 6),
-        jax=meth != "nearest")
+        numpy=meth != "nearest")
       for meth in ("lower", "higher", "midpoint", "nearest")],
     R("nanpercentile", lambda m: lambda x: m.nanpercentile(x, 30.0, axis=(0, 1)), with_nans(3, 4, 2)),
     # -- set operations ---------------------------------------------------------------------------------------

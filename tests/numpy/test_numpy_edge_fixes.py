@@ -367,3 +367,37 @@ def test_bad_arguments_raise_like_jax(name):
         f(jnp)
     with pytest.raises(exc):
         f(fnp)
+
+
+# -- quantile "nearest" ties, clip's removed keywords, where with one operand -----------------------------------
+
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile", "percentile", "nanpercentile"])
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_nearest_method_breaks_ties_like_jax(fn, use_jit):
+    # Positions exactly halfway between two sorted entries (q * (n - 1) = k + 0.5) take the lower one in JAX; NumPy
+    # rounds the position half to even, which picks the upper entry for even k.
+    a = np.array([[4.0, 1.0, 3.0, 2.0], [8.0, 5.0, 7.0, 6.0]], np.float32)
+    scale = 100.0 if "percentile" in fn else 1.0
+    q = np.array([0.0, 1 / 6, 0.5, 5 / 6, 1.0], np.float32) * scale
+
+    def run(mod):
+        f = lambda x, q: getattr(mod, fn)(x, q, axis=1, method="nearest")  # noqa: E731
+        return (fluxion.jit(f) if use_jit and mod is fnp else f)(a, q)
+    np.testing.assert_array_equal(np.asarray(run(fnp)), np.asarray(run(jnp)))
+
+
+def test_clip_rejects_numpy_keywords_like_jax():
+    with pytest.raises(TypeError):
+        jnp.clip(jnp.arange(5), a_min=1, a_max=3)
+    with pytest.raises(TypeError):
+        fnp.clip(fnp.arange(5), a_min=1, a_max=3)
+    np.testing.assert_array_equal(np.asarray(fnp.clip(fnp.arange(5), min=1, max=3)),
+                                  np.asarray(jnp.clip(jnp.arange(5), min=1, max=3)))
+
+
+@pytest.mark.parametrize("args", [(np.ones(2), None), (None, np.ones(2))])
+def test_where_with_one_operand_is_a_type_error_like_jax(args):
+    with pytest.raises(TypeError):
+        jnp.where(True, *args)
+    with pytest.raises(TypeError, match="give both x and y"):
+        fnp.where(True, *args)

@@ -277,7 +277,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method: str = "li
     elif method == "midpoint":
         res = ew.mul(ew.add(v_lo, v_hi), Array(np.asarray(0.5, dt), True))
     elif method == "nearest":
-        res = take(a, ew.convert_element_type(ew.round(pos, 1), np.int32), axis=-1)
+        # JAX takes the lower neighbour on a tie (fraction <= 0.5); NumPy rounds the position half to even.
+        low = ew.le(ew.sub(pos, lo), Array(np.asarray(0.5, dt), True))
+        res = take(a, ew.convert_element_type(ew.select_n(low, hi, lo), np.int32), axis=-1)
     else:
         raise ValueError(f"quantile: unknown method {method!r}")
     # As NumPy and JAX, a nan anywhere in a slice makes all its quantiles nan. Nans sort last, so the slice's last
@@ -342,7 +344,9 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method: str = "
     Array([2., 5.], dtype=float32)
     """
     _check_quantile_args("percentile", out, overwrite_input)
-    q = ew.div(promote_args_inexact("percentile", q)[0], Array(np.asarray(100, np.float32), True))
+    # JAX divides by 100 inside a jitted function, where XLA rewrites division by a constant as multiplication by
+    # its reciprocal; multiplying by 0.01 gives the same positions (and so the same "nearest" picks) as JAX.
+    q = ew.mul(promote_args_inexact("percentile", q)[0], Array(np.asarray(0.01, np.float32), True))
     return quantile(a, q, axis=axis, method=method, keepdims=keepdims)
 
 

@@ -249,7 +249,8 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False, method
     """The `q`-th quantiles (q in [0, 1]) of the non-NaN elements along `axis` (an int, a tuple, or None for all).
 
     The result has `q`'s shape in front of the reduced shape, as in NumPy; a slice that is all NaN gives NaN.
-    Methods: linear, lower, higher, midpoint, nearest (round half to even, as NumPy).
+    Methods: linear, lower, higher, midpoint, nearest (a tie takes the lower neighbour, as JAX; NumPy rounds half
+    to even).
 
     Raises:
       ValueError: an unknown method, or `out`/`overwrite_input` given (JAX rejects them too).
@@ -303,8 +304,8 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, scale):
     if dtypes.is_complex(dt):
         raise ValueError(f"{name} does not support complex input")
     q = ew.convert_element_type(q, dt)
-    if scale != 1:
-        q = ew.div(q, Array(np.asarray(scale, dt), True))
+    if scale != 1:  # times 1/scale, as XLA rewrites JAX's division by a constant (see `percentile`)
+        q = ew.mul(q, Array(np.asarray(1 / scale, dt), True))
     nd = core.get_aval(a).ndim
     axes = canonicalize_axes(axis, nd)
     keep_shape = tuple(1 if i in axes else d for i, d in enumerate(_shape(a)))
@@ -340,7 +341,8 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, scale):
     elif method == "midpoint":
         res = ew.mul(ew.add(at(lo), at(hi)), Array(np.asarray(0.5, dt), True))
     else:
-        res = at(ew.round(pos, 1))
+        # JAX takes the lower neighbour on a tie (fraction <= 0.5); NumPy rounds the position half to even.
+        res = at(ew.select_n(ew.le(ew.sub(pos, lo), Array(np.asarray(0.5, dt), True)), hi, lo))
     res = where(ew.eq(cnt, Array(np.zeros((), dt), True)), Array(np.asarray(np.nan, dt), True), res)
     if keepdims:
         res = st.reshape(res, qshape + keep_shape)

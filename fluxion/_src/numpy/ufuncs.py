@@ -1913,7 +1913,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         An array of the broadcast shape, or a tuple of index arrays for the one-argument form.
 
     Raises:
-        ValueError: if exactly one of `x` and `y` is given, or the shapes do not broadcast.
+        TypeError: if exactly one of `x` and `y` is given (as JAX).
+        ValueError: if the shapes do not broadcast.
 
     >>> import fluxion.numpy as jnp
     >>> jnp.where(jnp.array([True, False, True]), jnp.array([1, 2, 3]), 0)
@@ -1925,8 +1926,9 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         from . import sorting
         return sorting.nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided to jnp.where, got "
-                         f"{x} and {y}.")
+        # JAX checks the operands are array-like first, so a lone None is a TypeError there.
+        raise TypeError(f"jnp.where: got {'x' if y is None else 'y'} but {'y' if y is None else 'x'} is None; "
+                        "give both x and y (elementwise selection) or neither (the indices of nonzero elements).")
     return _where(condition, x, y)
 
 
@@ -1941,14 +1943,13 @@ def _where(condition, x, y):
 
 
 @staged_as_call("clip")
-def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
+def clip(arr, /, min=None, max=None):  # noqa: A002
     """`arr` limited to the interval [min, max] elementwise (`minimum(maximum(arr, min), max)`).
 
     Args:
         arr: array-like.
-        min, max: the bounds (array-likes broadcast against `arr`, or None for no bound). `a_min`/`a_max` are the
-            older NumPy keyword names (JAX no longer accepts them; they are kept here for NumPy code).
-            `min` and `max` may be passed by position or keyword, as in JAX.
+        min, max: the bounds (array-likes broadcast against `arr`, or None for no bound), by position or keyword.
+            NumPy's older keywords `a_min`/`a_max` raise TypeError, as in JAX 0.10 (which removed them).
 
     Returns:
         An array of the broadcast shape in the promoted dtype.
@@ -1962,8 +1963,7 @@ def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
     >>> jnp.clip(jnp.array([-2.0, 7.0]), None, 1.0)
     Array([-2.,  1.], dtype=float32)
     """
-    lo = min if min is not None else a_min
-    hi = max if max is not None else a_max
+    lo, hi = min, max
     arr = asarray_arg(arr, "clip")
     if lo is not None:
         arr = maximum(arr, lo)

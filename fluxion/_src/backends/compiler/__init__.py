@@ -96,20 +96,56 @@ class Executable:
         return text
 
 
-def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None) -> None:
+def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None,
+                record: Any = None, allow_parallel: bool = True) -> bool:
     """Generates the fused version of `exe` from `program` (`exe.optimized` after `fusion.prepare`), compiling or
-    loading its kernels (blocking), and switches to it."""
+    loading its kernels (blocking), and switches to it.
+
+    With `allow_parallel` False every kernel is serial (quicker to compile); the result then tells whether a later
+    tier with multi-threaded variants is worth compiling (some kernel would use threads and threads can run). A later
+    tier replaces the code only if all its kernels compiled. `record` (a `runtime.TierRecord`) receives the timings.
+    """
     from . import fusion
+    if exe.tier >= 2:  # the whole-step function is in place: a fused tier would be slower
+        return False
+    precompiled: list = []  # held until the planner below has loaded them (the kernel table holds them weakly)
+    if fusion.runtime.compile_processes() and not fusion.check.enabled():
+        # Which kernels the tier needs (generating code without loading any takes milliseconds), so that helper
+        # processes compile them while this thread compiles its share.
+        wanted: list = []
+        dry = fusion.Planner(wanted, load=False, allow_parallel=allow_parallel)
+        codegen.generate(program, name=exe.name, donated=exe.donated, plan_nodes=dry.plan_nodes,
+                         loop_kernel=dry.scan_kernel)
+        before = record.counters() if record is not None else None
+        precompiled = fusion.runtime.precompile(wanted)
+        if record is not None:
+            record.add(before)
     kernels: list = []
-    planner = fusion.Planner(kernels, load=True)
+    planner = fusion.Planner(kernels, load=True, allow_parallel=allow_parallel)
+    before = record.counters() if record is not None else None
     fn, module = codegen.generate(program, name=exe.name, donated=exe.donated,
                                   plan_nodes=planner.plan_nodes, loop_kernel=planner.scan_kernel)
-    if any(k.status == "compiled" for k in kernels):
+    if record is not None:
+        record.add(before)
+    del precompiled
+    later = planner.deferred_parallel and fusion.parallel_possible()
+    compiled = [k for k in kernels if k.status == "compiled"]
+    if compiled and (exe.tier == 0 or len(compiled) == len(kernels)):
         exe.upgrade(fn, module, kernels)
+        if record is not None:
+            record.reached(len({k.digest for k in compiled}), final=not later)
         if cache_key is not None and not fusion.check.enabled():
-            disk_cache.store(cache_key, exe)
-    else:
+            # A serial tier the final one will replace is recorded apart: a warm start loads it, then compiles
+            # the threaded variants in the background as this process does.
+            disk_cache.store(disk_cache.serial_key(cache_key) if planner.deferred_parallel else cache_key, exe)
+        return later
+    if exe.tier == 0:
         exe.kernels = kernels
+        if record is not None:
+            record.failed()
+    elif record is not None:  # the threaded variants failed: the serial tier stays, and is final
+        record.reached(len({k.digest for k in exe.kernels if k.status == "compiled"}), final=True)
+    return False
 
 
 def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None,
@@ -123,20 +159,29 @@ def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | Non
         spec = wholestep.build(program)
     except wholestep.Unsupported:
         if fused_fallback:
-            _fused_tier(exe, program, cache_key)
+            _fused_fallback(exe, program, cache_key)
         return
     try:
         native = runtime.load_kernel(spec.digest, spec.source)
     except RuntimeError as err:
         spec.status = f"failed: {err}"
         if fused_fallback:
-            _fused_tier(exe, program, cache_key)
+            _fused_fallback(exe, program, cache_key)
         return
     spec.status = "compiled"
     fn = wholestep.entry_function(native, spec.consts, exe.fn, program)
     exe.upgrade(fn, exe.module, [*exe.kernels, spec], tier=2)
     if cache_key is not None:
         disk_cache.store(cache_key, exe)
+
+
+def _fused_fallback(exe: Executable, program: ClosedJaxpr, cache_key: str | None) -> None:
+    """The fused tier for a program the whole-step tier could not take (on the background thread): serial kernels
+    now, threaded variants later, as `_fused_tier_soon` schedules them."""
+    from .fusion import runtime
+    record = runtime.TierRecord(exe.name, time.perf_counter())
+    if _fused_tier(exe, program, cache_key, record, allow_parallel=False):
+        runtime.submit(_background_job(exe, program, cache_key, record, True), runtime.LATER_TIER)
 
 
 def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequence[int] = (),
@@ -178,44 +223,66 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
                 # On disk it loads in milliseconds: in place from the first call.
                 _whole_step_tier(exe, program, key, fused_fallback=needs)
             elif needs and (sync or (sync is None and fusion.runtime.sync_kernels()) or fusion.check.enabled()):
-                _fused_tier_soon(exe, program, key, True)
-                fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier))
+                _fused_tier_soon(exe, program, key, True, name, t0)
+                fusion.runtime.submit(_whole_step_job(exe, program, key, False), fusion.runtime.LATER_TIER)
             else:
                 # One background job: the whole-step function, or the fused tier if the program turns out not to
                 # be supported. Compiling both would take twice as long to reach the fastest code (the whole-step
                 # module compiles its kernels itself), and the NumPy path runs meanwhile either way.
-                fusion.runtime.submit(_background_job(exe, program, key, _whole_step_tier, fused_fallback=needs))
+                fusion.runtime.submit(_whole_step_job(exe, program, key, needs))
         elif needs:
-            _fused_tier_soon(exe, program, disk_cache.key(opt, donated), sync)
+            _fused_tier_soon(exe, program, disk_cache.key(opt, donated), sync, name, t0)
     return exe
 
 
-def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool | None) -> None:
+def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool | None, name: str,
+                     t0: float) -> None:
     """Builds the fused tier now (`sync`, check mode, or kernels on disk) or on the background thread."""
     from . import fusion
+    record = fusion.runtime.TierRecord(name, t0)
     if fusion.check.enabled():
         sync = True  # checked kernels run from the first call
+    start = "final" if sync else None
     if sync is None:
         # Kernels already on disk load in milliseconds once Numba is imported: then there is no reason
         # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
-        sync = fusion.runtime.sync_kernels() or (disk_cache.warm(key) and "numba" in sys.modules)
-    if sync:
-        _fused_tier(exe, program, key)
+        if fusion.runtime.sync_kernels():
+            start = "final"
+        elif "numba" in sys.modules:
+            start = "final" if disk_cache.warm(key) else \
+                "serial" if disk_cache.warm(disk_cache.serial_key(key)) else None
+    if start == "final":
+        _fused_tier(exe, program, key, record)
+    elif start == "serial":
+        if _fused_tier(exe, program, key, record, allow_parallel=False):
+            fusion.runtime.submit(_background_job(exe, program, key, record, True), fusion.runtime.LATER_TIER)
     else:
-        fusion.runtime.submit(_background_job(exe, program, key, _fused_tier))
+        fusion.runtime.submit(_background_job(exe, program, key, record, False))
 
 
-def _background_job(exe: Executable, program: ClosedJaxpr, key: str, tier: Callable[..., None],
-                    **options: Any) -> Callable[[], None]:
-    """The background compilation of one of `exe`'s tiers (`_fused_tier` or `_whole_step_tier`, called with
-    `options`). It holds the executable weakly: if the caches that own it are cleared before the job runs, nothing
-    is compiled for it."""
+def _whole_step_job(exe: Executable, program: ClosedJaxpr, key: str, fused_fallback: bool) -> Callable[[], None]:
+    """The background compilation of `exe`'s whole-step tier (holding the executable weakly, as `_background_job`)."""
     ref = weakref.ref(exe)
 
     def job() -> None:
         target = ref()
         if target is not None:
-            tier(target, program, key, **options)
+            _whole_step_tier(target, program, key, fused_fallback=fused_fallback)
+    return job
+
+
+def _background_job(exe: Executable, program: ClosedJaxpr, key: str, record: Any,
+                    allow_parallel: bool) -> Callable[[], None]:
+    """The background compilation of `exe`'s fused tier: serial kernels first (`allow_parallel` False), then, as a
+    job of lower priority, the tier with threaded variants if it is worth having (see `_fused_tier`). It holds the
+    executable weakly: if the caches that own it are cleared before the job runs, nothing is compiled for it."""
+    from .fusion import runtime
+    ref = weakref.ref(exe)
+
+    def job() -> None:
+        target = ref()
+        if target is not None and _fused_tier(target, program, key, record, allow_parallel):
+            runtime.submit(_background_job(target, program, key, record, True), runtime.LATER_TIER)
     return job
 
 

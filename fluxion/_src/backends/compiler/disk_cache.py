@@ -33,6 +33,12 @@ def key(closed: ClosedJaxpr, donated: Sequence[int] = ()) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def serial_key(k: str) -> str:
+    """The key under which the serial first tier of program `k` is recorded when a tier with multi-threaded kernels
+    replaces it later (see `compiler._fused_tier`)."""
+    return f"{k}-serial"
+
+
 def _path(k: str) -> str | None:
     root = cachedir.usable_dir()
     return None if root is None else os.path.join(root, "executables", f"{k}.json")

@@ -18,6 +18,12 @@ thread costs about what a serial one does). Measured with the same script on the
 parallel kernel: `x * 2 + 1` 2.9 vs 3.5 us at 64K elements and 8.5 vs 4.7 us at 128K; the 5-operation select
 chain 5.2 vs 4.6 us at 16K; a sum of `x * x - 1` 3.9 vs 3.9 us at 64K and 7.2 vs 5.6 us at 128K; 2^18 element-
 operations is where threads start to win. Without Numba everything runs on NumPy.
+
+A multi-threaded kernel costs more to compile than its serial twin: Numba's `parallel=True` pipeline (its parfor
+passes and their lowering) took 1.1-1.4 s of the 1.3-2.2 s a selu, standardize or one-hot kernel needed on the
+benchmark machine, against 0.3-0.8 s for the serial kernel. So a background compilation first builds every kernel
+serial (`Planner(allow_parallel=False)`: the program runs fused code sooner), and the threaded variants are compiled
+afterwards, only where more than one thread can ever be used (`parallel_possible`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ....config import config
+from ....config import config, thread_limit
 from ....core import ClosedJaxpr, Var
 from .. import blas, ir, memory
 from ..memory import FRESH
@@ -64,6 +70,15 @@ def prepare(closed: ClosedJaxpr) -> ClosedJaxpr:
 def available() -> bool:
     """Whether fused kernels can be used (Numba installed)."""
     return runtime.numba_installed()
+
+
+def parallel_possible() -> bool:
+    """Whether multi-threaded kernels can run on more than one thread in this process: more than one core is
+    available, and neither `fluxion_num_threads` nor a thread-limit variable (`OMP_NUM_THREADS`, ...,
+    `NUMBA_NUM_THREADS`) pins compiled code to one thread. Otherwise a threaded kernel only costs compile time."""
+    from .. import threads
+    limits = [threads.CORES, config.fluxion_num_threads, thread_limit()]
+    return min(n for n in limits if n is not None) > 1
 
 
 class KernelNode:
@@ -120,14 +135,18 @@ class Planner:
       kernels: a list that receives the `KernelSpec` of every kernel used (for `as_text()`).
       load: compile/load kernels now (blocking) and emit calls to them; if False, `plan_nodes` only records
         which kernels a program needs and returns plain equation nodes.
+      allow_parallel: if False, every kernel is serial, and `deferred_parallel` tells whether some group would
+        have used threads (the quicker-to-compile first tier: see the module docstring).
       min_elements: fuse groups from this many elements (default: `min_elements()`).
       serial: never use threads (default: when the program calls BLAS, decided on the first program planned).
     """
 
-    def __init__(self, kernels: list | None = None, load: bool = True, min_elements: int | None = None,
-                 serial: bool | None = None):
+    def __init__(self, kernels: list | None = None, load: bool = True, allow_parallel: bool = True,
+                 min_elements: int | None = None, serial: bool | None = None):
         self.kernels = kernels if kernels is not None else []
         self.load = load
+        self.allow_parallel = allow_parallel
+        self.deferred_parallel = False
         # The whole-step tier (`compiler.wholestep`) fuses groups of any size on one thread: it passes 1 and True.
         self.min_elements = min_elements
         self.serial = serial  # None: decided on the first (top-level) program planned: see `specs`
@@ -160,6 +179,8 @@ class Planner:
                         needed.add(v)
             size = int(np.prod(g.domain, dtype=np.int64))
             parallel = not self.serial and size * len(g.members) >= parallel_min_work()
+            if parallel and not self.allow_parallel:
+                parallel, self.deferred_parallel = False, True
             spec = None if g.red_axes is not None else \
                 _onehot.match(closed, g.members, needed, g.domain, parallel, MATHLIB_VERSION)
             if spec is None:

@@ -135,6 +135,17 @@ def purge(root: str, digest: str, source_too: bool = False) -> None:
             pass
 
 
+def with_machine_code(root: str, digests) -> set:
+    """Those of kernels `digests` for which Numba's index exists (their machine code is probably cached; Numba still
+    checks the index against the source file when it loads). One directory listing for all of them."""
+    try:
+        names = os.listdir(os.path.join(kernels_dir(root), "__pycache__"))
+    except OSError:
+        return set()
+    indexed = {n[2:].split(".", 1)[0] for n in names if n.startswith("k_") and n.endswith(".nbi")}
+    return indexed & set(digests)
+
+
 def ensure_source(root: str, digest: str, source: str) -> bool:
     """Makes kernel `digest`'s file hold exactly `source`: if it is missing or differs (edited, planted, truncated),
     Numba's compiled code for it is dropped and the file is rewritten atomically. Returns True if it was written."""

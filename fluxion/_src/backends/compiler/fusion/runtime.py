@@ -25,25 +25,51 @@ least recently used kernels (`cachedir.maintain`). To clear the cache, delete th
 Numba is imported lazily and, by default, kernels are compiled on a background thread: the first call of a jitted
 function runs the plain NumPy code at once, and the executable switches to the fused code when its kernels are
 ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them before the first call instead).
+How soon that is (the "time to tier", reported per program by `stats()`) is what this module and
+`compiler._fused_tier` try to shorten, from what was measured on the 2-core benchmark machine with a cold cache:
+
+* Numba's fixed costs come first: importing it takes 0.5-0.9 s and its first compilation in a process another
+  0.9 s (loading its typing and lowering registries), so a one-kernel program waits 1.5-2.5 s in all;
+* a serial kernel then takes 0.3-1.3 s (typing, lowering and LLVM in roughly equal parts), a multi-threaded one
+  1.3-2.2 s (Numba's parfor passes add 1.1-1.4 s). So a program's first fused tier uses serial kernels only, and the
+  threaded variants follow as a job of lower priority (`LATER_TIER`: the first tiers of programs compiled meanwhile
+  go first), only where more than one thread can run (`fusion.parallel_possible`);
+* Numba compiles one kernel at a time (a process-wide lock) and holds the GIL for most of it, slowing the caller's
+  NumPy code, so with `fluxion_compile_processes` set a program needing at least `PROCESS_MIN_KERNELS` new kernels
+  shares them with helper processes (`precompile`, `compile_worker`) that write them to the disk cache, from where
+  they load in milliseconds. It is off by default: a helper first spends about as long starting (importing NumPy
+  and Numba, Numba's set-up) as the thread needs for three kernels, and on the loaded 2-core benchmark machine (no
+  idle core, the helper allowed anyway) the MLP step's five kernels took 5.5-5.7 s to its tier without a helper and
+  7.8-10.0 s with one (one run of three the other way round, 18.7 against 15.5 s);
+* on a warm cache the kernels load in 10-30 ms each once Numba is imported: a program whose kernels are all on disk
+  gets its fused tier before its first call returns when Numba is already imported (a second program, or a second
+  shape), else as soon as the background thread has imported Numba.
 
 In memory, a kernel lives as long as an executable uses it: the table of loaded kernels holds them weakly, and
 `release_kernels` (called by `fluxion.clear_caches()`) empties it, forgets failures and drops the background
 compilations not started yet. Numba keeps a compiled kernel's machine code in its LLVM engine for the life of the
 process (it never unloads code); what a released kernel frees is its dispatcher and the compiler's records behind it.
-`stats()` counts kernel loads and Numba compilations, for tests and benchmarks.
+`stats()` counts kernel loads and Numba compilations and records each program's time to its fused tier, for tests,
+benchmarks and users.
 """
 
 from __future__ import annotations
 
+import collections
 import importlib.util
+import itertools
+import json
 import linecache
 import logging
+import os
 import queue
+import subprocess
 import sys
 import threading
+import time
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ....config import config, set_default_environment
 from . import cachedir
@@ -57,7 +83,7 @@ _failed: dict = {}            # digest -> error message
 _numba_ok: bool | None = None
 _numba_loaded = False         # set once a kernel has been loaded (Numba is then fully imported)
 _generation = 0               # incremented by `release_kernels`: background jobs submitted earlier are dropped
-_stats = {"loads": 0, "compiles": 0}
+_stats = {"loads": 0, "compiles": 0, "process_compiles": 0}
 
 
 def numba_installed() -> bool:
@@ -173,6 +199,133 @@ def load_kernel(digest: str, source: str) -> Any:
         return fn
 
 
+# Programs with fewer kernels to compile than this compile them on the background thread alone: a helper process
+# spends about as long starting (Python, NumPy and Numba imports, Numba's first-compile set-up: ~1.5 s on the
+# benchmark machine, against 0.3-0.5 s per serial kernel) as the thread needs for the first few kernels.
+PROCESS_MIN_KERNELS = 3
+# A helper still busy this long after the calling thread finished its share is stopped (a kernel compiles in
+# seconds; this only guards against a hung process keeping the fused tier away forever).
+HELPER_TIMEOUT_SECONDS = 300
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_worker.py")
+
+
+def compile_processes() -> int:
+    """How many helper processes may compile a program's kernels now: `fluxion_compile_processes`, but never more
+    than the cores this process may use beside its own (`threads.current()`, which counts the cores other programs
+    leave idle and obeys `fluxion_num_threads` and the thread-limit variables). On a busy machine a helper would only
+    add its start-up (about 1.5 s of CPU) to the work the cores share, and a process pinned to one thread is meant to
+    use one core."""
+    from .. import threads
+    return min(int(config.fluxion_compile_processes), threads.current() - 1)
+
+
+def precompile(specs: Sequence[Any]) -> list:
+    """Makes the disk cache hold the machine code of the kernels among `specs` (objects with `digest` and `source`)
+    that are neither loaded nor on disk, so that `load_kernel` then only loads them. Blocks.
+
+    The kernels are shared between helper processes (`compile_worker`), which take them from the front of the list,
+    and the calling thread, which compiles from the back (and so loads those into memory too). Best effort: without
+    a usable cache directory, with fewer than `PROCESS_MIN_KERNELS` kernels to compile or no helper allowed
+    (`compile_processes`), it does nothing; a kernel a helper failed to compile is compiled again by `load_kernel`.
+    Returns the kernels the calling thread loaded: the caller holds them until it has loaded the rest (the table of
+    loaded kernels holds them only weakly).
+    """
+    root = cachedir.usable_dir()
+    if root is None or compile_processes() < 1:
+        return []
+    todo: dict = {}
+    for spec in specs:
+        if spec.digest not in todo and spec.digest not in _loaded and spec.digest not in _failed:
+            todo[spec.digest] = spec
+    on_disk = cachedir.with_machine_code(root, todo)
+    todo = {d: sp for d, sp in todo.items() if d not in on_disk}
+    if len(todo) < PROCESS_MIN_KERNELS:
+        return []
+    for digest, spec in todo.items():
+        cachedir.ensure_source(root, digest, spec.source)
+    pending = collections.deque(todo.values())
+    take = threading.Lock()
+    helpers = [_Helper(root, pending, take) for _ in range(min(compile_processes(), len(todo) - 1))]
+    helpers = [h for h in helpers if h.start()]
+    if not helpers:
+        return []
+    loaded = []
+    while True:
+        with take:
+            spec = pending.pop() if pending else None
+        if spec is None:
+            break
+        try:
+            loaded.append(load_kernel(spec.digest, spec.source))
+        except RuntimeError:
+            pass  # remembered in `_failed`; the caller's planning reports it
+    deadline = time.monotonic() + HELPER_TIMEOUT_SECONDS
+    for h in helpers:
+        h.thread.join(max(deadline - time.monotonic(), 0.0))
+        if h.thread.is_alive():  # stuck: stopped; its kernels are compiled when loaded
+            logger.warning("fluxion: a kernel compile process took over %d s; stopping it", HELPER_TIMEOUT_SECONDS)
+            h.proc.kill()
+            h.thread.join()
+    _stats["process_compiles"] += sum(h.compiled for h in helpers)
+    return loaded
+
+
+class _Helper:
+    """One helper process and the thread feeding it kernels one at a time from the shared `pending` deque."""
+
+    def __init__(self, root: str, pending: "collections.deque", take: threading.Lock):
+        self.root = root
+        self.pending = pending
+        self.take = take
+        self.compiled = 0
+        self.proc = None
+        self.thread = threading.Thread(target=self._feed, name="fluxion-kernel-helper", daemon=True)
+
+    def start(self) -> bool:
+        try:
+            self.proc = subprocess.Popen([sys.executable, WORKER_SCRIPT], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                         encoding="utf-8", env=dict(os.environ))
+        except OSError as err:
+            logger.info("fluxion: no kernel compile process (%s); compiling on the background thread", err)
+            return False
+        self.thread.start()
+        return True
+
+    def _feed(self) -> None:
+        proc = self.proc
+        try:
+            while True:
+                with self.take:
+                    spec = self.pending.popleft() if self.pending else None
+                if spec is None:
+                    break
+                job = {"digest": spec.digest, "path": cachedir.kernel_file(self.root, spec.digest),
+                       "source": spec.source}
+                proc.stdin.write(json.dumps(job) + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                if not line:
+                    break  # the process died: the kernel is compiled when loaded
+                reply = json.loads(line)
+                if reply.get("ok"):
+                    self.compiled += 1
+                else:
+                    logger.info("fluxion: kernel compile process failed on %s: %s", spec.digest, reply.get("error"))
+        except (OSError, ValueError) as err:
+            logger.info("fluxion: kernel compile process stopped (%s)", err)
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def is_loaded(digest: str) -> bool:
     return digest in _loaded
 
@@ -184,10 +337,79 @@ def loaded_numba() -> Any:
 
 
 def stats() -> dict:
-    """Counters since the process started: `loads`, kernels made ready for use (compiled by Numba or loaded from its
-    disk cache), and `compiles`, those Numba compiled (no usable machine code on disk). A kernel already in memory
-    counts neither."""
-    return dict(_stats)
+    """What the fused tier has done since the process started (for tests, benchmarks and users who wonder when their
+    function got fast):
+
+    * `loads`: kernels made ready for use (compiled by Numba or loaded from its disk cache);
+    * `compiles`: those Numba compiled in this process (no usable machine code on disk). A kernel already in memory
+      counts neither;
+    * `process_compiles`: kernels helper processes compiled into the disk cache (`precompile`; each is then counted
+      as a load here);
+    * `programs`: one record per compiled program that needs kernels, oldest first (the last `MAX_PROGRAM_RECORDS`),
+      a dict with `function` (the jitted function's name), `kernels` (how many its fused tier uses), `loads` and
+      `compiles` (as above, for this program's tiers; `compiles` includes the helper processes'), `seconds_to_tier`
+      (from the start of its compilation -- the first call with these argument types, after tracing -- until its
+      fused kernels ran in place of the NumPy code; None while pending or if no kernel could be compiled) and
+      `seconds_to_final` (until the final tier, the one with multi-threaded kernel variants where the program has
+      them; equal to `seconds_to_tier` otherwise),
+      `kernel_seconds` (time spent making its kernels ready), `status` (`"pending"`, `"serial"` while the
+      multi-threaded variants are still being compiled, `"final"`, or `"failed"`), and the `time.perf_counter()`
+      readings `started`, `tier_at` and `final_at` (None until reached), so that a caller who noted the clock before
+      its first call (tracing included) can tell its own time to tier.
+
+    The records are copies: later progress shows in the next call's result."""
+    with _lock:
+        programs = [dict(r) for r in _programs]
+    return {**_stats, "programs": programs}
+
+
+# Records of the programs' tiers (see `stats`).
+MAX_PROGRAM_RECORDS = 256
+_programs: list = []
+
+
+class TierRecord:
+    """Tracks one program's way to its fused tier (its entry in `stats()["programs"]`)."""
+
+    __slots__ = ("entry", "t0")
+
+    def __init__(self, function: str, t0: float):
+        self.t0 = t0
+        self.entry = {"function": function, "kernels": 0, "loads": 0, "compiles": 0, "seconds_to_tier": None,
+                      "seconds_to_final": None, "kernel_seconds": 0.0, "status": "pending", "started": t0,
+                      "tier_at": None, "final_at": None}
+        with _lock:
+            _programs.append(self.entry)
+            del _programs[:-MAX_PROGRAM_RECORDS]
+
+    def counters(self) -> tuple:
+        """A snapshot of the global counters, for `add`."""
+        return _stats["loads"], _stats["compiles"] + _stats["process_compiles"], time.perf_counter()
+
+    def add(self, before: tuple) -> None:
+        """Adds what happened since `before` (a `counters()` snapshot) to this program's counts."""
+        loads, compiles, t = before
+        e = self.entry
+        e["loads"] += _stats["loads"] - loads
+        e["compiles"] += _stats["compiles"] + _stats["process_compiles"] - compiles
+        e["kernel_seconds"] = round(e["kernel_seconds"] + time.perf_counter() - t, 6)
+
+    def reached(self, kernels: int, final: bool) -> None:
+        """The program now runs a fused tier of `kernels` distinct kernels (`final`: no better variant will
+        follow)."""
+        now = time.perf_counter()
+        dt = now - self.t0
+        e = self.entry
+        e["kernels"] = kernels
+        if e["seconds_to_tier"] is None:
+            e["seconds_to_tier"], e["tier_at"] = round(dt, 6), now
+        if final:
+            e["seconds_to_final"], e["final_at"] = round(dt, 6), now
+        e["status"] = "final" if final else "serial"
+
+    def failed(self) -> None:
+        if self.entry["seconds_to_tier"] is None:
+            self.entry["status"] = "failed"
 
 
 def release_kernels() -> None:
@@ -206,22 +428,28 @@ def release_kernels() -> None:
     _worker.drop_queued()
 
 
+# Job priorities: the first fused tier of every program comes before any program's multi-threaded variants.
+FIRST_TIER = 0
+LATER_TIER = 1
+
+
 class _Worker:
-    """One daemon thread running compile jobs in submission order."""
+    """One daemon thread running compile jobs by priority, then in submission order."""
 
     def __init__(self):
-        self.jobs: "queue.Queue[tuple[int, Callable[[], None]]]" = queue.Queue()
+        self.jobs: "queue.PriorityQueue[tuple[int, int, int, Callable[[], None]]]" = queue.PriorityQueue()
         self.thread: threading.Thread | None = None
         self.pending = 0
         self.cv = threading.Condition()
+        self.order = itertools.count()
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None], priority: int = FIRST_TIER) -> None:
         with self.cv:
             self.pending += 1
         if self.thread is None or not self.thread.is_alive():
             self.thread = threading.Thread(target=self._run, name="fluxion-kernel-compiler", daemon=True)
             self.thread.start()
-        self.jobs.put((_generation, job))
+        self.jobs.put((priority, next(self.order), _generation, job))
 
     def drop_queued(self) -> None:
         """Removes the jobs not started yet (the running one, if any, finishes)."""
@@ -239,7 +467,7 @@ class _Worker:
 
     def _run(self) -> None:
         while True:
-            generation, job = self.jobs.get()
+            _, _, generation, job = self.jobs.get()
             try:
                 if generation == _generation:  # else submitted before `release_kernels`: dropped
                     job()
@@ -258,9 +486,11 @@ class _Worker:
 _worker = _Worker()
 
 
-def submit(job: Callable[[], None]) -> None:
-    """Runs `job` on the background compiler thread."""
-    _worker.submit(job)
+def submit(job: Callable[[], None], priority: int = FIRST_TIER) -> None:
+    """Runs `job` on the background compiler thread, after the jobs of a smaller `priority` number and those of
+    the same priority submitted earlier (`FIRST_TIER`: a program's first fused tier; `LATER_TIER`: its
+    multi-threaded kernel variants)."""
+    _worker.submit(job, priority)
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:
