@@ -50,6 +50,9 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
     on a background thread (the first calls then run the NumPy code).
   fluxion_jit_whole_step (True; FLUXION_JIT_WHOLE_STEP): after the fused tier, straight-line programs whose every
     operation Numba can compile become one native function (see `compiler.wholestep`), built in the background.
+  fluxion_jit_whole_step_after (10.0; FLUXION_JIT_WHOLE_STEP_AFTER): seconds a jitted program must have run in
+    total before its whole-step function is compiled (0: at once). Compiling it costs seconds of CPU, which a short
+    run would never win back, and it competes with the program for the interpreter lock meanwhile.
   fluxion_fuse_min_elements (4096; FLUXION_FUSE_MIN_ELEMENTS): smallest array, in elements, whose elementwise chains
     are fused (smaller groups are fused only when long and bit-exact).
   fluxion_small_group_min_ops (8; FLUXION_SMALL_GROUP_MIN_OPS): operations a group below that size needs to be fused.
@@ -130,14 +133,18 @@ def _integer(minimum: int, optional: bool = False) -> Parser:
     return parse
 
 
-def _seconds(value, source):
+def _seconds(value, source, allow_zero: bool = False):
     try:
         s = float(value.strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{source} must be a number of seconds, got {value!r}") from None
-    if not s > 0:
-        raise ValueError(f"{source} must be positive, got {value!r}")
+    if not (s >= 0 if allow_zero else s > 0) or s != s:
+        raise ValueError(f"{source} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
     return s
+
+
+def _delay(value, source):
+    return _seconds(value, source, allow_zero=True)
 
 
 def _path(value, source):
@@ -198,6 +205,7 @@ class Config:
         self._define("fluxion_jit_fusion", True, env=("FLUXION_JIT_FUSION",), parse=_boolean(True))
         self._define("fluxion_jit_sync_kernels", False, env=("FLUXION_JIT_SYNC_KERNELS",), parse=_boolean(False))
         self._define("fluxion_jit_whole_step", True, env=("FLUXION_JIT_WHOLE_STEP",), parse=_boolean(True))
+        self._define("fluxion_jit_whole_step_after", 10.0, env=("FLUXION_JIT_WHOLE_STEP_AFTER",), parse=_delay)
         self._define("fluxion_fuse_min_elements", 1 << 12, env=("FLUXION_FUSE_MIN_ELEMENTS",), parse=_integer(0))
         self._define("fluxion_small_group_min_ops", 8, env=("FLUXION_SMALL_GROUP_MIN_OPS",), parse=_integer(1))
         self._define("fluxion_parallel_min_work", 1 << 18, env=("FLUXION_PARALLEL_MIN_WORK",), parse=_integer(0))

@@ -28,6 +28,8 @@ FLUXION_OPTIONS = {
     "fluxion_parallel_min_work": ("FLUXION_PARALLEL_MIN_WORK", "1000", 1000),
     "fluxion_num_threads": ("FLUXION_NUM_THREADS", "2", 2),
     "fluxion_compile_processes": ("FLUXION_COMPILE_PROCESSES", "2", 2),
+    "fluxion_jit_whole_step": ("FLUXION_JIT_WHOLE_STEP", "0", False),
+    "fluxion_jit_whole_step_after": ("FLUXION_JIT_WHOLE_STEP_AFTER", "0.5", 0.5),
     "fluxion_cache_dir": ("FLUXION_CACHE_DIR", "/some/dir", "/some/dir"),
     "fluxion_cache_max_bytes": ("FLUXION_CACHE_MAX_BYTES", "1000000", 1000000),
     "fluxion_collective_timeout": ("FLUXION_COLLECTIVE_TIMEOUT", "2.5", 2.5),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -156,6 +157,32 @@ def test_jit_runs_the_whole_step_function_and_matches_eager(rng):
     np.testing.assert_allclose(float(loss), float(eager_loss), rtol=1e-5)
     for g, w in zip(fluxion.tree_util.tree_leaves(state), fluxion.tree_util.tree_leaves(eager_state)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+def test_the_whole_step_function_waits_until_the_program_has_run_long_enough(rng):
+    # Without sync kernels the fused tier comes first; the whole-step function is compiled only once the program has
+    # spent `fluxion_jit_whole_step_after` seconds in its calls (a short run never pays for it).
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    closed = closed_of(lambda x: jnp.tanh(x @ x) * 2.0 + 1.0, x)
+    with config.override("fluxion_jit_whole_step", True), config.override("fluxion_jit_sync_kernels", False), \
+            config.override("fluxion_jit_whole_step_after", 0.2):
+        exe = compiler.compile_closed(closed, fuse=True)
+        want = np.tanh(x @ x) * 2.0 + 1.0
+        np.testing.assert_allclose(np.asarray(exe(x)[0]), want, rtol=1e-5, atol=1e-5)
+        assert compiler.wait_for_kernels(600)
+        assert exe.tier == 1, "the whole-step function was built before the program was hot"
+        spent = 0.0
+        while exe._hot is not None:  # calls until the trigger fires (it times a little less than this loop)
+            t0 = time.perf_counter()
+            np.testing.assert_allclose(np.asarray(exe(x)[0]), want, rtol=1e-5, atol=1e-5)
+            spent += time.perf_counter() - t0
+            assert spent < 60, "the trigger never fired"
+        assert spent >= 0.2
+        assert compiler.wait_for_kernels(600)
+        assert exe.tier == 2
+        assert exe._hot is None  # the timing wrapper is gone
+        np.testing.assert_allclose(np.asarray(exe(x)[0]), want, rtol=1e-5, atol=1e-5)
+        assert exe.fn.fallbacks == [0]
 
 
 def test_the_tier_can_be_turned_off(rng):

@@ -8,9 +8,9 @@ Pipeline (see `compile_closed`):
    kernels, for arrays above a measured size threshold;
 3. `codegen.generate`: the program becomes the source of a Python function of NumPy calls and kernel calls, with
    buffers planned by `memory.Planner` (`out=` into dead buffers, in-place updates, donated arguments);
-4. `wholestep.build` (tier 2, in the background): a straight-line program made only of fusable operations, views
-   and matrix products becomes one Numba function, so no Python runs between its operations (the fused tier is
-   then built only if that fails or is not supported).
+4. `wholestep.build` (tier 2, in the background, once the program has run `fluxion_jit_whole_step_after` seconds
+   in total): a straight-line program made only of fusable operations, views and matrix products becomes one Numba
+   function, so no Python runs between its operations.
 
 Set `fluxion_jit_compiler` to False (`FLUXION_JIT_COMPILER=0`) to make `jit` interpret jaxprs equation by equation
 instead (the reference path), `fluxion_jit_fusion` to False (`FLUXION_JIT_FUSION=0`) to keep the compiler but
@@ -21,6 +21,7 @@ for every option).
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import weakref
 from typing import Any, Callable, Sequence
@@ -58,7 +59,7 @@ class Executable:
     """
 
     __slots__ = ("fn", "optimized", "module", "compile_seconds", "kernels", "tier", "_listeners", "donated",
-                 "name", "__weakref__")
+                 "name", "_hot", "__weakref__")
 
     def __init__(self, fn: Callable, optimized: ClosedJaxpr, module: codegen.Module, compile_seconds: float,
                  kernels: Sequence[Any] = (), donated: Sequence[int] = (), name: str = "jitted"):
@@ -71,9 +72,17 @@ class Executable:
         self._listeners: list = []
         self.donated = tuple(donated)
         self.name = name
+        self._hot: _HotTrigger | None = None
 
     def __call__(self, *args):
         return self.fn(*args)
+
+    def when_hot(self, seconds: float, job: Callable[[], None]) -> None:
+        """Runs `job` once the executable has spent `seconds` in total in its calls (on whatever tier it is on).
+
+        Until then every call is timed (two clock reads); afterwards the plain function is back in place."""
+        self._hot = _HotTrigger(self, seconds, job)
+        self._set_fn(self._hot.wrap(self.fn))
 
     def add_listener(self, callback: Callable[[Callable], None]) -> None:
         """`callback(fn)` is called with the new function when the executable upgrades to fused kernels."""
@@ -82,8 +91,12 @@ class Executable:
     def upgrade(self, fn: Callable, module: codegen.Module, kernels: Sequence[Any], tier: int = 1) -> None:
         self.module = module
         self.kernels = list(kernels)
-        self.fn = fn
         self.tier = tier
+        hot = self._hot
+        self._set_fn(hot.wrap(fn) if hot is not None else fn)
+
+    def _set_fn(self, fn: Callable) -> None:
+        self.fn = fn
         for cb in list(self._listeners):
             cb(fn)
 
@@ -94,6 +107,47 @@ class Executable:
             what = "whole-step function" if k.digest.startswith("w") else "fused kernel"
             text += f"\n# ---- {what} k_{k.digest} ({k.status}) ----\n{k.source}"
         return text
+
+
+class _HotTrigger:
+    """Counts the time an executable spends in its calls and fires a job (once) when it passes a budget -- the
+    "rent until the cost of buying is spent" rule of tiered compilers: an expensive tier is compiled only for
+    programs that have already run about as long as compiling it takes."""
+
+    __slots__ = ("exe", "budget", "spent", "job", "lock", "raw")
+
+    def __init__(self, exe: Executable, budget: float, job: Callable[[], None]):
+        self.exe = weakref.ref(exe)
+        self.budget = budget
+        self.spent = 0.0
+        self.job: Callable[[], None] | None = job
+        self.lock = threading.Lock()
+        self.raw: Callable | None = None
+
+    def wrap(self, fn: Callable) -> Callable:
+        self.raw = fn
+        clock = time.perf_counter
+
+        def timed(*args):
+            t0 = clock()
+            out = fn(*args)
+            # Unlocked: a lost update between threads only delays the job by one call's time.
+            self.spent += clock() - t0
+            if self.spent >= self.budget:
+                self.fire()
+            return out
+        return timed
+
+    def fire(self) -> None:
+        with self.lock:
+            job, self.job = self.job, None
+        exe = self.exe()
+        if job is None or exe is None:
+            return
+        if exe._hot is self:
+            exe._hot = None
+            exe._set_fn(self.raw)
+        job()
 
 
 def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None,
@@ -196,8 +250,8 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
       optimize: run the IR passes (tests turn this off to test code generation alone).
       fuse: use fused Numba kernels (default: when Numba is installed and `fluxion_jit_fusion` is on).
       sync: compile kernels before returning (default: `fluxion_jit_sync_kernels`, else in the background).
-      whole_step: build the whole-step tier in the background (`wholestep`) -- instead of the fused tier, which
-        is built only if the program turns out unsupported (or first, synchronously, with `sync`); default: when
+      whole_step: build the whole-step tier (`wholestep`) in the background after the fused tier, once the
+        program has run `fluxion_jit_whole_step_after` seconds (at once with `sync`); default: when
         `fluxion_jit_whole_step` is on and the program has fused kernels. True builds it for any program the
         lowering supports (tests), False never.
 
@@ -226,10 +280,18 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
                 _fused_tier_soon(exe, program, key, True, name, t0)
                 fusion.runtime.submit(_whole_step_job(exe, program, key, False), fusion.runtime.LATER_TIER)
             else:
-                # One background job: the whole-step function, or the fused tier if the program turns out not to
-                # be supported. Compiling both would take twice as long to reach the fastest code (the whole-step
-                # module compiles its kernels itself), and the NumPy path runs meanwhile either way.
-                fusion.runtime.submit(_whole_step_job(exe, program, key, needs))
+                # The fused tier first (it arrives in about a second); the whole-step function, whose compilation
+                # costs several seconds of CPU and holds the interpreter lock much of that time, only once the
+                # program has run for `fluxion_jit_whole_step_after` seconds in total -- a short run (the README's
+                # MNIST example) would pay for it and never win it back.
+                if needs:
+                    _fused_tier_soon(exe, program, key, sync, name, t0)
+                job = _whole_step_job(exe, program, key, False)
+                after = float(config.fluxion_jit_whole_step_after)
+                if after <= 0:
+                    fusion.runtime.submit(job, fusion.runtime.LATER_TIER if needs else fusion.runtime.FIRST_TIER)
+                else:
+                    exe.when_hot(after, lambda: fusion.runtime.submit(job, fusion.runtime.LATER_TIER))
         elif needs:
             _fused_tier_soon(exe, program, disk_cache.key(opt, donated), sync, name, t0)
     return exe
