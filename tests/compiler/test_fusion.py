@@ -166,6 +166,56 @@ def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng,
         np.testing.assert_allclose(a, w, rtol=2e-5)
 
 
+def _numpy_float32_error(x, axis, exact):
+    """The largest relative error of NumPy's own float32 sum (pairwise along contiguous rows)."""
+    return np.max(np.abs(np.sum(x, axis=axis).astype(np.float64) - exact) / np.abs(exact))
+
+
+@needs_numba
+@pytest.mark.parametrize("case", ["ones_tenth", "uniform", "normal"])
+def test_float32_sums_accumulate_in_blocks_at_least_as_accurately_as_numpy(rng, case):
+    # 1e7 elements: the blocked float32 sums of the fused tier (`kernel.SUM_BLOCK`) against a float64 reference,
+    # no worse than NumPy's pairwise sum; the vector dot product (rewritten as a fused sum) likewise.
+    n = 10_000_000
+    x = {"ones_tenth": np.full(n, 0.1, np.float32),
+         "uniform": rng.uniform(0.0, 1.0, n).astype(np.float32),
+         "normal": rng.standard_normal(n).astype(np.float32) + 0.5}[case]
+    x64 = x.astype(np.float64)
+    (got,), _, exe = _fused(lambda x: jnp.sum(x * 2.0), x)  # doubling is exact: the sum's error is the kernel's
+    assert "bacc0 = np.float32(0)" in exe.kernels[0].source  # the blocked form
+    exact = 2.0 * np.sum(x64)
+    assert abs(float(got) - exact) / abs(exact) <= max(_numpy_float32_error(x * 2, None, exact), 2 ** -24)
+    (got,), _, _ = _fused(jnp.dot, x, x)
+    exact = np.dot(x64, x64)
+    np_err = abs(float(np.sum(x * x, dtype=np.float32)) - exact) / exact
+    assert abs(float(got) - exact) / exact <= max(np_err, 2 ** -24)
+
+
+@needs_numba
+@pytest.mark.parametrize("shape, axis", [((7, 100_003), 1), ((100_003, 7), 0), ((40_000, 33), 0), ((33, 1500), 1),
+                                         ((2000, 12), 1), ((1, 5000), None)])
+def test_blocked_float32_sums_of_rows_and_columns(rng, shape, axis):
+    # Rows (blocks read through views of the row), columns (blocks of rows into a float32 row), short constant rows
+    # (float32 directly); an iota along the summed axis and an elementwise output written through the views.
+    x = (rng.uniform(0.0, 1.0, shape) + 0.25).astype(np.float32)
+
+    def f(x):
+        ax = 0 if axis is None else axis
+        y = x * 2.0 + lax.broadcasted_iota(jnp.float32, x.shape, ax) * 1e-4
+        return y, jnp.sum(y, axis=axis), jnp.max(y, axis=axis)
+
+    got, want, exe = _fused(f, x)
+    assert len(exe.kernels) == 1
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[2], want[2])
+    y64 = np.asarray(want[0]).astype(np.float64)
+    exact = np.sum(y64, axis=axis)
+    err = np.max(np.abs(np.asarray(got[1]).astype(np.float64) - exact) / exact)
+    # Short rows (12 elements, float32 throughout as JAX sums them) are a few roundings away from exact either way.
+    assert err <= max(_numpy_float32_error(np.asarray(want[0]), axis, exact), 2 ** -22)
+    assert np.asarray(got[1]).dtype == np.float32
+
+
 @needs_numba
 def test_a_broadcast_shared_by_several_groups_is_read_through_its_operand(rng):
     x = rng.standard_normal((BIG // 32, 32)).astype(np.float32)

@@ -103,23 +103,24 @@ def _logistic(x):
     return 1.0 / d if x >= 0.0 else e / d
 
 
+def _ieee_minmax(name: str):
+    """A Numba intrinsic calling LLVM's `name` (`llvm.maximum`/`llvm.minimum`) on two floats of one type."""
+    @intrinsic
+    def minmax(typingctx, a, b):
+        if not (isinstance(a, types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, signature, args):
+            t = args[0].type
+            fn = builder.module.declare_intrinsic(name, [t], llvm_ir.FunctionType(t, [t, t]))
+            return builder.call(fn, args)
+        return a(a, b), codegen
+    return minmax
+
+
 # Maximum and minimum as XLA (and IEEE 754-2019 `maximum`/`minimum`) define them: NaN if either operand is NaN,
-# and +0 > -0. Equal zeros of different signs are the one case where returning either operand is wrong: the sum
-# (for the maximum) and the negated difference (for the minimum) have the right sign in all four combinations.
-@njit(inline="always")
-def _fmax(a, b):
-    if a > b or a != a:
-        return a
-    if b > a or b != b:
-        return b
-    return a + b if a == 0 else a
-
-
-@njit(inline="always")
-def _fmin(a, b):
-    if a < b or a != a:
-        return a
-    if b < a or b != b:
-        return b
-    return -(-a - b) if a == 0 else a
-
+# and +0 > -0 -- which is exactly what LLVM's `llvm.maximum`/`llvm.minimum` compute. Written with branches instead,
+# a max or min reduction does not vectorize (LLVM recognizes the intrinsics as a reduction): measured on one core, a
+# row-wise max over (33, 1500) float32 took 116 us with branches, 19 us with the intrinsic.
+_fmax = _ieee_minmax("llvm.maximum")
+_fmin = _ieee_minmax("llvm.minimum")

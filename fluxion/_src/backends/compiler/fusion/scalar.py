@@ -274,9 +274,9 @@ REDUCTIONS = frozenset({reduce_sum_p, reduce_max_p, reduce_min_p})
 
 
 def accumulator_dtype(prim: Primitive, dt) -> np.dtype:
-    """The dtype fused kernels accumulate reduction `prim` of `dt` values in: float64 for float sums (more accurate
-    than NumPy's pairwise float32 sum), 64-bit integers for integer sums (identical after the final cast), else
-    `dt` itself."""
+    """The dtype fused kernels accumulate reduction `prim` of `dt` values in: float64 for float sums (float32 sums
+    add float32 blocks into it: see `kernel.SUM_BLOCK`), 64-bit integers for integer sums (identical after the final
+    cast), else `dt` itself."""
     dt = np.dtype(dt)
     if prim is reduce_sum_p:
         if dt.kind == "f":
