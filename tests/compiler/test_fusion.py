@@ -117,6 +117,35 @@ def test_fused_elementwise_chain_matches_numpy_including_special_values(rng):
     assert "prange" in exe.source or "range" in exe.source
 
 
+# float32: the `mathlib` polynomial forms (within these ulp of NumPy's); float64: the C library, as NumPy.
+_TRANSCENDENTAL = {"log": (jnp.log, 2), "log1p": (jnp.log1p, 4), "expm1": (jnp.expm1, 3), "exp": (jnp.exp, 3),
+                   "erf": (fluxion.scipy.special.erf, 7), "tanh": (jnp.tanh, 3), "sigmoid": (fluxion.nn.sigmoid, 4),
+                   "gelu": (lambda x: fluxion.nn.gelu(x, approximate=False), 8), "selu": (fluxion.nn.selu, 4)}
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(_TRANSCENDENTAL))
+def test_fused_transcendental_functions_match_numpy_in_ulp(rng, name, dtype):
+    fn, max_ulp = _TRANSCENDENTAL[name]
+    x = (rng.standard_normal(BIG) * 4).astype(dtype)
+    x[:12] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30, -1.0, 1e-7, 88.0]
+    x[12:1000] = np.abs(x[12:1000])  # many positive operands for log
+    with fluxion.config.override("jax_enable_x64", dtype == np.float64):
+        (got,), (want,), exe = _fused(lambda x: fn(x * 2.0) * 0.5, x)  # exact scalings: a fused group
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype == dtype
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    spacing = np.maximum(np.spacing(np.abs(want[finite])), np.spacing(dtype(0)))
+    ulps = np.abs(got[finite].astype(np.float64) - want[finite]) / spacing
+    assert ulps.max() <= (max_ulp if dtype == np.float32 else 2), (x[finite][np.argmax(ulps)], ulps.max())
+    kernel_source = "\n".join(k.source for k in exe.kernels)
+    if dtype == np.float32:  # no C library call left in the kernel
+        assert "math." not in kernel_source.split("def kernel")[1], kernel_source
+
+
 @needs_numba
 @pytest.mark.parametrize("axes", [None, 0, 1])
 def test_fused_reductions_all_patterns(rng, axes):

@@ -576,7 +576,7 @@ def _module_source(spec: KernelSpec, arg_names: list[str], statements: list[str]
         "import numba",
         "import numpy as np",
         "from numba import types",
-        "from fluxion._src.backends.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
+        scalar.MATHLIB_IMPORT,
         "",
         f"SIGNATURE = types.void({', '.join(sig_args)})",
         "",
