@@ -37,6 +37,7 @@ caller's side of the call), `_LoopWriter` (the per-element statements and the lo
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -64,8 +65,12 @@ SMALL_EXTENT = 16
 # for BLAS's sdot. Blocks are read through views (`w0 = in0[lo:hi]`): LLVM vectorizes a loop over `range(hi - lo)`
 # indexing a view, not one over `range(lo, hi)` indexing the array (11x slower, measured).
 SUM_BLOCK = 512
-# A column-wise block adds each column sequentially (the vector lanes run across columns), so it is shorter.
+# A column-wise block adds each column sequentially (the vector lanes run across columns), so it is shorter; its
+# rows are read COLUMN_UNROLL at a time and added pairwise before they reach the block's row of sums (measured on one
+# core, the column sums of a (10000, 100) float32 array: 0.06 ms, against 0.09 ms accumulating in float64 and 0.33
+# ms row by row in float32 -- LLVM's 64-lane vector loop leaves 36 of the 100 columns to its scalar remainder).
 COLUMN_SUM_BLOCK = 128
+COLUMN_UNROLL = 4
 
 
 class Access:
@@ -464,6 +469,36 @@ class _LoopWriter:
         return [f"{bacc[r]} = {bacc[r]} + np.float32({red_vals[r]})" if self.blocked[r]
                 else f"{acc[r]} = " + self._update(r, acc[r], red_vals[r]) for r in range(len(red_vals))]
 
+    def _rows_unrolled(self, g0: int, kdims: list, body: list[str], red_vals: list[str], accs: list[str],
+                       baccs: list[str]) -> list[str]:
+        """A column-wise block's rows `COLUMN_UNROLL` at a time: the element statements once per row (row `i0 + u`
+        through `r<u>`, locals renamed `x<pos>_<u>`), the rows' float32 terms added pairwise into the block's row of
+        sums -- one load and store of it per `COLUMN_UNROLL` elements instead of per element. The rows left over
+        (`m % COLUMN_UNROLL`) follow in a plain loop."""
+        i0 = self.idx[g0]
+        stmts, vals = [list(body)], [list(red_vals)]
+        for u in range(1, COLUMN_UNROLL):
+            self.idx[g0] = f"r{u}"
+            try:
+                b, rv = self._body()
+            finally:
+                self.idx[g0] = i0
+            rename = lambda text, u=u: re.sub(r"\bx(\d+)\b", rf"x\g<1>_{u}", text)  # noqa: E731
+            stmts.append([rename(ln) for ln in b])
+            vals.append([rename(v) for v in rv])
+        upd = []
+        for r in range(len(red_vals)):
+            terms = [f"np.float32({vals[u][r]})" for u in range(COLUMN_UNROLL)]
+            if self.blocked[r]:
+                while len(terms) > 1:
+                    terms = [f"({terms[k]} + {terms[k + 1]})" for k in range(0, len(terms), 2)]
+                upd.append(f"{baccs[r]} = {baccs[r]} + {terms[0]}")
+            else:
+                upd += [f"{accs[r]} = " + self._update(r, accs[r], vals[u][r]) for u in range(COLUMN_UNROLL)]
+        head = ["m = hi - lo", f"for {i0} in range(0, m - m % {COLUMN_UNROLL}, {COLUMN_UNROLL}):"]
+        rows = [f"r{u} = {i0} + {u}" for u in range(1, COLUMN_UNROLL)]
+        return head + ["    " + ln for ln in rows + self._loops(kdims, sum(stmts, []) + upd, False)]
+
     def _rowwise_nest(self, body: list[str], red_vals: list[str]) -> list[str]:
         """`KR`: a `prange` over the kept dimensions, one scalar accumulator per reduction over the reduced ones.
 
@@ -537,6 +572,9 @@ class _LoopWriter:
             upd = [f"{accs[r]} = " + self._update(r, accs[r], red_vals[r]) for r in range(nred)]
         inner = self._loops(rdims[1:] + kdims, body + upd, False)
         loop = self._views() + [f"for {self.idx[g0]} in range(hi - lo):"] + ["    " + ln for ln in inner]
+        if blocks and kdims:
+            loop = self._views() + self._rows_unrolled(g0, kdims, body, red_vals, accs, baccs) + \
+                [f"for {self.idx[g0]} in range(m - m % {COLUMN_UNROLL}, m):"] + ["    " + ln for ln in inner]
         if blocks:
             size = COLUMN_SUM_BLOCK if kdims else SUM_BLOCK
             zero = [f"{baccs[r]} = np.float32(0)" for r in range(nred) if self.blocked[r]]
