@@ -502,22 +502,21 @@ class _LoopWriter:
     def _rowwise_nest(self, body: list[str], red_vals: list[str]) -> list[str]:
         """`KR`: a `prange` over the kept dimensions, one scalar accumulator per reduction over the reduced ones.
 
-        float32 sums over a single reduced dimension accumulate in float32: directly for rows of a constant (short)
-        extent, else in blocks of `SUM_BLOCK` elements read through views of the row, each block's sum added to a
-        float64 accumulator."""
+        float32 sums over a single reduced dimension accumulate in float32: directly for rows of at most
+        `SUM_BLOCK` elements (a constant extent, or a test of the row's extent at run time), else in blocks of
+        `SUM_BLOCK` elements read through views of the row, each block's sum added to a float64 accumulator."""
         nred = len(red_vals)
         kdims, rdims = self._dims("K"), self._dims("R")
         kidx = ", ".join(self.idx[g] for g in kdims) if kdims else "0"
         stores = [f"out{len(self.group.ew_outs) + r}[{kidx}] = {np_type(self.red_dts[r])}(acc{r})"
                   for r in range(nred)]
-        acc_dts = list(self.acc_dts)
-        if self.single_r is not None and self.window is None:  # a short row: float32 sums need no blocks
-            acc_dts = [np.dtype(np.float32) if b else dt for b, dt in zip(self.blocked, acc_dts)]
-        inner = [f"acc{r} = {initial_value(self.red_kinds[r], acc_dts[r])}" for r in range(nred)]
+        inner = [f"acc{r} = {initial_value(self.red_kinds[r], self.acc_dts[r])}" for r in range(nred)]
         if self.window is None:
-            acc_update = [f"acc{r} = " + combine(self.red_kinds[r], self.red_dts[r], f"acc{r}",
-                                                 f"{np_type(acc_dts[r])}({red_vals[r]})") for r in range(nred)]
-            inner += self._loops(rdims, body + acc_update, False)
+            if self.single_r is not None:  # a short row: float32 sums need no blocks
+                inner += self._short_row(rdims, body, red_vals)
+            else:
+                inner += self._loops(rdims, body + [f"acc{r} = " + self._update(r, f"acc{r}", red_vals[r])
+                                                    for r in range(nred)], False)
         else:
             g = self.window
             accs, baccs = [f"acc{r}" for r in range(nred)], [f"bacc{r}" for r in range(nred)]
@@ -526,10 +525,27 @@ class _LoopWriter:
             block.append(f"for {self.idx[g]} in range(hi - lo):")
             block += ["    " + ln for ln in body + self._block_updates(red_vals, accs, baccs)]
             block += [f"acc{r} = acc{r} + np.float64(bacc{r})" for r in range(nred) if self.blocked[r]]
-            inner.append(f"for lo in range(0, {self.n[g]}, {SUM_BLOCK}):")
-            inner += ["    " + ln for ln in block]
+            # Rows that fit one block skip the views (a few per row cost more than summing 20 elements).
+            window, self.window = self.window, None
+            try:
+                short_body, short_vals = self._body()
+            finally:
+                self.window = window
+            inner.append(f"if {self.n[g]} <= {SUM_BLOCK}:")
+            inner += ["    " + ln for ln in self._short_row(rdims, short_body, short_vals)]
+            inner += ["else:", f"    for lo in range(0, {self.n[g]}, {SUM_BLOCK}):"]
+            inner += ["        " + ln for ln in block]
         inner += stores
         return self._loops(kdims, inner, True) if kdims else inner
+
+    def _short_row(self, rdims: list, body: list[str], red_vals: list[str]) -> list[str]:
+        """One row of at most `SUM_BLOCK` elements: float32 sums in a float32 accumulator `sacc<r>` (converted into
+        `acc<r>` at the end), the other reductions straight into `acc<r>`."""
+        nred = len(red_vals)
+        accs, saccs = [f"acc{r}" for r in range(nred)], [f"sacc{r}" for r in range(nred)]
+        code = [f"sacc{r} = np.float32(0)" for r in range(nred) if self.blocked[r]]
+        code += self._loops(rdims, body + self._block_updates(red_vals, accs, saccs), False)
+        return code + [f"acc{r} = np.float64(sacc{r})" for r in range(nred) if self.blocked[r]]
 
     def _chunked_nest(self, body: list[str], red_vals: list[str]) -> list[str]:
         """`R` and `RK`: the first reduced dimension is split into `REDUCTION_CHUNKS` chunks (a `prange`), each with
