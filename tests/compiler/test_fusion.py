@@ -117,6 +117,37 @@ def test_fused_elementwise_chain_matches_numpy_including_special_values(rng):
     assert "prange" in exe.source or "range" in exe.source
 
 
+# float32: the `mathlib` polynomial forms (within these ulp of NumPy's); float64: the C library, as NumPy.
+_TRANSCENDENTAL = {"log": (jnp.log, 2), "log1p": (jnp.log1p, 4), "expm1": (jnp.expm1, 3), "exp": (jnp.exp, 3),
+                   "erf": (fluxion.scipy.special.erf, 7), "erfc": (fluxion.scipy.special.erfc, 12), "tanh": (jnp.tanh, 3), "sigmoid": (fluxion.nn.sigmoid, 4),
+                   "gelu": (lambda x: fluxion.nn.gelu(x, approximate=False), 13), "selu": (fluxion.nn.selu, 4)}
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(_TRANSCENDENTAL))
+def test_fused_transcendental_functions_match_numpy_in_ulp(rng, name, dtype):
+    fn, max_ulp = _TRANSCENDENTAL[name]
+    if dtype == np.float64 and name in ("erfc", "gelu"):
+        pytest.skip("float64 erfc is not fused (it stays with SciPy)")
+    x = (rng.standard_normal(BIG) * 4).astype(dtype)
+    x[:12] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30, -1.0, 1e-7, 88.0]
+    x[12:1000] = np.abs(x[12:1000])  # many positive operands for log
+    with fluxion.config.override("jax_enable_x64", dtype == np.float64):
+        (got,), (want,), exe = _fused(lambda x: fn(x * 2.0) * 0.5, x)  # exact scalings: a fused group
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype == dtype
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    spacing = np.maximum(np.spacing(np.abs(want[finite])), np.spacing(dtype(0)))
+    ulps = np.abs(got[finite].astype(np.float64) - want[finite]) / spacing
+    assert ulps.max() <= (max_ulp if dtype == np.float32 else 2), (x[finite][np.argmax(ulps)], ulps.max())
+    kernel_source = "\n".join(k.source for k in exe.kernels)
+    if dtype == np.float32:  # no C library call left in the kernel
+        assert "math." not in kernel_source.split("def kernel")[1], kernel_source
+
+
 @needs_numba
 @pytest.mark.parametrize("axes", [None, 0, 1])
 def test_fused_reductions_all_patterns(rng, axes):
@@ -153,7 +184,8 @@ def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng,
             exe = compiler.compile_closed(closed, fuse=True, sync=True)
         assert exe.kernels and all(k.parallel == parallel for k in exe.kernels)
         if parallel and axes != 1:  # chunked reductions read through views starting at the chunk
-            assert "= in0[lo:hi]" in exe.source and "range(hi - lo)" in exe.source
+            assert "= in0[lo:hi]" in exe.source  # (column sums also read the rows 4 at a time from `m = hi - lo`)
+            assert ("range(hi - lo)" if axes is None else "range(m - m % 4, m)") in exe.source
         for n in (1, threads.CORES):
             with fluxion.config.override("fluxion_num_threads", n):
                 assert threads.current() == n
@@ -164,6 +196,56 @@ def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng,
             np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
     for a, w in zip(first, reference(closed, x)):
         np.testing.assert_allclose(a, w, rtol=2e-5)
+
+
+def _numpy_float32_error(x, axis, exact):
+    """The largest relative error of NumPy's own float32 sum (pairwise along contiguous rows)."""
+    return np.max(np.abs(np.sum(x, axis=axis).astype(np.float64) - exact) / np.abs(exact))
+
+
+@needs_numba
+@pytest.mark.parametrize("case", ["ones_tenth", "uniform", "normal"])
+def test_float32_sums_accumulate_in_blocks_at_least_as_accurately_as_numpy(rng, case):
+    # 1e7 elements: the blocked float32 sums of the fused tier (`kernel.SUM_BLOCK`) against a float64 reference,
+    # no worse than NumPy's pairwise sum; the vector dot product (rewritten as a fused sum) likewise.
+    n = 10_000_000
+    x = {"ones_tenth": np.full(n, 0.1, np.float32),
+         "uniform": rng.uniform(0.0, 1.0, n).astype(np.float32),
+         "normal": rng.standard_normal(n).astype(np.float32) + 0.5}[case]
+    x64 = x.astype(np.float64)
+    (got,), _, exe = _fused(lambda x: jnp.sum(x * 2.0), x)  # doubling is exact: the sum's error is the kernel's
+    assert "bacc0 = np.float32(0)" in exe.kernels[0].source  # the blocked form
+    exact = 2.0 * np.sum(x64)
+    assert abs(float(got) - exact) / abs(exact) <= max(_numpy_float32_error(x * 2, None, exact), 2 ** -24)
+    (got,), _, _ = _fused(jnp.dot, x, x)
+    exact = np.dot(x64, x64)
+    np_err = abs(float(np.sum(x * x, dtype=np.float32)) - exact) / exact
+    assert abs(float(got) - exact) / exact <= max(np_err, 2 ** -24)
+
+
+@needs_numba
+@pytest.mark.parametrize("shape, axis", [((7, 100_003), 1), ((100_003, 7), 0), ((40_000, 33), 0), ((33, 1500), 1),
+                                         ((2000, 12), 1), ((500, 40), 1), ((1, 5000), None)])
+def test_blocked_float32_sums_of_rows_and_columns(rng, shape, axis):
+    # Rows (blocks read through views of the row), columns (blocks of rows into a float32 row), short constant rows
+    # (float32 directly); an iota along the summed axis and an elementwise output written through the views.
+    x = (rng.uniform(0.0, 1.0, shape) + 0.25).astype(np.float32)
+
+    def f(x):
+        ax = 0 if axis is None else axis
+        y = x * 2.0 + lax.broadcasted_iota(jnp.int32, x.shape, ax).astype(jnp.float32) * 1e-4  # an iota in the kernel
+        return y, jnp.sum(y, axis=axis), jnp.max(y, axis=axis)
+
+    got, want, exe = _fused(f, x)
+    assert len(exe.kernels) == 1 and "iota" not in exe.source
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[2], want[2])
+    y64 = np.asarray(want[0]).astype(np.float64)
+    exact = np.sum(y64, axis=axis)
+    err = np.max(np.abs(np.asarray(got[1]).astype(np.float64) - exact) / exact)
+    # Short rows (12 elements, float32 throughout as JAX sums them) are a few roundings away from exact either way.
+    assert err <= max(_numpy_float32_error(np.asarray(want[0]), axis, exact), 2 ** -22)
+    assert np.asarray(got[1]).dtype == np.float32
 
 
 @needs_numba

@@ -498,7 +498,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         "import numba",
         "import numpy as np",
         "from numba import types",
-        "from fluxion._src.backends.compiler.fusion.mathlib import _expf, _fmax, _fmin, _logistic, _logisticf, _tanhf",
+        scalar.MATHLIB_IMPORT,
         "",
         f"SIGNATURE = types.void({', '.join(sig)})",
         "",

@@ -3,8 +3,10 @@
 * A large dot product of two vectors, `dot_general(x, y)` contracting their only axis, becomes
   `reduce_sum(mul(x, y))`, which fusion turns into one chunked reduction kernel running on all idle cores. NumPy's
   BLAS computes such a product on one thread, limited by one core's memory bandwidth (measured on the 2-core
-  benchmark machine for 1e7 float32: 0.83 ms through BLAS on one or two threads); the kernel also accumulates in
-  float64, so its result is at least as accurate. Without Numba the product stays a BLAS call.
+  benchmark machine for 1e7 float32: 0.83 ms through BLAS on one or two threads). On one thread the kernel is as
+  fast as BLAS or faster -- it adds float32 blocks with 16-lane vector adds and combines the blocks in float64
+  (`kernel.SUM_BLOCK`), so its result is also more accurate than `sdot`'s. Without Numba the product stays a BLAS
+  call.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ fusible; such equations simply stay outside kernels.
 
 Semantics follow the NumPy backend: NaN-propagating max/min, IEEE division (`error_model="numpy"`: x/0 is inf or
 nan, no exception), integer arithmetic wrapping at the dtype's width (computed in 64 bits, then cast). float32
-`exp` and `tanh` use vectorizable polynomials (`mathlib._expf`, `_tanhf`, within 3 ulp of NumPy's) because the C
-library's `expf` keeps LLVM from vectorizing the loop (measured: 5.6 ms vs 0.33 ms for selu on 1e6 elements);
-other transcendental functions call the C library.
+`exp`, `log`, `log1p`, `expm1`, `tanh`, `erf`, `erfc` and `logistic` use branch-free polynomial forms (`mathlib`,
+within a few ulp of the exact function: `tests/compiler/test_mathlib.py`) because a call to the C library keeps LLVM
+from vectorizing the loop (measured: 5.6 ms vs 0.33 ms for selu on 1e6 elements); float64 and the other
+transcendental functions (sin, cos, ...) call the C library.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from ....core import Primitive
 from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, cos_p, div_p, eq_p,
-                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
+                                erf_p, erfc_p, exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
                                 logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, not_p, or_p, rsqrt_p, select_n_p,
                                 sign_p, sin_p, sqrt_p, square_p, sub_p, tanh_p, xor_p)
 from ....lax import elementwise as ew
@@ -28,6 +29,11 @@ from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
 # dtypes kernels handle (NumPy names); anything else (float16, bfloat16, complex, ...) stays on the NumPy path.
 KERNEL_DTYPES = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                            "bool"})
+
+
+# The helpers generated kernel modules import from `mathlib` (the same line in every kernel's source).
+MATHLIB_IMPORT = ("from fluxion._src.backends.compiler.fusion.mathlib import _erfcf, _erff, _expf, _expm1f, _fmax, "
+                  "_fmin, _log1pf, _logf, _logistic, _logisticf, _tanhf")
 
 
 def dtype_ok(dt) -> bool:
@@ -133,9 +139,18 @@ def _float_fn(f32: str, f64: str) -> Template:
 
 
 _reg(exp_p, _float_fn("_expf", "math.exp"))
-_reg(log_p, _float_fn("math.log", "math.log"))
-_reg(log1p_p, _float_fn("math.log1p", "math.log1p"))
-_reg(expm1_p, _float_fn("math.expm1", "math.expm1"))
+_reg(log_p, _float_fn("_logf", "math.log"))
+_reg(log1p_p, _float_fn("_log1pf", "math.log1p"))
+_reg(expm1_p, _float_fn("_expm1f", "math.expm1"))
+_reg(erf_p, _float_fn("_erff", "math.erf"))
+
+
+def _erfc(a, in_dts, out_dt, params):
+    # float64 stays with SciPy: the C library's erfc differs from it by hundreds of ulp in the far tail (x > 20).
+    return f"_erfcf({a[0]})" if np.dtype(out_dt) == np.float32 else None
+
+
+_reg(erfc_p, _erfc)
 _reg(tanh_p, _float_fn("_tanhf", "math.tanh"))
 _reg(sin_p, _float_fn("math.sin", "math.sin"))
 _reg(cos_p, _float_fn("math.cos", "math.cos"))
@@ -274,9 +289,9 @@ REDUCTIONS = frozenset({reduce_sum_p, reduce_max_p, reduce_min_p})
 
 
 def accumulator_dtype(prim: Primitive, dt) -> np.dtype:
-    """The dtype fused kernels accumulate reduction `prim` of `dt` values in: float64 for float sums (more accurate
-    than NumPy's pairwise float32 sum), 64-bit integers for integer sums (identical after the final cast), else
-    `dt` itself."""
+    """The dtype fused kernels accumulate reduction `prim` of `dt` values in: float64 for float sums (float32 sums
+    add float32 blocks into it: see `kernel.SUM_BLOCK`), 64-bit integers for integer sums (identical after the final
+    cast), else `dt` itself."""
     dt = np.dtype(dt)
     if prim is reduce_sum_p:
         if dt.kind == "f":
