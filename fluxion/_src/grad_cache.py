@@ -41,6 +41,7 @@ _TRACE_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype
                   "jax_softmax_custom_jvp", "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_debug_key_reuse",
                   "jax_enable_checks", "jax_check_tracer_leaks", "jax_no_tracing", "fluxion_debug_typecheck")
 _MAX_ENTRIES = 64
+_MAX_REPROOFS = 4
 
 
 class _Generation:
@@ -138,13 +139,14 @@ class _Program:
 class EagerGradCache:
     """Traced gradient programs of one `value_and_grad` wrapper, keyed by argument signature (see module doc)."""
 
-    __slots__ = ("fun", "diff", "proof", "entries", "_lock")
+    __slots__ = ("fun", "diff", "proof", "entries", "misses", "_lock")
 
     def __init__(self, fun: Callable, diff_argnums: Callable[[int], tuple]):
         self.fun = fun
         self.diff = diff_argnums  # number of positional args -> the differentiated positions
         self.proof = None         # a Proof that holds, None (not proven yet) or False (never provable)
         self.entries: dict = {}
+        self.misses = 0           # proofs made since the last replay
         self._lock = threading.Lock()
 
     def call(self, impl: Callable, args: tuple, kwargs: dict) -> Any:
@@ -155,7 +157,10 @@ class EagerGradCache:
         if proof is False:
             return NOT_CACHED
         if proof is None or not proof.holds():
-            proof = prove_pure(self.fun)
+            # A function whose closures or globals change between most calls (parameters rebound every step) would
+            # pay a new proof per call and never replay: after a few proofs without a replay in between, stop.
+            self.misses += 1
+            proof = prove_pure(self.fun) if self.misses <= _MAX_REPROOFS else None
             with self._lock:
                 self.entries = {}
                 self.proof = proof if proof is not None else False
@@ -180,6 +185,7 @@ class EagerGradCache:
             entries[key] = _UNCACHEABLE if entry is None else entry
             if entry is None:
                 return NOT_CACHED
+        self.misses = 0
         return entry(dyn)
 
 

@@ -50,6 +50,8 @@ JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT JUMP_IF_TRUE_OR_POP JUMP_I
 GET_ITER FOR_ITER GET_LEN RETURN_VALUE RAISE_VARARGS LOAD_ASSERTION_ERROR
 """.split())
 
+_GENEXPR_OPS = frozenset({"RETURN_GENERATOR", "YIELD_VALUE"})
+
 # Attribute names of methods that change the object they are called on (builtin containers, Arrays, files).
 _MUTATING_ATTRS = frozenset("""
 append extend insert pop popitem remove clear update setdefault sort reverse add discard
@@ -104,8 +106,11 @@ class _CodeFacts:
 _code_facts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _scan(code: types.CodeType, outer_locals: frozenset, facts: _CodeFacts) -> None:
-    if code.co_flags & _CO_GENERATOR_FLAGS or code.co_exceptiontable:
+def _scan(code: types.CodeType, outer_locals: frozenset, facts: _CodeFacts, nested: bool = False) -> None:
+    # A generator expression inside the function is a local iterator (its code yields); any other generator or
+    # coroutine, and any try/with block (an exception table), is not proven.
+    genexpr = nested and code.co_name == "<genexpr>"
+    if (code.co_flags & _CO_GENERATOR_FLAGS and not genexpr) or code.co_exceptiontable:
         facts.ok = False
         return
     local_cells = outer_locals | frozenset(code.co_cellvars)
@@ -114,7 +119,7 @@ def _scan(code: types.CodeType, outer_locals: frozenset, facts: _CodeFacts) -> N
     while i < n and facts.ok:
         ins = instrs[i]
         op = ins.opname
-        if op not in _ALLOWED_OPS:
+        if op not in _ALLOWED_OPS and not (genexpr and op in _GENEXPR_OPS):
             facts.ok = False
             return
         if op == "STORE_DEREF" and ins.argval not in code.co_cellvars:
@@ -139,7 +144,7 @@ def _scan(code: types.CodeType, outer_locals: frozenset, facts: _CodeFacts) -> N
         i += 1
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            _scan(c, local_cells, facts)
+            _scan(c, local_cells, facts, nested=True)
 
 
 def _facts_of(code: types.CodeType) -> _CodeFacts:
@@ -300,10 +305,27 @@ def _prove_chain(root: Any, attrs: tuple, checks: list, seen: set, depth: int) -
 def _prove_value(v: Any, checks: list, seen: set, depth: int) -> bool:
     if _immutable(v) or _pure_callable(v):
         return True
+    if type(v) is tuple:
+        return all(_prove_value(x, checks, seen, depth + 1) for x in v)
     if type(v).__module__ == "fluxion._src.custom_derivatives":
         # custom_jvp / custom_vjp: pure when the functions they hold are (their attributes are set once).
-        parts = [getattr(v, a) for a in ("fun", "jvp", "fwd", "bwd") if getattr(v, a, None) is not None]
-        return bool(parts) and all(_prove_value(p, checks, seen, depth + 1) for p in parts)
+        if id(v) in seen:
+            return True
+        seen.add(id(v))
+        parts = [(a, getattr(v, a)) for a in ("fun", "jvp", "fwd", "bwd") if getattr(v, a, None) is not None]
+        for a, p in parts:
+            checks.append((3, v, a, p))  # (defjvp may replace a rule later)
+            if not _prove_value(p, checks, seen, depth + 1):
+                return False
+        return bool(parts)
+    if type(v) is types.FunctionType and v.__globals__.get("__name__") == "fluxion._src.custom_derivatives":
+        # The rule adapters custom_jvp makes (defjvps): pure when the rules they close over are.
+        for cell in v.__closure__ or ():
+            contents = cell.cell_contents
+            checks.append((1, cell, None, contents))
+            if not _prove_value(contents, checks, seen, depth + 1):
+                return False
+        return True
     if type(v) is types.FunctionType or _is_wrapper(v):
         return _prove(v, checks, seen, depth)
     return False
