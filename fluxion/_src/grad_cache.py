@@ -41,6 +41,7 @@ _TRACE_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype
                   "jax_softmax_custom_jvp", "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_debug_key_reuse",
                   "jax_enable_checks", "jax_check_tracer_leaks", "jax_no_tracing", "fluxion_debug_typecheck")
 _MAX_ENTRIES = 64
+_SCALAR_LEAVES = (bool, int, float, complex, str)
 _MAX_REPROOFS = 4
 
 
@@ -208,6 +209,8 @@ def _signature(args: tuple, kwargs: dict, diff: tuple):
         else:
             key.append(user_context_key())
             return tuple(key), list(args), range(len(args)), None
+    if not _builtin_tree(args) or not _builtin_tree(kwargs):
+        return None
     leaves, in_tree = tree_flatten((args, kwargs))
     nums = set(diff)
     # Which leaves belong to differentiated arguments: count the leaves of each positional argument.
@@ -235,6 +238,18 @@ def _signature(args: tuple, kwargs: dict, diff: tuple):
             return None
     key.append(user_context_key())
     return tuple(key), leaves, dyn_pos, in_tree
+
+
+def _builtin_tree(x: Any, depth: int = 0) -> bool:
+    """Whether `x` is made of tuples, lists, dicts and None around its leaves: a proof covers the function's code,
+    not the methods of custom pytree nodes (a NamedTuple subclass or dataclass may define any), which the function
+    could call on its arguments."""
+    t = type(x)
+    if t is tuple or t is list:
+        return depth < 32 and all(_builtin_tree(c, depth + 1) for c in x)
+    if t is dict:
+        return depth < 32 and all(_builtin_tree(c, depth + 1) for c in x.values())
+    return x is None or t is Array or t in _SCALAR_LEAVES or isinstance(x, (np.ndarray, np.generic))
 
 
 def _build(impl: Callable, leaves: list, dyn_pos: list, in_tree, dyn: list) -> _Program | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -232,6 +233,36 @@ def test_threads_get_their_own_answers():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+class _Params(NamedTuple):
+    w: Any
+
+    def scaled(self):
+        _LOG.append("scaled")  # a side effect in a method of an argument: the proof cannot see it
+        return self.w * 2.0
+
+
+_LOG: list = []
+
+
+def test_methods_of_custom_pytree_arguments_run_every_call():
+    g = jax.grad(lambda p: jnp.sum(p.scaled()))
+    _LOG.clear()
+    for _ in range(4):
+        g(_Params(_X))
+    assert _LOG == ["scaled"] * 4
+
+
+def test_constant_aux_output(monkeypatch):
+    # The aux output does not depend on the input (a constant of the traced program): replayed as the plain path
+    # returns it (a weakly typed int32 Array).
+    g = jax.grad(lambda x: (jnp.sum(x), 3), has_aux=True)
+    cached = [g(_X) for _ in range(3)]
+    _plain(monkeypatch)
+    plain = jax.grad(lambda x: (jnp.sum(x), 3), has_aux=True)(_X)
+    for c in cached:
+        _leaves_equal(c, plain)
 
 
 def test_errors_still_raised_on_every_call():
