@@ -23,6 +23,8 @@ import numpy as np
 
 from . import core
 from .api_util import as_value
+from .backends.compiler.passes.cse import cse
+from .backends.compiler.passes.dce import dce
 from .config import config, user_context_key
 from .core import Array
 from .interpreters import partial_eval as pe
@@ -274,7 +276,11 @@ def _build(impl: Callable, leaves: list, dyn_pos: list, in_tree, dyn: list) -> _
         return None
     if any(isinstance(c, core.Tracer) for c in consts) or _has_effects(jaxpr):
         return None
-    return _Program(jaxpr, consts, box[-1], out_avals)
+    # Merging repeated equations and dropping dead ones keeps every result bit for bit (the same primitive on the
+    # same operands, commuted only for exactly commutative ones); a reverse-mode program repeats much of its
+    # forward pass (a third derivative computes x**2 three times).
+    closed = dce(cse(core.ClosedJaxpr(jaxpr, consts)))
+    return _Program(closed.jaxpr, list(closed.consts), box[-1], out_avals)
 
 
 def _has_effects(jaxpr: core.Jaxpr) -> bool:
