@@ -25,6 +25,7 @@ from . import core
 from .api_util import as_value
 from .backends.compiler.passes.cse import cse
 from .backends.compiler.passes.dce import dce
+from .backends.compiler.passes.inline import inline_calls
 from .config import config, user_context_key
 from .core import Array
 from .interpreters import partial_eval as pe
@@ -276,10 +277,12 @@ def _build(impl: Callable, leaves: list, dyn_pos: list, in_tree, dyn: list) -> _
         return None
     if any(isinstance(c, core.Tracer) for c in consts) or _has_effects(jaxpr):
         return None
-    # Merging repeated equations and dropping dead ones keeps every result bit for bit (the same primitive on the
-    # same operands, commuted only for exactly commutative ones); a reverse-mode program repeats much of its
-    # forward pass (a third derivative computes x**2 three times).
-    closed = dce(cse(core.ClosedJaxpr(jaxpr, consts)))
+    # Calls (`jit` equations of staged library functions such as jnp.var, custom-derivative calls) are inlined, so
+    # their primitives run op by op as on the plain path, not through the compiler (which may fuse them and round
+    # differently). Merging repeated equations and dropping dead ones keeps every result bit for bit (the same
+    # primitive on the same operands, commuted only for exactly commutative ones); a reverse-mode program repeats
+    # much of its forward pass (a third derivative computes x**2 three times).
+    closed = dce(cse(inline_calls(core.ClosedJaxpr(jaxpr, consts))))
     return _Program(closed.jaxpr, list(closed.consts), box[-1], out_avals)
 
 
