@@ -283,6 +283,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     fun must return a scalar (or (scalar, aux) with has_aux). Gradients have the structure of the selected
     arguments (a tuple of them when argnums is a tuple).
 
+    Eager calls re-run `fun` each time, except when fluxion can prove that `fun` reads nothing but its arguments
+    and values that have not changed (no side effects, no mutable globals or closures; `_src/pure_functions.py`):
+    then the gradient computation of a given argument signature is traced on its second call and replayed after,
+    with the same results bit for bit (`_src/grad_cache.py`). Functions that branch on argument values, print,
+    mutate state or read mutable objects always re-run.
+
     Raises:
       TypeError: non-scalar or integer output; integer inputs; argnums out of range.
 
