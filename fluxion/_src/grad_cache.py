@@ -170,7 +170,7 @@ class EagerGradCache:
                 self.proof = proof if proof is not None else False
             if proof is None:
                 return NOT_CACHED
-        sig = _signature(args, kwargs, self.diff(len(args)))
+        sig = _signature(args, kwargs, self.diff(len(args)), proof.inplace)
         if sig is None:
             return NOT_CACHED
         key, leaves, dyn_pos, in_tree = sig
@@ -193,7 +193,7 @@ class EagerGradCache:
         return entry(dyn)
 
 
-def _signature(args: tuple, kwargs: dict, diff: tuple):
+def _signature(args: tuple, kwargs: dict, diff: tuple, inplace: bool):
     """(cache key, leaves, positions of the traced leaves, tree) of a call, or None if it cannot be cached.
 
     Leaves of differentiated arguments and Arrays are traced; Python scalars and strings of other arguments are
@@ -212,7 +212,7 @@ def _signature(args: tuple, kwargs: dict, diff: tuple):
         else:
             key.append(user_context_key())
             return tuple(key), list(args), range(len(args)), None
-    if not _builtin_tree(args) or not _builtin_tree(kwargs):
+    if not _builtin_tree(args, inplace) or not _builtin_tree(kwargs, inplace, top=True):
         return None
     leaves, in_tree = tree_flatten((args, kwargs))
     nums = set(diff)
@@ -243,15 +243,16 @@ def _signature(args: tuple, kwargs: dict, diff: tuple):
     return tuple(key), leaves, dyn_pos, in_tree
 
 
-def _builtin_tree(x: Any, depth: int = 0) -> bool:
+def _builtin_tree(x: Any, no_mutables: bool, depth: int = 0, top: bool = False) -> bool:
     """Whether `x` is made of tuples, lists, dicts and None around its leaves: a proof covers the function's code,
     not the methods of custom pytree nodes (a NamedTuple subclass or dataclass may define any), which the function
-    could call on its arguments."""
+    could call on its arguments. With `no_mutables` (the function uses `+=`-style operators, which extend a list or
+    update a dict in place) only tuples; `top` marks the kwargs dict itself, a fresh dict per call."""
     t = type(x)
-    if t is tuple or t is list:
-        return depth < 32 and all(_builtin_tree(c, depth + 1) for c in x)
-    if t is dict:
-        return depth < 32 and all(_builtin_tree(c, depth + 1) for c in x.values())
+    if t is tuple or (t is list and not no_mutables):
+        return depth < 32 and all(_builtin_tree(c, no_mutables, depth + 1) for c in x)
+    if t is dict and (top or not no_mutables):
+        return depth < 32 and all(_builtin_tree(c, no_mutables, depth + 1) for c in x.values())
     return x is None or t is Array or t in _SCALAR_LEAVES or isinstance(x, (np.ndarray, np.generic))
 
 

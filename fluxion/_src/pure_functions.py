@@ -95,10 +95,11 @@ class _CodeFacts:
     """What the bytecode of one code object (with its nested code objects) reads: global names, closure names, and
     the attribute chains rooted at each; or `ok = False` when it may do something a proof excludes."""
 
-    __slots__ = ("ok", "global_chains", "deref_chains")
+    __slots__ = ("ok", "inplace", "global_chains", "deref_chains")
 
     def __init__(self):
         self.ok = True
+        self.inplace = False  # uses `+=`-style operators (which mutate a list or dict operand in place)
         self.global_chains: list[tuple[str, tuple[str, ...]]] = []
         self.deref_chains: list[tuple[str, tuple[str, ...]]] = []
 
@@ -125,6 +126,8 @@ def _scan(code: types.CodeType, outer_locals: frozenset, facts: _CodeFacts, nest
         if op == "STORE_DEREF" and ins.argval not in code.co_cellvars:
             facts.ok = False  # a `nonlocal` write to an enclosing function's variable
             return
+        if op == "BINARY_OP" and ins.argrepr.endswith("="):
+            facts.inplace = True
         if op in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval in _MUTATING_ATTRS:
             facts.ok = False
             return
@@ -193,9 +196,12 @@ def _pure_callable(v: Any) -> bool:
 class Proof:
     """The external values a function's result depends on, as identity checks (`holds()` re-reads them)."""
 
-    __slots__ = ("checks",)
+    __slots__ = ("checks", "inplace")
 
-    def __init__(self, checks: list):
+    def __init__(self, checks: list, inplace: bool = False):
+        # `inplace`: some proven code applies `+=`-style operators, which mutate a list or dict in place; the proof
+        # then holds only for arguments without lists and dicts (the caller checks; arrays and tuples rebind).
+        self.inplace = inplace
         unique = {(kind, id(obj), key): (kind, obj, key, expected) for kind, obj, key, expected in checks}
         self.checks = list(unique.values())
 
@@ -223,16 +229,18 @@ class Proof:
 
 
 _MISSING = object()
+_INPLACE = "inplace operators"  # a marker in `_prove`'s seen set (which otherwise holds ids)
 
 
 def prove_pure(fun: Callable) -> Proof | None:
     """A `Proof` that `fun`'s result depends only on its arguments (while the proof holds), or None."""
     checks: list = []
+    seen: set = set()
     try:
-        ok = _prove(fun, checks, set(), 0)
+        ok = _prove(fun, checks, seen, 0)
     except Exception:  # noqa: BLE001 -- any surprise while inspecting means "not proven"
         return None
-    return Proof(checks) if ok else None
+    return Proof(checks, _INPLACE in seen) if ok else None
 
 
 def _prove(fun: Callable, checks: list, seen: set, depth: int) -> bool:
@@ -253,6 +261,8 @@ def _prove(fun: Callable, checks: list, seen: set, depth: int) -> bool:
     facts = _facts_of(code)
     if not facts.ok:
         return False
+    if facts.inplace:
+        seen.add(_INPLACE)
     defaults, kwdefaults = fun.__defaults__, fun.__kwdefaults__
     if defaults is not None and not _immutable(defaults):
         return False

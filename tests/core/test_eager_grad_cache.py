@@ -254,6 +254,33 @@ def test_methods_of_custom_pytree_arguments_run_every_call():
     assert _LOG == ["scaled"] * 4
 
 
+def test_inplace_operators_on_list_arguments_run_every_call():
+    def f(x, acc):
+        acc += [1]  # extends the caller's list
+        return jnp.sum(x * len(acc))
+
+    g = jax.grad(f)
+    for _ in range(4):
+        acc: list = []  # the same (empty) structure every call
+        grad = g(_X, acc)
+        assert acc == [1]
+        np.testing.assert_array_equal(np.asarray(grad), np.ones(7, np.float32))
+
+
+def test_inplace_operators_on_arrays_still_cached(monkeypatch):
+    replays = _count_replays(monkeypatch)
+
+    def f(x):
+        total = jnp.sum(x)
+        total += jnp.sum(x ** 2)
+        return total
+
+    g = jax.grad(f)
+    for _ in range(3):
+        g(_X)
+    assert replays[0] >= 1
+
+
 def test_constant_aux_output(monkeypatch):
     # The aux output does not depend on the input (a constant of the traced program): replayed as the plain path
     # returns it (a weakly typed int32 Array).
