@@ -170,7 +170,7 @@ class EagerGradCache:
                 self.proof = proof if proof is not None else False
             if proof is None:
                 return NOT_CACHED
-        sig = _signature(args, kwargs, self.diff(len(args)), proof.inplace)
+        sig = _signature(args, kwargs, self.diff, proof.inplace)
         if sig is None:
             return NOT_CACHED
         key, leaves, dyn_pos, in_tree = sig
@@ -193,7 +193,7 @@ class EagerGradCache:
         return entry(dyn)
 
 
-def _signature(args: tuple, kwargs: dict, diff: tuple, inplace: bool):
+def _signature(args: tuple, kwargs: dict, diff: Callable[[int], tuple], inplace: bool):
     """(cache key, leaves, positions of the traced leaves, tree) of a call, or None if it cannot be cached.
 
     Leaves of differentiated arguments and Arrays are traced; Python scalars and strings of other arguments are
@@ -215,7 +215,7 @@ def _signature(args: tuple, kwargs: dict, diff: tuple, inplace: bool):
     if not _builtin_tree(args, inplace) or not _builtin_tree(kwargs, inplace, top=True):
         return None
     leaves, in_tree = tree_flatten((args, kwargs))
-    nums = set(diff)
+    nums = set(diff(len(args)))  # (only here: the all-Array path above needs no argnums)
     # Which leaves belong to differentiated arguments: count the leaves of each positional argument.
     diff_mask = []
     for i, a in enumerate(args):
