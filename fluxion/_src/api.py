@@ -12,9 +12,11 @@ import numpy as np
 from . import core, dtypes
 from .api_util import arg_names, as_output, as_value, fun_name, fun_src
 from .core import Array, ShapedArray
+from .grad_cache import NOT_CACHED, EagerGradCache
 from .interpreters import ad, batching
 from .interpreters import partial_eval as pe
 from .lax import elementwise as ew
+from .pure_functions import register_wrapper
 from .traceback_util import api_boundary
 from .tree_util import (
     register_pytree_node,
@@ -281,6 +283,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     fun must return a scalar (or (scalar, aux) with has_aux). Gradients have the structure of the selected
     arguments (a tuple of them when argnums is a tuple).
 
+    Eager calls re-run `fun` each time, except when fluxion can prove that `fun` reads nothing but its arguments
+    and values that have not changed (no side effects, no mutable globals or closures; `_src/pure_functions.py`):
+    then the gradient computation of a given argument signature is traced on its second call and replayed after,
+    with the same results bit for bit (`_src/grad_cache.py`). Functions that branch on argument values, print,
+    mutate state or read mutable objects always re-run.
+
     Raises:
       TypeError: non-scalar or integer output; integer inputs; argnums out of range.
 
@@ -294,8 +302,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     fname = "value_and_grad" if not getattr(value_and_grad, "_as_grad", False) else "grad"
     _check_reduce_axes(reduce_axes, fname)
 
-    @functools.wraps(fun)
-    def vg(*args, **kwargs):
+    def compute(*args, **kwargs):
         _, diff_args, f_partial = _split_argnums(fun, argnums, args, kwargs, fname, check_inexact=not allow_int,
                                                  holomorphic=holomorphic)
         if has_aux:
@@ -308,7 +315,17 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((out, aux), g) if has_aux else (out, g)
 
-    return api_boundary(vg)
+    # Eager calls of a function proven pure replay a traced program (grad_cache.py); others run `compute`.
+    cache = EagerGradCache(fun, lambda nargs: _argnums_tuple(argnums, nargs, fname))
+
+    @functools.wraps(fun)
+    def vg(*args, **kwargs):
+        res = cache.call(compute, args, kwargs)
+        return compute(*args, **kwargs) if res is NOT_CACHED else res
+
+    wrapped = api_boundary(vg)
+    register_wrapper(wrapped, fun)
+    return wrapped
 
 
 def _with_primal_weak_types(grads, primals):
@@ -362,7 +379,9 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             return gr, aux
         return res[1]
 
-    return api_boundary(g)
+    wrapped = api_boundary(g)
+    register_wrapper(wrapped, fun)
+    return wrapped
 
 
 def _std_basis(flat_avals: list[ShapedArray]) -> list:

@@ -46,8 +46,46 @@ def _is_dynamic(value: Any) -> bool:
     return bool(leaves) and all(isinstance(x, _DYNAMIC_TYPES) for x in leaves)
 
 
-def staged_as_call(name: str) -> Callable[[Callable], Callable]:
-    """Decorator: the function is staged as one `jit` call named `name` (see the module docstring)."""
+# Eager calls of functions marked `fuse_eager` run through their `jit` program (one fused kernel once the compiler's
+# tier is in place, as JAX runs these functions jitted) when an argument has at least this many elements; smaller
+# calls run inline, where one primitive per NumPy call costs less than a `jit` dispatch.
+FUSE_EAGER_MIN_ELEMENTS = 1 << 16
+
+
+def _fuse_eagerly(args: tuple, kwargs: dict) -> bool:
+    """Whether an eager call (not staging) is large enough, and on concrete arrays only, to run its `jit` program.
+
+    Not with NaN/inf checks on (the inline path reports the primitive that made a NaN), not under an evaluating
+    transformation (eager grad, vmap: tracers among the arguments), which must see the primitives, and not on weakly
+    typed arrays."""
+    if not (core.all_eager.value or core.thread_state().eager) or core.float_checks.on:
+        return False
+    large = False
+    for a in (*args, *kwargs.values()):
+        t = type(a)
+        if t is core.Array:
+            if a.weak_type:
+                # A traced program can type a weak input's result differently from the eager ops (a custom_jvp
+                # call's output is strong when traced, weak eagerly): keep weakly typed calls inline.
+                return False
+            if a._value.size >= FUSE_EAGER_MIN_ELEMENTS:
+                large = True
+        elif isinstance(a, core.Tracer):
+            return False
+    return large
+
+
+def staged_as_call(name: str, fuse_eager: bool = False, stage: bool = True) -> Callable[[Callable], Callable]:
+    """Decorator: the function is staged as one `jit` call named `name` (see the module docstring).
+
+    Args:
+      name: the call's name in jaxprs.
+      fuse_eager: large eager calls (an argument of `FUSE_EAGER_MIN_ELEMENTS` elements or more) also run the `jit`
+        program, so the compiler fuses them into one kernel; results match the inline path to rounding (a fused
+        kernel may sum or evaluate a transcendental function differently from NumPy), with the same dtypes, weak
+        types and shapes.
+      stage: False keeps the function inline in jaxprs (JAX inlines it too) and only applies `fuse_eager`.
+    """
 
     def decorate(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
@@ -65,6 +103,9 @@ def staged_as_call(name: str) -> Callable[[Callable], Callable]:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if not _is_staging():
+                if not (fuse_eager and _fuse_eagerly(args, kwargs)):
+                    return fn(*args, **kwargs)
+            elif not stage:
                 return fn(*args, **kwargs)
             try:
                 bound = sig.bind(*args, **kwargs)

@@ -24,6 +24,11 @@ from ..custom_derivatives import custom_jvp
 
 Axis = Any  # int, tuple of ints, or None
 
+# `fuse_eager=True` marks the functions whose large eager calls run faster as one fused kernel than op by op on NumPy
+# (measured by benchmarks/eager_fusion.py). elu, celu, selu, mish, softplus, log_sigmoid and soft_sign stay inline:
+# their fused kernels (expm1, log1p, exp and division evaluated per element) are slower than NumPy's vectorized loops
+# today; re-measure when the compiler's transcendental functions change.
+
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -79,14 +84,14 @@ def relu6(x: Any) -> Any:
 relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, jnp.zeros_like(g)))
 
 
-@staged_as_call("hard_tanh")
+@staged_as_call("hard_tanh", fuse_eager=True)
 def hard_tanh(x: Any) -> Any:
     """-1 below -1, x on [-1, 1], 1 above 1."""
     x = _arr("hard_tanh", x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
-@staged_as_call("hard_sigmoid")
+@staged_as_call("hard_sigmoid", fuse_eager=True)
 def hard_sigmoid(x: Any) -> Any:
     """A piecewise-linear sigmoid, `relu6(x + 3) / 6`: 0 below -3, 1 above 3 and `x / 6 + 1 / 2` in between
     (Howard et al. 2019, "Searching for MobileNetV3"). Elementwise; the result has `x`'s shape and (floating) dtype,
@@ -100,7 +105,7 @@ def hard_sigmoid(x: Any) -> Any:
     return relu6(x + 3.0) / 6.0
 
 
-@staged_as_call("hard_silu")
+@staged_as_call("hard_silu", fuse_eager=True)
 def hard_silu(x: Any) -> Any:
     """x * hard_sigmoid(x) (also called hard swish)."""
     x = _arr("hard_silu", x)
@@ -110,21 +115,21 @@ def hard_silu(x: Any) -> Any:
 hard_swish = hard_silu
 
 
-@staged_as_call("leaky_relu")
+@staged_as_call("leaky_relu", fuse_eager=True)
 def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
     """x for x >= 0, negative_slope * x otherwise."""
     x = _arr("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
-@staged_as_call("sparse_plus")
+@staged_as_call("sparse_plus", fuse_eager=True)
 def sparse_plus(x: Any) -> Any:
     """0 for x <= -1, (x + 1)^2 / 4 on (-1, 1), x for x >= 1."""
     x = _arr("sparse_plus", x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
-@staged_as_call("sparse_sigmoid")
+@staged_as_call("sparse_sigmoid", fuse_eager=True)
 def sparse_sigmoid(x: Any) -> Any:
     """clip((x + 1) / 2, 0, 1)."""
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
@@ -173,7 +178,7 @@ def soft_sign(x: Any) -> Any:
     return x / (jnp.abs(x) + 1)
 
 
-@staged_as_call("silu")
+@staged_as_call("silu", fuse_eager=True)
 def silu(x: Any) -> Any:
     """x * sigmoid(x) (also called swish)."""
     x = _arr("silu", x)
@@ -190,7 +195,7 @@ def mish(x: Any) -> Any:
     return x * jnp.tanh(softplus(x))
 
 
-@staged_as_call("squareplus")
+@staged_as_call("squareplus", fuse_eager=True)
 def squareplus(x: Any, b: Any = 4) -> Any:
     """(x + sqrt(x^2 + b)) / 2."""
     x = _arr("squareplus", x)
@@ -216,6 +221,7 @@ def selu(x: Any) -> Any:
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
+@staged_as_call("gelu", fuse_eager=True, stage=False)
 def gelu(x: Any, approximate: bool = True) -> Any:
     """Gaussian error linear unit.
 
@@ -238,7 +244,7 @@ def tanh(x: Any) -> Any:
     return jnp.tanh(x)
 
 
-@staged_as_call("glu")
+@staged_as_call("glu", fuse_eager=True)
 def glu(x: Any, axis: int = -1) -> Any:
     """Gated linear unit: splits `x` in two halves a, b along `axis` and returns a * sigmoid(b).
 
@@ -257,6 +263,7 @@ def glu(x: Any, axis: int = -1) -> Any:
 # Normalizers
 # --------------------------------------------------------------------------------------------------------------
 
+@staged_as_call("logsumexp", fuse_eager=True, stage=False)
 def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None) -> Any:
     """log(sum(b * exp(a))) along `axis`, computed stably by shifting by the (gradient-free) maximum.
@@ -299,7 +306,7 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False, 
     return out
 
 
-@staged_as_call("logmeanexp")
+@staged_as_call("logmeanexp", fuse_eager=True)
 def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
     """log(mean(exp(x))) along `axis`."""
     x = _inexact("logmeanexp", x)
@@ -309,7 +316,7 @@ def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = Fa
     return lse - jnp.log(count.astype(lse.dtype))
 
 
-@staged_as_call("log_softmax")
+@staged_as_call("log_softmax", fuse_eager=True)
 def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     """x - logsumexp(x) along `axis` (masked entries, if `where` is given, are -inf).
 
@@ -359,6 +366,7 @@ def _softmax_autodiff(x: Any, axis: Axis, where: Any) -> Any:
     return result
 
 
+@staged_as_call("softmax", fuse_eager=True, stage=False)
 def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     """exp(x) / sum(exp(x)) along `axis`, shifted by the maximum for stability (masked entries give 0).
 
@@ -377,7 +385,7 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     return _softmax_autodiff(x, axis, where)
 
 
-@staged_as_call("standardize")
+@staged_as_call("standardize", fuse_eager=True)
 def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None, epsilon: Any = 1e-5,
                 where: Any = None) -> Any:
     """(x - mean) / sqrt(variance + epsilon), with mean and variance computed along `axis` if not given.

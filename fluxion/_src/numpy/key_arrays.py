@@ -343,7 +343,7 @@ def _generate_wrapper(fn: Callable, sig: inspect.Signature, kind: str, probe: tu
     `x == y` (which go through `equal`), so the wrapper is generated from the signature, as `dataclasses` and
     `namedtuple` generate theirs: the test reads the key-valued parameters by name and the call forwards every
     parameter as it was declared."""
-    env = {"_fn": fn, "_key_path": key_path, "_K": PRNGKeyArray, "_KD": KeyDType, "_SEQ": _SEQ,
+    env = {"__name__": __name__, "_fn": fn, "_key_path": key_path, "_K": PRNGKeyArray, "_KD": KeyDType, "_SEQ": _SEQ,
            "_holds_key": _holds_key}
     params, call_pos, call_kw = [], [], []
     star_done = False

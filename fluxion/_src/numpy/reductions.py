@@ -279,6 +279,7 @@ def _count(aval, axes, where):
     return red.reduce_sum(ew.convert_element_type(w, dtypes.default_int_dtype()), axes)
 
 
+@staged_as_call("mean", fuse_eager=True, stage=False)
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
     """Arithmetic mean of `a` over `axis`.
 
@@ -314,7 +315,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
     return ew.div(total, _keepdims(n, aval.shape, axes, keepdims) if keepdims else n)
 
 
-@staged_as_call("_var")
+@staged_as_call("_var", fuse_eager=True)
 def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None, correction=None):
     """Variance of `a` over `axis`: the mean squared deviation, divided by `N - ddof`.
 
@@ -366,7 +367,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     return ew.div(total, _keepdims(n, aval.shape, axes, keepdims) if keepdims else n)
 
 
-@staged_as_call("_std")
+@staged_as_call("_std", fuse_eager=True)
 def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None, correction=None):
     """Standard deviation of `a` over `axis`: the square root of `var` (same arguments).
 

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.special as sp
 
 from ...lax import elementwise as ew
-from . import register_impl
+from . import kernels, register_impl
 from . import special as _special  # erf_inv evaluated as XLA does (bit-exact random.normal)
 
 _ERR = dict(all="ignore")
@@ -340,7 +340,11 @@ def select_bits_supported(dtype) -> bool:
 
 
 def select_bits(pred: np.ndarray, on_false: np.ndarray, on_true: np.ndarray) -> np.ndarray:
-    """`where(pred, on_true, on_false)` for same-shape float arrays, by bitwise selection (exact, branch-free)."""
+    """`where(pred, on_true, on_false)` for same-shape float arrays, by bitwise selection (exact, branch-free): one
+    pass of a compiled kernel once it is ready (kernels.py), else six NumPy passes computing the same bits."""
+    out = kernels.select(pred, on_false, on_true)
+    if out is not None:
+        return out
     it = _INT_OF[on_true.dtype.itemsize]
     mask = np.negative(np.ascontiguousarray(pred).view(np.int8), dtype=np.int8).astype(it)  # 0 or all ones
     t = np.ascontiguousarray(on_true).view(it)
