@@ -31,11 +31,13 @@ def kernels_idle() -> bool:
 def settle(fn: Callable, quick: bool, seconds: float = SETTLE_SECONDS, min_calls: int = 3) -> dict:
     """Calls `fn` until `seconds` have passed, `min_calls` calls were made and fluxion's compiler is idle.
 
-    Two calls more follow the moment the compiler is found idle, since an executable switches to its fused kernels
-    on the call after they are ready. Returns what happened, for the workload's `info`.
+    One call more follows the moment the compiler is found idle, since an executable switches to its fused kernels
+    on the call after they are ready. Returns what happened, for the workload's `info`: `settle_s` when settling
+    took longer than usual (kernels compiling), and `last_call_s`, the duration of the last call.
     """
     t0 = time.perf_counter()
     calls = 0
+    info: dict = {}
     while True:
         fn()
         calls += 1
@@ -45,10 +47,15 @@ def settle(fn: Callable, quick: bool, seconds: float = SETTLE_SECONDS, min_calls
         if calls >= min_calls and elapsed >= seconds and kernels_idle():
             break
         if elapsed > SETTLE_CAP:
-            return {"settle_s": round(elapsed, 1), "settle": "compiler still busy"}
-    for _ in range(2):
-        fn()
-    return {"settle_s": round(time.perf_counter() - t0, 1)} if time.perf_counter() - t0 > 2 * seconds else {}
+            info["settle"] = "compiler still busy"
+            break
+    s = time.perf_counter()
+    fn()
+    e = time.perf_counter()
+    if e - t0 > 2 * seconds:
+        info["settle_s"] = round(e - t0, 1)
+    info["last_call_s"] = e - s
+    return info
 
 
 def timeit(fn: Callable, number: int, repeat: int = REPEAT) -> list[float]:
@@ -73,7 +80,13 @@ def number_for(fn: Callable, target: float) -> int:
 def bench(fn: Callable, quick: bool, target: float = 0.2, repeat: int = REPEAT, min_calls: int = 3) -> dict:
     """Settles `fn`, then returns `{"samples": [...], "info": {...}}` with `repeat` per-call times in seconds."""
     info = settle(fn, quick, min_calls=min_calls)
-    n = 1 if quick else number_for(fn, target)
+    last = info.pop("last_call_s", None)
+    if quick:
+        n = 1
+    elif last is not None and last >= target:  # a slow call: one per sample, no probe call
+        n = 1
+    else:
+        n = number_for(fn, target)
     return {"samples": timeit(fn, n, repeat=2 if quick else repeat), "info": info}
 
 

@@ -82,7 +82,7 @@ def _run_steps(step, state, batch, ready, quick: bool, repeat: int) -> dict:
     def run():
         box[0], loss = step(box[0], *batch)
         ready(loss)
-    out = timing.bench(run, quick, 0.5, repeat=repeat, min_calls=2)
+    out = timing.bench(run, quick, 0.5, repeat=repeat, min_calls=1)
     out["info"].update({"loss@1": round(losses[0], 6), "loss@2": round(losses[1], 6)})
     return out
 
@@ -101,7 +101,7 @@ def _train_state_step(L, model, params, tx, loss_of_logits):
 
 
 def _torch_bench(step, batch, quick: bool, repeat: int) -> dict:
-    return timing.bench(lambda: step(*batch), quick, 0.5, repeat=repeat, min_calls=2)
+    return timing.bench(lambda: step(*batch), quick, 0.5, repeat=repeat, min_calls=1)
 
 
 # --------------------------------------------------------------------------------------------------------------

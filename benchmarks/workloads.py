@@ -649,10 +649,10 @@ SCALING_PEERS = ("fluxion", "jax")
 
 def _step_rows(key: str, title: str, fn: Callable, peers: tuple, slow: bool) -> list:
     """The x1 row of a training step (all peers) and its x4 and x16 batch-scaling rows (fluxion and JAX; slow
-    steps take 3 samples at x16)."""
+    steps take 5 samples at x4 and 3 at x16)."""
     rows = [Workload(key, f"{title}, batch x1", partial(fn, scale=1), peers, "ms", 1e3, scaling=(key, 1))]
     for mult in (4, 16):
-        repeat = 3 if slow and mult == 16 else timing.REPEAT
+        repeat = {4: 5, 16: 3}[mult] if slow else timing.REPEAT
         rows.append(Workload(f"{key}_x{mult}", f"{title}, batch x{mult}", partial(fn, scale=mult, repeat=repeat),
                              SCALING_PEERS, "ms", 1e3, scaling=(key, mult)))
     return rows
