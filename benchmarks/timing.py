@@ -117,8 +117,17 @@ def time_to_steady(fn: Callable, quick: bool, after_idle: float = 1.0, cap: floa
             break
     steady = statistics.median(timeit(fn, 1 if quick else number_for(fn, 0.2), repeat=2 if quick else REPEAT))
     first = next((i for i, d in enumerate(durations) if d <= STEADY_FACTOR * steady), None)
-    reached = ends[first] if first is not None else ends[-1]
     info = {"first_call_s": round(durations[0], 4), "steady_ms": round(steady * 1e3, 4), "calls": len(ends)}
-    if first is None:
-        info["steady"] = f"not reached within the {ends[-1]:.0f} s window (lower bound)"
-    return {"samples": [reached], "info": info}
+    if first is not None:
+        return {"samples": [ends[first]], "info": info}
+    # No single call of the window was that fast (a loaded machine makes single calls noisy): the clock keeps
+    # running through the steady timing above, and further calls are watched until one is.
+    while True:
+        s = time.perf_counter()
+        fn()
+        e = time.perf_counter()
+        if e - s <= STEADY_FACTOR * steady or quick:
+            return {"samples": [e - t0], "info": info}
+        if e - t0 > cap:
+            info["steady"] = f"no call within {STEADY_FACTOR}x of the steady median in {cap:.0f} s (lower bound)"
+            return {"samples": [e - t0], "info": info}
