@@ -141,8 +141,9 @@ def _summarize(key: str, parts: list) -> dict | None:
 
 
 def run_mode(mode: str, keys: list, frameworks: list | None, quick: bool, cache_dir: str, timeout: float,
-             cpu: int, report) -> dict:
-    """Results of one thread mode: key -> framework -> summary (None: not installed)."""
+             cpu: int, report, results: dict) -> dict:
+    """Fills `results` (key -> framework -> summary, None: not installed) with one thread mode's results, calling
+    `report(mode, key, framework, summary, results[key])` after each."""
     env = threads.child_env(mode, os.environ, cpu)
     env["FLUXION_CACHE_DIR"] = cache_dir
     env["JAX_PLATFORMS"] = "cpu"
@@ -151,7 +152,7 @@ def run_mode(mode: str, keys: list, frameworks: list | None, quick: bool, cache_
     def wanted(fw):
         return not frameworks or fw in frameworks or fw.replace("_eager", "") in frameworks
 
-    results: dict = {k: {} for k in keys}
+    results.update({k: {} for k in keys})
     if quick:  # one process per framework, every workload in it
         for fw in dict.fromkeys(fw for k in keys for fw in BY_KEY[k].frameworks):
             if not wanted(fw):
@@ -313,7 +314,7 @@ def main(argv=None) -> None:
     p.add_argument("--frameworks", nargs="*", default=None, help="frameworks to run (default: all)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
     p.add_argument("--markdown", default=None, help="write the README tables to this file")
-    p.add_argument("--json", default=None, help="write all results to this file")
+    p.add_argument("--json", default=None, help="write all results to this file (rewritten after every row)")
     args = p.parse_args(argv)
     unknown = set(args.only or ()) - set(BY_KEY)
     if unknown:
@@ -339,17 +340,27 @@ def main(argv=None) -> None:
     keys = [w.key for w in WORKLOADS if (not args.only or w.key in args.only)
             and not (args.quick and w.scaling and w.scaling[1] != 1)]  # quick: scaling rows repeat the x1 code
     cache_dir = tempfile.mkdtemp(prefix="fluxion-bench-cache-")
-    results = {mode: run_mode(mode, keys, args.frameworks, args.quick, cache_dir, args.timeout, cpu, _print_row)
-               for mode in modes}
+    results: dict = {mode: {} for mode in modes}
+
+    def write_json(runtime=None):
+        if args.json:
+            tmp = args.json + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump({"header": header, "roofline": roof, "versions": vers, "results": results,
+                           "runtime_s": runtime}, f, indent=1)
+            os.replace(tmp, args.json)
+
+    def report(*row):  # prints each result, and keeps the JSON file current so a stopped run keeps its rows
+        _print_row(*row)
+        write_json()
+    for mode in modes:
+        run_mode(mode, keys, args.frameworks, args.quick, cache_dir, args.timeout, cpu, report, results[mode])
     runtime = time.perf_counter() - t_start
     checks = loss_checks(results)
     for mode, key, what, a, b, ok in checks:
         if not ok:
             print(f"LOSS MISMATCH {mode} {key} {what}: fluxion {a}, JAX {b}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"header": header, "roofline": roof, "versions": vers, "results": results,
-                       "runtime_s": runtime}, f, indent=1)
+    write_json(runtime)
     text = report_markdown(results, header, checks, runtime)
     print()
     print(text)
