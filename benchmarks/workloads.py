@@ -2,52 +2,33 @@
 
 Each function takes `quick` (tiny sizes, to keep the runner working in CI) and returns a dict with `samples` (a list
 of measurements in the workload's base unit: seconds per operation, seconds, or bytes) and optionally `info`
-(numbers worth printing, such as the final parameters of a training run). Frameworks: `fluxion`, `jax` (jit),
-`jax_eager`, `torch` (eager), `torch_compile`, `numpy` (hand-written).
+(numbers worth printing, such as the final parameters of a training run). Frameworks: `fluxion`, `fluxion_eager`,
+`jax` (jit), `jax_eager`, `torch` (eager), `torch_compile`, `numpy` (hand-written).
 
-fluxion's steady-state workloads run with `FLUXION_JIT_SYNC_KERNELS=1` (set by the runner), so their warm-up call
-compiles fused kernels before timing, as JAX's and torch.compile's warm-up calls compile theirs.
+Steady-state rows are timed after `timing.settle`: every framework's callable runs for two seconds first, and
+fluxion's until its background kernel compiler is idle, so the numbers are what a user gets once a program has run
+for a moment (not the NumPy path fluxion runs while kernels compile). Training steps live in `training.py`.
 """
 
 from __future__ import annotations
 
-import os
 import time
+from functools import partial
 from typing import Callable
 
 import numpy as np
+
+from . import timing, training
+from .threads import configure_torch
 
 # --------------------------------------------------------------------------------------------------------------
 # Timing helpers
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _timeit(fn: Callable, number: int, repeat: int = 7, warmup: int = 2) -> list[float]:
-    """Per-call seconds of `fn`, `repeat` samples of `number` calls each, after `warmup` calls."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        out.append((time.perf_counter() - t0) / number)
-    return out
-
-
-def _number_for(fn: Callable, target: float = 0.2) -> int:
-    """How many calls of `fn` take about `target` seconds (at least one)."""
-    t0 = time.perf_counter()
-    fn()
-    dt = max(time.perf_counter() - t0, 1e-7)
-    return max(1, int(target / dt))
-
-
-def _bench(fn: Callable, quick: bool, target: float = 0.2, warmup: int = 3) -> dict:
-    for _ in range(warmup):
-        fn()
-    n = 1 if quick else _number_for(fn, target)
-    return {"samples": _timeit(fn, n, repeat=3 if quick else 7, warmup=0)}
+def _bench(fn: Callable, quick: bool, target: float = 0.2) -> dict:
+    """Settles `fn` (see `timing.settle`), then times it: `timing.REPEAT` samples of about `target` seconds."""
+    return timing.bench(fn, quick, target)
 
 
 def _fx():
@@ -65,7 +46,7 @@ def _jax():
 
 def _torch():
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    configure_torch(torch)
     return torch
 
 
@@ -217,6 +198,17 @@ def _standardize_bench(framework: str, quick: bool, jit: bool) -> dict:
     raise KeyError(framework)
 
 
+def standardize_time_to_steady(framework: str, quick: bool) -> dict:
+    """Seconds from the first call of the jitted standardization (cold kernel cache) until a call runs at the
+    steady speed (`timing.time_to_steady`)."""
+    x_np = np.random.default_rng(0).standard_normal((100, 10) if quick else (10000, 100)).astype(np.float32)
+    jax, jnp = _fx() if framework == "fluxion" else _jax()
+    g = jax.jit(lambda x: (x - x.mean(0)) / x.std(0))
+    x = jnp.asarray(x_np)
+    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    return timing.time_to_steady(lambda: ready(g(x)), quick)
+
+
 def standardize_jit(framework: str, quick: bool) -> dict:
     return _standardize_bench(framework, quick, jit=True)
 
@@ -288,7 +280,8 @@ def linreg(framework: str, quick: bool) -> dict:
             return float(params[0]), float(params[1])
     else:
         raise KeyError(framework)
-    w, b = run()  # warm up (compiles)
+    timing.settle(run, quick, min_calls=1)
+    w, b = run()
     samples = []
     for _ in range(1 if quick else 3):
         t0 = time.perf_counter()
@@ -297,179 +290,17 @@ def linreg(framework: str, quick: bool) -> dict:
     return {"samples": samples, "info": {"w": round(w, 4), "b": round(b, 4)}}
 
 
+# 6, 7. MNIST train steps (MLP batch 32 with Adam, CNN batch 128 with SGD momentum): see `training.py`
 # --------------------------------------------------------------------------------------------------------------
-# 6, 7. MNIST train steps (MLP batch 32, CNN batch 128, Adam)
-# --------------------------------------------------------------------------------------------------------------
-
-def _mnist_batch(batch: int):
-    rng = np.random.default_rng(0)
-    x = rng.integers(0, 256, (batch, 28, 28)).astype(np.uint8)
-    labels = rng.integers(0, 10, batch)
-    y = np.eye(10, dtype=np.float32)[labels]
-    return x, y
-
-
-def _flax_models(nn):
-    class MLP(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            x = x.reshape(x.shape[0], -1) / 255.
-            x = nn.relu(nn.Dense(128)(x))
-            x = nn.relu(nn.Dense(128)(x))
-            return nn.Dense(10)(x)
-
-    class CNN(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            x = x.reshape(x.shape[0], 28, 28, 1) / 255.
-            x = nn.relu(nn.Conv(32, (3, 3))(x))
-            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
-            x = nn.relu(nn.Conv(64, (3, 3))(x))
-            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
-            x = x.reshape(x.shape[0], -1)
-            x = nn.relu(nn.Dense(256)(x))
-            return nn.Dense(10)(x)
-    return MLP, CNN
-
-
-def _jaxlike_train_step(framework: str, model_name: str, batch: int):
-    """(step, state, x, y) for fluxion or JAX+Flax+Optax; step(state, x, y) -> (state, loss)."""
-    if framework == "fluxion":
-        import fluxion as jax
-        import fluxion.flax.linen as nn
-        import fluxion.numpy as jnp
-        from fluxion import optax
-        from fluxion.flax.training.train_state import TrainState
-    else:
-        jax, _ = _jax()
-        import flax.linen as nn
-        import jax.numpy as jnp
-        import optax
-        from flax.training.train_state import TrainState
-    MLP, CNN = _flax_models(nn)
-    model = MLP() if model_name == "mlp" else CNN()
-    x, y = _mnist_batch(batch)
-    x, y = jnp.asarray(x), jnp.asarray(y)
-    params = model.init(jax.random.PRNGKey(0), x[:1])
-    state = TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-3))
-
-    @jax.jit
-    def step(state, x, y):
-        def loss_fn(p):
-            logits = state.apply_fn(p, x)
-            return jnp.mean(-jnp.sum(y * jax.nn.log_softmax(logits, axis=-1), axis=-1))
-        loss, grads = jax.value_and_grad(loss_fn)(state.params)
-        return state.apply_gradients(grads=grads), loss
-    return step, state, x, y
-
-
-def _torch_model(torch, model_name):
-    nn = torch.nn
-    if model_name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
-                             nn.Linear(128, 10))
-    return nn.Sequential(nn.Unflatten(1, (1, 28)), nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2),
-                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
-                         nn.Linear(64 * 7 * 7, 256), nn.ReLU(), nn.Linear(256, 10))
-
-
-def _torch_train_step(framework: str, model_name: str, batch: int):
-    torch = _torch()
-    model = _torch_model(torch, model_name)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x_np, y_np = _mnist_batch(batch)
-    x = torch.from_numpy(x_np.astype(np.float32) / 255.0)
-    y = torch.from_numpy(y_np)
-
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = torch.mean(-torch.sum(y * torch.log_softmax(logits, dim=-1), dim=-1))
-        loss.backward()
-        opt.step()
-        return loss
-    return (torch.compile(step) if framework == "torch_compile" else step), x, y
-
-
-class _NumpyMLP:
-    """The MLP with hand-written backward pass and Adam (the NumPy peer)."""
-
-    def __init__(self, batch: int):
-        rng = np.random.default_rng(0)
-        sizes = [(784, 128), (128, 128), (128, 10)]
-        self.params = []
-        for fan_in, fan_out in sizes:
-            self.params += [(rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32),
-                            np.zeros(fan_out, np.float32)]
-        self.m = [np.zeros_like(p) for p in self.params]
-        self.v = [np.zeros_like(p) for p in self.params]
-        self.t = 0
-        x, self.y = _mnist_batch(batch)
-        self.x = x.reshape(batch, -1).astype(np.float32) / 255.0
-
-    def step(self):
-        w1, b1, w2, b2, w3, b3 = self.params
-        x, y = self.x, self.y
-        h1 = np.maximum(x @ w1 + b1, 0)
-        h2 = np.maximum(h1 @ w2 + b2, 0)
-        logits = h2 @ w3 + b3
-        z = logits - logits.max(-1, keepdims=True)
-        logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-        loss = np.mean(-np.sum(y * logp, -1))
-        n = x.shape[0]
-        d = (np.exp(logp) - y) / n
-        g3, gb3 = h2.T @ d, d.sum(0)
-        d2 = (d @ w3.T) * (h2 > 0)
-        g2, gb2 = h1.T @ d2, d2.sum(0)
-        d1 = (d2 @ w2.T) * (h1 > 0)
-        g1, gb1 = x.T @ d1, d1.sum(0)
-        self.t += 1
-        lr, b1_, b2_, eps = 1e-3, 0.9, 0.999, 1e-8
-        for i, g in enumerate((g1, gb1, g2, gb2, g3, gb3)):
-            self.m[i] = b1_ * self.m[i] + (1 - b1_) * g
-            self.v[i] = b2_ * self.v[i] + (1 - b2_) * g * g
-            mh = self.m[i] / (1 - b1_ ** self.t)
-            vh = self.v[i] / (1 - b2_ ** self.t)
-            self.params[i] = self.params[i] - lr * mh / (np.sqrt(vh) + eps)
-        return loss
-
-
-def _mnist_step(framework: str, quick: bool, model_name: str, batch: int) -> dict:
-    if framework == "numpy":
-        if model_name != "mlp":
-            raise ModuleNotFoundError("no hand-written NumPy CNN")  # reported as not available
-        m = _NumpyMLP(batch)
-        return _bench(m.step, quick, 0.5)
-    if framework in ("torch", "torch_compile"):
-        step, x, y = _torch_train_step(framework, model_name, batch)
-        return _bench(lambda: step(x, y), quick, 0.5, warmup=3)
-    step, state, x, y = _jaxlike_train_step(framework, model_name, batch)
-    box = [state]
-    ready = _ready_fx if framework == "fluxion" else _ready_jax
-
-    def run():
-        box[0], loss = step(box[0], x, y)
-        ready(loss)
-    return _bench(run, quick, 0.5, warmup=5)
-
-
-def mnist_mlp_step(framework: str, quick: bool) -> dict:
-    return _mnist_step(framework, quick, "mlp", 32)
-
-
-def mnist_cnn_step(framework: str, quick: bool) -> dict:
-    return _mnist_step(framework, quick, "cnn", 128)
-
 
 def mnist_mlp_first_call(framework: str, quick: bool) -> dict:
     """Seconds from the first call of the jitted MLP train step to its result (trace + compile + run)."""
     if framework in ("torch", "torch_compile"):
-        step, x, y = _torch_train_step(framework, "mlp", 32)
+        step, x, y = training.mnist_torch_step(framework, "mlp", 32)
         t0 = time.perf_counter()
         step(x, y)
         return {"samples": [time.perf_counter() - t0]}
-    step, state, x, y = _jaxlike_train_step(framework, "mlp", 32)
-    ready = _ready_fx if framework == "fluxion" else _ready_jax
+    step, state, x, y, ready = training.mnist_jaxlike_step(framework, "mlp", 32)
     t0 = time.perf_counter()
     _, loss = step(state, x, y)
     ready(loss)
@@ -599,7 +430,7 @@ def _rnn_numpy(w, u, b, xs):
 def rnn_scan_grad(framework: str, quick: bool) -> dict:
     w_np, u_np, b_np, xs_np = _rnn_data(quick)
     if framework == "numpy":
-        return _bench(lambda: _rnn_numpy(w_np, u_np, b_np, xs_np), quick, 0.5, warmup=1)
+        return _bench(lambda: _rnn_numpy(w_np, u_np, b_np, xs_np), quick, 0.5)
     if framework in ("torch", "torch_compile"):
         torch = _torch()
         params = [torch.from_numpy(a).requires_grad_(True) for a in (w_np, u_np, b_np)]
@@ -618,7 +449,7 @@ def rnn_scan_grad(framework: str, quick: bool) -> dict:
         def call():
             loss = fn(*params, xs)
             return torch.autograd.grad(loss, params)
-        return _bench(call, quick, 0.5, warmup=2)
+        return _bench(call, quick, 0.5)
     jax, jnp = _fx() if framework == "fluxion" else _jax()
     lax = jax.lax
 
@@ -707,8 +538,7 @@ def update_chain_memory(framework: str, quick: bool) -> dict:
         def chain():
             return _ready_fx(g(3))
         method = "tracemalloc"
-    out = chain()  # compile and touch every page once
-    del out
+    timing.settle(chain, quick, min_calls=1)  # compile, settle tiered code and touch every page once
     samples = []
     for _ in range(3):
         if method == "tracemalloc":
@@ -732,13 +562,18 @@ def update_chain_memory(framework: str, quick: bool) -> dict:
 # --------------------------------------------------------------------------------------------------------------
 
 class Workload:
-    """One row of the table: how to label it, its unit, and the frameworks that run it."""
+    """One row of the table: its label, unit, the frameworks that run it, and how the runner runs it.
+
+    `processes`: child processes per framework (their samples are pooled); `cold_cache`: each process gets an empty
+    fluxion kernel cache (first-call and time-to-steady rows); `scaling`: (step name, batch multiplier) for the
+    batch-scaling table.
+    """
 
     def __init__(self, key: str, title: str, fn: Callable, frameworks: tuple, unit: str, scale: float,
-                 processes: int = 1, sync_kernels: bool = True, lower_is_better: bool = True):
+                 processes: int = 1, cold_cache: bool = False, scaling: tuple | None = None):
         self.key, self.title, self.fn, self.frameworks = key, title, fn, frameworks
-        self.unit, self.scale, self.processes, self.sync_kernels = unit, scale, processes, sync_kernels
-        self.lower_is_better = lower_is_better
+        self.unit, self.scale, self.processes, self.cold_cache = unit, scale, processes, cold_cache
+        self.scaling = scaling
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -808,6 +643,26 @@ def ppo_update(framework: str, quick: bool) -> dict:
 
 JIT_PEERS = ("fluxion", "jax", "torch", "torch_compile", "numpy")
 EAGER_PEERS = ("fluxion_eager", "jax_eager", "torch", "numpy")
+STEP_PEERS = ("fluxion", "jax", "torch", "torch_compile")
+SCALING_PEERS = ("fluxion", "jax")
+
+
+def _step_rows(key: str, title: str, fn: Callable, peers: tuple, slow: bool) -> list:
+    """The x1 row of a training step (all peers) and its x4 and x16 batch-scaling rows (fluxion and JAX; slow
+    steps take 5 samples at x4 and 3 at x16)."""
+    rows = [Workload(key, f"{title}, batch x1", partial(fn, scale=1), peers, "ms", 1e3, scaling=(key, 1))]
+    for mult in (4, 16):
+        repeat = {4: 5, 16: 3}[mult] if slow else timing.REPEAT
+        rows.append(Workload(f"{key}_x{mult}", f"{title}, batch x{mult}", partial(fn, scale=mult, repeat=repeat),
+                             SCALING_PEERS, "ms", 1e3, scaling=(key, mult)))
+    return rows
+
+
+def _mnist(model_name: str, batch: int):
+    def fn(framework, quick, scale=1, repeat=timing.REPEAT):
+        return training.mnist_step(framework, quick, model_name, batch * scale, repeat)
+    return fn
+
 
 WORKLOADS = [
     Workload("eager_add", "1. eager `x + y`, 1,000 float32", eager_add, ("fluxion", "jax", "torch", "numpy"),
@@ -819,11 +674,18 @@ WORKLOADS = [
              "ms", 1e3),
     Workload("standardize_eager", "4. `(X - X.mean(0)) / X.std(0)`, 10000x100, eager", standardize_eager,
              EAGER_PEERS, "ms", 1e3),
+    Workload("standardize_steady", "4. standardize, jit: time to steady state (cold cache)",
+             standardize_time_to_steady, ("fluxion", "jax"), "s", 1.0, processes=2, cold_cache=True),
     Workload("linreg", "5. linear regression, N=1e6, 1,000 jitted steps", linreg, JIT_PEERS, "s", 1.0),
-    Workload("mnist_mlp", "6. MNIST MLP train step, batch 32, Adam", mnist_mlp_step, JIT_PEERS, "ms", 1e3),
+    *_step_rows("mnist_mlp", "6. MNIST MLP train step (batch 32, Adam)", _mnist("mlp", 32), JIT_PEERS, False),
+    Workload("mnist_mlp_1024", "6. MNIST MLP train step, batch 1024, Adam", _mnist("mlp", 1024), JIT_PEERS,
+             "ms", 1e3),
     Workload("mnist_mlp_first_call", "6. MNIST MLP step, first call (trace + compile)", mnist_mlp_first_call,
-             ("fluxion", "jax", "torch_compile"), "s", 1.0, processes=3, sync_kernels=False),
-    Workload("mnist_cnn", "7. MNIST CNN train step, batch 128, Adam", mnist_cnn_step, JIT_PEERS, "ms", 1e3),
+             ("fluxion", "jax", "torch_compile"), "s", 1.0, processes=3, cold_cache=True),
+    Workload("mnist_mlp_steady", "6. MNIST MLP step: time to steady state (cold cache)",
+             training.mlp_time_to_steady, ("fluxion", "jax"), "s", 1.0, processes=2, cold_cache=True),
+    *_step_rows("mnist_cnn", "7. MNIST CNN train step (batch 128, SGD momentum)", _mnist("cnn", 128), STEP_PEERS,
+                True),
     Workload("one_hot", "8. `vmap`ed one-hot, 60,000 labels", one_hot, JIT_PEERS, "ms", 1e3),
     Workload("eager_grad", "9. eager `grad` call, 100 float32", eager_grad, ("fluxion", "jax", "torch"), "us", 1e6),
     Workload("third_derivative", "9. eager third derivative", eager_third_derivative, ("fluxion", "jax", "torch"),
@@ -834,6 +696,12 @@ WORKLOADS = [
              update_chain_memory, ("fluxion", "jax", "torch", "torch_compile", "numpy"), "MB", 1e-6),
     Workload("ppo_update", "13. PPO update (16 jitted minibatch steps), the CartPole example's program",
              ppo_update, ("fluxion", "jax"), "ms", 1e3),
+    Workload("lstm_grad", "14. LSTM `value_and_grad` through `scan` (hidden 128, 100 steps, batch 16, input 32)",
+             training.lstm_grad, STEP_PEERS, "ms", 1e3),
+    *_step_rows("transformer", "15. transformer block train step (batch 32 x 128 tokens, width 256, AdamW)",
+                training.transformer_step, STEP_PEERS, True),
+    *_step_rows("resnet", "16. ResNet-style basic blocks train step (batch 16, 3x32x32, 32 channels, SGD momentum)",
+                training.resnet_step, STEP_PEERS, True),
 ]
 
 BY_KEY = {w.key: w for w in WORKLOADS}
@@ -842,3 +710,19 @@ BY_KEY = {w.key: w for w in WORKLOADS}
 def run_in_this_process(key: str, framework: str, quick: bool) -> dict:
     """Entry point of a child process: runs one (workload, framework)."""
     return BY_KEY[key].fn(framework, quick)
+
+
+def run_many(keys: list, framework: str, quick: bool) -> dict:
+    """Entry point of a child process that runs several workloads (the quick run): key -> result, or
+    {"missing": why} when a library is not installed, or {"error": message} when the workload raised."""
+    out = {}
+    for key in keys:
+        t0 = time.perf_counter()
+        try:
+            out[key] = run_in_this_process(key, framework, quick)
+            out[key]["wall_s"] = round(time.perf_counter() - t0, 2)
+        except ModuleNotFoundError as e:
+            out[key] = {"missing": str(e)}
+        except Exception as e:  # noqa: BLE001 -- reported in the table, the other workloads still run
+            out[key] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    return out
