@@ -89,7 +89,12 @@ class ArrayOps:
     @property
     def imag(self): return jnp.imag(self)
 
-    def astype(self, dtype, copy=False, device=None): return jnp.astype(self, dtype)
+    def astype(self, dtype, copy=False, device=None): return jnp.astype(self, dtype, copy=copy, device=device)
+
+    # The Array API's placement attribute and method (JAX's names and behaviour).
+    @property
+    def device(self): return jnp._device_of(self)
+    def to_device(self, device, *, stream=None): return jnp._to_device(self, device, stream)
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int) and shape[0] is not None:
             shape = shape[0]

@@ -1003,6 +1003,9 @@ def round(a, decimals: int = 0, out=None):  # noqa: A001
     check_out(out, "round")
     a = asarray_arg(a, "round")
     dt = core.get_aval(a).dtype
+    if dtypes.issubdtype(dt, np.complexfloating):
+        # As JAX: the real and imaginary parts are rounded separately.
+        return ew.complex(round(ew.real(a), decimals), round(ew.imag(a), decimals))
     if not dtypes.is_inexact(dt):
         if decimals >= 0:
             return a
