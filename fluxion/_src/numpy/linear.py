@@ -191,7 +191,9 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
         x1 = ew.conj(x1)
     from .reductions import sum as _sum
     from .ufuncs import multiply
-    return _sum(multiply(x1, x2), axis=axis)
+    prod = multiply(x1, x2)
+    # The result keeps the promoted input dtype (as JAX; a plain sum would widen small integers).
+    return _sum(prod, axis=axis, dtype=core.get_aval(prod).dtype)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):

@@ -1,0 +1,152 @@
+"""Python Array API (2024.12) behaviour of `fluxion.numpy`, each record checked against real `jax.numpy`.
+
+These are the regular CI checks for what the data-apis array-api-tests suite exercises (that suite itself runs in
+`test_array_api_suite.py` only when a checkout of it is present): scalar types as dtype objects, the `device=`
+arguments and attributes, and results the suite compares against JAX's.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import fluxion
+import fluxion.numpy as fnp
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+def _check_same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scalar types are dtype objects: `==` with anything never raises (the suite keys tables by dtype and compares
+# dtypes with dicts, strings and None).
+# ---------------------------------------------------------------------------------------------------------------
+
+_OTHERS = [lambda m: {}, lambda m: {"a": 1}, lambda m: "float32", lambda m: "int8", lambda m: None, lambda m: 1.0,
+           lambda m: [1], lambda m: object, lambda m: np.float32, lambda m: np.dtype("float32"), lambda m: np.int8,
+           lambda m: np.dtype("int8"), lambda m: m.float32, lambda m: m.int8, lambda m: m.bfloat16,
+           lambda m: np.dtype(m.bfloat16)]
+
+
+@pytest.mark.parametrize("name", ["float32", "int8", "bool_", "bfloat16", "complex64", "uint16"])
+@pytest.mark.parametrize("other", range(len(_OTHERS)))
+def test_scalar_type_equality_matches_jax(name, other):
+    def compare(m):
+        t, o = getattr(m, name), _OTHERS[other](m)
+        return (t == o, o == t, t != o, o != t)
+    assert compare(fnp) == compare(jnp)
+
+
+def test_scalar_types_key_equality_mappings():
+    # The suite's EqualityMapping looks dtypes up by `==` over a list of (dtype, value) pairs.
+    pairs = [(fnp.int8, "int8"), (fnp.float32, "float32"), (fnp.bool_, "bool")]
+    assert [v for k, v in pairs if k == fnp.asarray([1.0]).dtype] == ["float32"]
+    assert all(not (k == {}) for k, _ in pairs) and len({fnp.float32, fnp.float32}) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# device= on the creation functions (keyword-only, as in JAX), astype and from_dlpack; Array.device/to_device.
+# ---------------------------------------------------------------------------------------------------------------
+
+_CREATION = {
+    "zeros": lambda m, **kw: m.zeros((2, 3), **kw),
+    "ones": lambda m, **kw: m.ones(4, m.int8, **kw),
+    "empty": lambda m, **kw: m.zeros_like(m.empty((2,), **kw)),  # empty's values are unspecified
+    "full": lambda m, **kw: m.full((2,), 7, **kw),
+    "zeros_like": lambda m, **kw: m.zeros_like(m.arange(3), **kw),
+    "ones_like": lambda m, **kw: m.ones_like(m.arange(3.0), dtype=m.int16, **kw),
+    "empty_like": lambda m, **kw: m.empty_like(m.arange(3), **kw).shape,
+    "full_like": lambda m, **kw: m.full_like(m.arange(3), 2.5, **kw),
+    "arange": lambda m, **kw: m.arange(1, 7, 2, **kw),
+    "linspace": lambda m, **kw: m.linspace(0.0, 1.0, 5, **kw),
+    "eye": lambda m, **kw: m.eye(3, 4, k=1, **kw),
+    "asarray": lambda m, **kw: m.asarray([1, 2], dtype=m.float32, **kw),
+    "astype": lambda m, **kw: m.astype(m.arange(3), m.float32, **kw),
+    "from_dlpack": lambda m, **kw: m.from_dlpack(np.arange(3, dtype=np.int32), **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CREATION))
+def test_device_argument(name):
+    make = _CREATION[name]
+    want = make(jnp, device=jax.devices()[0])
+    got = make(fnp, device=fluxion.devices()[0])
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    _check_same(got, want)
+    assert got.device == fluxion.devices()[0]
+    _check_same(make(fnp, device=None), want)
+    # Traced: the placement is recorded, the values are the same.
+    _check_same(fluxion.jit(lambda: make(fnp, device=fluxion.devices()[0]))(), want)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                                  "full_like", "arange", "linspace", "eye", "asarray", "astype", "from_dlpack"])
+def test_device_is_keyword_only_as_in_jax(name):
+    ours = inspect.signature(getattr(fnp, name)).parameters["device"]
+    theirs = inspect.signature(getattr(jnp, name)).parameters["device"]
+    assert (ours.kind, ours.default) == (theirs.kind, theirs.default)
+
+
+def test_device_rejects_non_devices():
+    with pytest.raises(ValueError, match="device must be None, a fluxion Device or a Sharding; got 'cpu'"):
+        fnp.zeros(2, device="cpu")
+    with pytest.raises(ValueError, match="stream must be None"):
+        fnp.ones(2).to_device(fluxion.devices()[0], stream=1)
+
+
+def test_array_device_and_to_device():
+    x, xj = fnp.arange(3.0), jnp.arange(3.0)
+    assert str(x.device) == str(xj.device) == "cpu:0"
+    moved = x.to_device(fluxion.devices()[0])
+    _check_same(moved, xj.to_device(jax.devices()[0]))
+    assert moved.device == fluxion.devices()[0]
+    assert x.to_device(None) is x
+    # Tracers have no device, in JAX too.
+    with pytest.raises(AttributeError):
+        jax.jit(lambda t: t.device)(xj)
+    with pytest.raises(AttributeError, match="has no attribute device"):
+        fluxion.jit(lambda t: t.device)(x)
+
+
+def test_from_dlpack_copy():
+    src = np.arange(4.0)
+    _check_same(fnp.from_dlpack(src, copy=True), jnp.from_dlpack(src, copy=True))
+    with pytest.raises(ValueError, match="copy=False is not supported"):
+        fnp.from_dlpack(src, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Results the suite compares: round of complex numbers, searchsorted's index dtype (also with x64).
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("decimals", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_round_complex(decimals, dtype):
+    x = np.array([1.25 + 2.55j, -0.5 - 1.5j, 2.5 + 0.5j, 15.0 - 25.0j], dtype)
+    want = jnp.round(x, decimals)
+    _check_same(fnp.round(x, decimals), want)
+    _check_same(fluxion.jit(lambda v: fnp.round(v, decimals))(x), want)
+    _check_same(fnp.asarray(x).round(decimals), want)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_index_dtype(x64, side):
+    a, v = np.array([1.0, 2.0, 2.0, 5.0]), np.array([[2.0, 0.0], [6.0, 2.0]])
+    with fluxion.enable_x64(x64), jax.enable_x64(x64):
+        want = jnp.searchsorted(a, v, side=side)
+        _check_same(fnp.searchsorted(a, v, side=side), want)
+        _check_same(fluxion.jit(lambda p, q: fnp.searchsorted(p, q, side=side))(a, v), want)
+        _check_same(fnp.searchsorted(a[::-1], v, side=side, sorter=np.arange(4)[::-1]),
+                    jnp.searchsorted(a[::-1], v, side=side, sorter=np.arange(4)[::-1]))
+        _check_same(fnp.searchsorted(a, np.zeros((0,))), jnp.searchsorted(a, np.zeros((0,))))
