@@ -150,3 +150,45 @@ def test_searchsorted_index_dtype(x64, side):
         _check_same(fnp.searchsorted(a[::-1], v, side=side, sorter=np.arange(4)[::-1]),
                     jnp.searchsorted(a[::-1], v, side=side, sorter=np.arange(4)[::-1]))
         _check_same(fnp.searchsorted(a, np.zeros((0,))), jnp.searchsorted(a, np.zeros((0,))))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reductions and linear algebra the suite checks by dtype and value (records run on both libraries).
+# ---------------------------------------------------------------------------------------------------------------
+
+_WHERE = np.array([[True, False, True], [True, False, False]])
+_RECORDS = {
+    "var_empty_correction": lambda m: m.var(np.zeros(0), correction=1),
+    "std_single_ddof": lambda m: m.std(np.ones(1, np.float32), ddof=1),
+    "var_axis_ddof_too_big": lambda m: m.var(np.ones((2, 3)), axis=1, ddof=3, keepdims=True),
+    "std_axis_partly_nan": lambda m: m.std(np.arange(6.0).reshape(2, 3), axis=0, ddof=1, where=_WHERE),
+    "var_ok": lambda m: m.var(np.arange(6.0).reshape(2, 3), axis=1, correction=0.5),
+    "vecdot_int8": lambda m: m.vecdot(np.ones((2, 3), np.int8), np.full((3,), 3, np.int8)),
+    "vecdot_uint16_int8": lambda m: m.vecdot(np.ones((2, 3), np.uint16), np.full((3,), 3, np.int8)),
+    "vecdot_complex": lambda m: m.vecdot(np.array([1 + 2j, 3j], np.complex64), np.array([2 - 1j, 1], np.complex64)),
+    "pinv_complex64": lambda m: m.linalg.pinv(np.array([[1 + 1j, 2], [3j, 4 - 1j], [0, 1]], np.complex64)),
+    "pinv_complex_batched": lambda m: m.linalg.pinv(
+        np.array([[[1 + 1j, 2], [3j, 4 - 1j]], [[2, 1j], [0, 1]]], np.complex64), rtol=1e-3),
+    "pinv_real": lambda m: m.linalg.pinv(np.array([[1.0, 2], [3, 4], [5, 6]], np.float32)),
+    "vector_norm_ord0_complex": lambda m: m.linalg.vector_norm(np.array([[1j, 0], [2, 3]], np.complex64), ord=0),
+    "vector_norm_ord0_axis": lambda m: m.linalg.vector_norm(np.array([[1j, 0], [2, 0]], np.complex64), ord=0,
+                                                            axis=1, keepdims=True),
+    "vector_norm_ord0_real": lambda m: m.linalg.vector_norm(np.array([1.0, 0, 2], np.float32), ord=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RECORDS))
+def test_records_match_jax(name):
+    record = _RECORDS[name]
+    want = record(jnp)
+    _check_same(record(fnp), want)
+    _check_same(fluxion.jit(lambda: record(fnp))(), want)
+
+
+def test_pinv_complex_is_a_pseudo_inverse_and_differentiable():
+    a = np.array([[1 + 1j, 2], [3j, 4 - 1j], [0, 1]], np.complex64)
+    p = np.asarray(fnp.linalg.pinv(a))
+    np.testing.assert_allclose(a @ p @ a, a, atol=1e-5)
+    g = fluxion.grad(lambda x: fnp.sum(fnp.linalg.pinv(x)))(np.array([[2.0, 1.0], [0.5, 3.0]], np.float32))
+    gj = jax.grad(lambda x: jnp.sum(jnp.linalg.pinv(x)))(np.array([[2.0, 1.0], [0.5, 3.0]], np.float32))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(gj), rtol=1e-5, atol=1e-6)
