@@ -122,7 +122,12 @@ class ArrayOps:
     def sort(self, axis=-1): return jnp.sort(self, axis)
     def argsort(self, axis=-1): return jnp.argsort(self, axis)
     def nonzero(self, size=None, fill_value=None): return jnp.nonzero(self, size=size, fill_value=fill_value)
-    def __array_namespace__(self, api_version=None): return jnp
+    def __array_namespace__(self, *, api_version=None):
+        # As JAX: only the implemented standard version (or None) is accepted.
+        if api_version is not None and api_version != jnp.__array_api_version__:
+            raise ValueError(f"api_version={api_version!r} is not available; available versions are: "
+                             f"[{jnp.__array_api_version__!r}]")
+        return jnp
 
     # -- reductions ----------------------------------------------------------------------------------------------
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):

@@ -192,3 +192,34 @@ def test_pinv_complex_is_a_pseudo_inverse_and_differentiable():
     g = fluxion.grad(lambda x: fnp.sum(fnp.linalg.pinv(x)))(np.array([[2.0, 1.0], [0.5, 3.0]], np.float32))
     gj = jax.grad(lambda x: jnp.sum(jnp.linalg.pinv(x)))(np.array([[2.0, 1.0], [0.5, 3.0]], np.float32))
     np.testing.assert_allclose(np.asarray(g), np.asarray(gj), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Errors: the same exception class as jax.numpy (the suite checks some of them with pytest.raises).
+# ---------------------------------------------------------------------------------------------------------------
+
+_ERRORS = {
+    "matmul_contracting_mismatch": (TypeError, lambda m: m.matmul(m.ones((2, 3)), m.ones((2, 3)))),
+    "eye_negative": (ValueError, lambda m: m.eye(-1)),
+    "eye_negative_columns": (ValueError, lambda m: m.eye(2, -3)),
+    "result_type_nothing": (ValueError, lambda m: m.result_type()),
+    "namespace_old_version": (ValueError, lambda m: m.ones(2).__array_namespace__(api_version="2023.12")),
+    "namespace_unknown_version": (ValueError, lambda m: m.ones(2).__array_namespace__(api_version="2019.12")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ERRORS))
+def test_errors_match_jax(name):
+    error, call = _ERRORS[name]
+    with pytest.raises(error):
+        call(jnp)
+    with pytest.raises(error):
+        call(fnp)
+
+
+def test_array_namespace_versions():
+    x = fnp.ones(2)
+    assert x.__array_namespace__() is fnp and x.__array_namespace__(api_version="2024.12") is fnp
+    params = inspect.signature(type(x).__array_namespace__).parameters
+    assert params["api_version"].kind == inspect.Parameter.KEYWORD_ONLY
+    assert fnp.eye(0, 2).shape == jnp.eye(0, 2).shape == (0, 2)

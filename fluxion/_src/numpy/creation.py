@@ -474,6 +474,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     """
     M = N if M is None else M
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
+    if int(N) < 0 or int(M) < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got N={N} and M={M}")
     rows = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 0)
     cols = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 1)
     mask = ew.eq(ew.add(rows, Array(np.asarray(int(k), np.int32), True)), cols)

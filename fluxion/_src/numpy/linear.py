@@ -116,7 +116,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = st.reshape(b, bshape + (1,))
     ashape, bshape = core.get_aval(a).shape, core.get_aval(b).shape
     if ashape[-1] != bshape[-2]:
-        raise ValueError(f"matmul: contracting dimensions differ: shapes {ashape} and {bshape} "
+        raise TypeError(f"matmul: contracting dimensions differ: shapes {ashape} and {bshape} "
                          f"({ashape[-1]} != {bshape[-2]})")
     batch = broadcast_shapes(ashape[:-2], bshape[:-2])
     nb = len(batch)
