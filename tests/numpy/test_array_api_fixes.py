@@ -223,3 +223,30 @@ def test_array_namespace_versions():
     params = inspect.signature(type(x).__array_namespace__).parameters
     assert params["api_version"].kind == inspect.Parameter.KEYWORD_ONLY
     assert fnp.eye(0, 2).shape == jnp.eye(0, 2).shape == (0, 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Complex special values (the suite's special-case tables): log2/log10 of 0, inf and nan parts, expm1 on the real
+# axis, compared over a grid of special components.
+# ---------------------------------------------------------------------------------------------------------------
+
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan]
+_GRID = np.array([complex(a, b) for a in _SPECIAL for b in _SPECIAL])
+
+
+def _same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        same = (np.isnan(g) & np.isnan(w)) | ((g == w) & (np.signbit(g) == np.signbit(w))) | np.isclose(g, w)
+        assert same.all(), (_GRID[~same], g[~same], w[~same])
+
+
+@pytest.mark.parametrize("name", ["log2", "log10", "expm1"])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_special_values(name, dtype):
+    with fluxion.enable_x64(), jax.enable_x64():
+        x = _GRID.astype(dtype)
+        want = getattr(jnp, name)(x)
+        _same_bits(getattr(fnp, name)(x), want)
+        _same_bits(fluxion.jit(getattr(fnp, name))(x), want)
