@@ -250,3 +250,27 @@ def test_complex_special_values(name, dtype):
         want = getattr(jnp, name)(x)
         _same_bits(getattr(fnp, name)(x), want)
         _same_bits(fluxion.jit(getattr(fnp, name))(x), want)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Indexing with an empty result: no gather is formed (JAX's path), so size-0 axes can be indexed by arrays.
+# ---------------------------------------------------------------------------------------------------------------
+
+_EMPTY_INDEXING = {
+    "ellipsis_array_newaxis": ((2, 0, 0), lambda m: (Ellipsis, m.asarray([0]), None)),
+    "newaxes_then_array": ((0, 0, 2), lambda m: (None, None, m.asarray([0, 0, 0]))),
+    "empty_index_array": ((3, 2), lambda m: (m.asarray([], dtype=m.int32),)),
+    "array_into_nonempty_axis": ((3, 0), lambda m: (m.asarray([1, 2]),)),
+    "slice_and_array": ((2, 3, 0), lambda m: (Ellipsis, slice(None, 2, -1), m.asarray([-3]))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EMPTY_INDEXING))
+def test_empty_result_indexing(name):
+    shape, index = _EMPTY_INDEXING[name]
+    x = np.zeros(shape, np.float32)
+    want = jnp.asarray(x)[index(jnp)]
+    _check_same(fnp.asarray(x)[index(fnp)], want)
+    _check_same(fluxion.jit(lambda v: v[index(fnp)])(x), want)
+    grad = fluxion.grad(lambda v: fnp.sum(v[index(fnp)]))(x)
+    _check_same(grad, jax.grad(lambda v: jnp.sum(v[index(jnp)]))(x))
