@@ -274,3 +274,12 @@ def test_empty_result_indexing(name):
     _check_same(fluxion.jit(lambda v: v[index(fnp)])(x), want)
     grad = fluxion.grad(lambda v: fnp.sum(v[index(fnp)]))(x)
     _check_same(grad, jax.grad(lambda v: jnp.sum(v[index(jnp)]))(x))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_astype_complex_to_bool(dtype):
+    x = np.array([0j, 1j, 1 + 0j, complex(0, -0.0), complex(np.nan, 0)], dtype)
+    want = jnp.astype(x, jnp.bool_)
+    _check_same(fnp.astype(x, fnp.bool_), want)
+    _check_same(fnp.asarray(x).astype(bool), want)
+    _check_same(fluxion.jit(lambda v: fnp.astype(v, bool))(x), want)

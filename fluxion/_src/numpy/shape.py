@@ -1129,6 +1129,9 @@ def astype(x, dtype, *, copy: bool = False, device=None):
     Array([False,  True], dtype=bool)
     """
     x = asarray_arg(x, "astype")
+    if dtypes.is_complex(core.get_aval(x).dtype) and dtypes.canonicalize_dtype(dtype) == np.bool_:
+        # As JAX: a complex number is True when either part is non-zero (a plain conversion reads the real part).
+        x = ew.ne(x, Array(np.zeros((), core.get_aval(x).dtype), True))
     return place(ew.convert_element_type(x, dtype), device)
 
 
