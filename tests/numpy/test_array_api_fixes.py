@@ -283,3 +283,14 @@ def test_astype_complex_to_bool(dtype):
     _check_same(fnp.astype(x, fnp.bool_), want)
     _check_same(fnp.asarray(x).astype(bool), want)
     _check_same(fluxion.jit(lambda v: fnp.astype(v, bool))(x), want)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_sort_descending_orders_ties_as_jax(axis):
+    x = np.array([[3.0, np.nan, -0.0, 0.0], [-np.inf, 0.0, 1.0, -0.0]])
+    want = jnp.sort(x, axis=axis, descending=True)
+    got = fnp.sort(x, axis=axis, descending=True)
+    _check_same(got, want)
+    assert (np.signbit(np.asarray(got)) == np.signbit(np.asarray(want))).all()
+    jitted = fluxion.jit(lambda v: fnp.sort(v, axis=axis, descending=True))(x)
+    assert (np.signbit(np.asarray(jitted)) == np.signbit(np.asarray(want))).all()

@@ -58,7 +58,8 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     if core.get_aval(a).ndim == 0:
         return a
     if descending:
-        return st.rev(lsort.sort(st.rev(a, (axis,)), dimension=axis), (axis,))
+        # As JAX: the ascending sort reversed (equal values, such as 0.0 and -0.0, come out in reversed order).
+        return st.rev(lsort.sort(a, dimension=axis), (axis,))
     return lsort.sort(a, dimension=axis)
 
 
