@@ -89,7 +89,12 @@ class ArrayOps:
     @property
     def imag(self): return jnp.imag(self)
 
-    def astype(self, dtype, copy=False, device=None): return jnp.astype(self, dtype)
+    def astype(self, dtype, copy=False, device=None): return jnp.astype(self, dtype, copy=copy, device=device)
+
+    # The Array API's placement attribute and method (JAX's names and behaviour).
+    @property
+    def device(self): return jnp._device_of(self)
+    def to_device(self, device, *, stream=None): return jnp._to_device(self, device, stream)
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int) and shape[0] is not None:
             shape = shape[0]
@@ -117,7 +122,12 @@ class ArrayOps:
     def sort(self, axis=-1): return jnp.sort(self, axis)
     def argsort(self, axis=-1): return jnp.argsort(self, axis)
     def nonzero(self, size=None, fill_value=None): return jnp.nonzero(self, size=size, fill_value=fill_value)
-    def __array_namespace__(self, api_version=None): return jnp
+    def __array_namespace__(self, *, api_version=None):
+        # As JAX: only the implemented standard version (or None) is accepted.
+        if api_version is not None and api_version != jnp.__array_api_version__:
+            raise ValueError(f"api_version={api_version!r} is not available; available versions are: "
+                             f"[{jnp.__array_api_version__!r}]")
+        return jnp
 
     # -- reductions ----------------------------------------------------------------------------------------------
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):

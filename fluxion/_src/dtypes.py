@@ -240,6 +240,8 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
 
     Dtype arguments are canonicalized first (so uint64 counts as uint32 with x64 off), as in JAX.
     """
+    if not args:
+        raise ValueError("result_type: at least one array or dtype is required")
     pairs = []
     for a in args:
         if a is builtins.int or a is builtins.float or a is builtins.complex:

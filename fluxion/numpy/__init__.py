@@ -29,6 +29,7 @@ from .._src.numpy.reductions import (all as all, amax as amax, amin as amin, any
                                      nancumprod as nancumprod, nancumsum as nancumsum, nanmax as nanmax,
                                      nanmean as nanmean, nanmin as nanmin, nansum as nansum,
                                      prod as prod, ptp as ptp, std as std, sum as sum, var as var)
+from .._src.numpy.device_args import device_of as _device_of, to_device as _to_device  # noqa: F401
 from .._src.numpy.scalar_types import (bfloat16 as bfloat16, bool_ as bool_, cdouble as cdouble,
                                        complex128 as complex128, complex64 as complex64, complex_ as complex_,
                                        csingle as csingle, double as double, float16 as float16,

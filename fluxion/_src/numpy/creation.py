@@ -11,6 +11,7 @@ from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
+from .device_args import accepts_device, place
 
 
 def _shape_tuple(shape: Any, name: str = "shape") -> tuple:
@@ -96,13 +97,14 @@ def _infer_list_dtype(obj) -> np.dtype:
     return dt
 
 
-def asarray(a: Any, dtype=None, order=None, copy=None) -> Any:
+def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None) -> Any:
     """`a` as a fluxion Array; Arrays and tracers already of the requested dtype are returned unchanged.
 
     Args:
         a: an array-like (Array, tracer, NumPy array, scalar, nested lists/tuples).
         dtype: the requested dtype (canonicalized: 64-bit types become 32-bit without x64).
         order, copy: accepted for NumPy compatibility and ignored.
+        device: None, or a Device/Sharding to place the result on (as `device_put`).
 
     Returns:
         An Array (or the tracer itself). Python scalars give weakly typed arrays, as in JAX.
@@ -115,11 +117,14 @@ def asarray(a: Any, dtype=None, order=None, copy=None) -> Any:
     >>> jnp.asarray(3)
     Array(3, dtype=int32, weak_type=True)
     """
+    if device is not None:
+        return place(asarray(a, dtype, order, copy=copy), device)
     if isinstance(a, (Array, Tracer)) and (dtype is None or core.get_aval(a).dtype == dtypes.canonicalize_dtype(dtype)):
         return a
     return array(a, dtype=dtype)
 
 
+@accepts_device
 def zeros(shape, dtype=None) -> Array:
     """An array of zeros.
 
@@ -142,6 +147,7 @@ def zeros(shape, dtype=None) -> Array:
     return _filled(shape, 0, dtype)
 
 
+@accepts_device
 def ones(shape, dtype=None) -> Array:
     """An array of ones.
 
@@ -163,6 +169,7 @@ def ones(shape, dtype=None) -> Array:
     return _filled(shape, 1, dtype)
 
 
+@accepts_device
 def empty(shape, dtype=None) -> Array:
     """An array of `shape`; it holds zeros (arrays are immutable, so there is no uninitialized memory to expose).
 
@@ -188,6 +195,7 @@ def _filled(shape, value, dtype):
     return Array(np.full(shape, value, dtype=dt))
 
 
+@accepts_device
 def full(shape, fill_value, dtype=None) -> Any:
     """An array of `shape` filled with `fill_value`.
 
@@ -236,6 +244,7 @@ def _filled_like(value, a, dtype, shape):
         shp, value, dt)
 
 
+@accepts_device
 def zeros_like(a, dtype=None, shape=None) -> Any:
     """Zeros with the shape and dtype of `a`.
 
@@ -254,6 +263,7 @@ def zeros_like(a, dtype=None, shape=None) -> Any:
     return _filled_like(0, a, dtype, shape)
 
 
+@accepts_device
 def ones_like(a, dtype=None, shape=None) -> Any:
     """Ones with the shape and dtype of `a`.
 
@@ -272,6 +282,7 @@ def ones_like(a, dtype=None, shape=None) -> Any:
     return _filled_like(1, a, dtype, shape)
 
 
+@accepts_device
 def empty_like(a, dtype=None, shape=None) -> Any:
     """An array of the shape and dtype of `a`, holding zeros (same as `zeros_like`: immutable arrays have no
     uninitialized memory).
@@ -291,6 +302,7 @@ def empty_like(a, dtype=None, shape=None) -> Any:
     return zeros_like(a, dtype, shape)
 
 
+@accepts_device
 def full_like(a, fill_value, dtype=None, shape=None) -> Any:
     """An array of the shape and dtype of `a` filled with `fill_value`.
 
@@ -322,6 +334,7 @@ def _concrete_scalar(x, name):
     return x
 
 
+@accepts_device
 def arange(start, stop=None, step=None, dtype=None) -> Array:
     """Evenly spaced values in the half-open interval [start, stop) with the given step.
 
@@ -360,6 +373,7 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
     return Array(raw.astype(dt))
 
 
+@accepts_device
 @staged_as_call("_linspace")
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
     """`num` evenly spaced samples from `start` to `stop` (included unless `endpoint=False`).
@@ -440,6 +454,7 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10
     return power(Array(np.asarray(base, core.get_aval(lin).dtype), True), lin)
 
 
+@accepts_device
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     """A 2-d array with ones on the `k`-th diagonal and zeros elsewhere.
 
@@ -459,6 +474,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     """
     M = N if M is None else M
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.default_float_dtype()
+    if int(N) < 0 or int(M) < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got N={N} and M={M}")
     rows = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 0)
     cols = st.broadcasted_iota(dtypes.int32, (int(N), int(M)), 1)
     mask = ew.eq(ew.add(rows, Array(np.asarray(int(k), np.int32), True)), cols)
@@ -551,11 +568,14 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0) -> Array:
     return array(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
 
 
-def from_dlpack(x) -> Array:
+def from_dlpack(x, /, *, device=None, copy=None) -> Array:
     """An array from an object supporting the DLPack protocol (e.g. a NumPy array); the data is copied.
 
     Args:
         x: an object with `__dlpack__` and `__dlpack_device__`.
+        device: None, or a Device/Sharding to place the result on (as `device_put`).
+        copy: None or True. Differs from JAX: fluxion never aliases a foreign buffer, so copy=False raises
+          ValueError (JAX raises the same class when it cannot alias).
 
     Returns:
         An array (canonicalized dtype).
@@ -565,7 +585,10 @@ def from_dlpack(x) -> Array:
     >>> jnp.from_dlpack(np.arange(3, dtype=np.int32))
     Array([0, 1, 2], dtype=int32)
     """
-    return array(np.from_dlpack(x))
+    if copy is False:
+        raise ValueError("from_dlpack: copy=False is not supported: fluxion always copies the source buffer "
+                         "(use copy=None or copy=True)")
+    return place(array(np.from_dlpack(x)), device)
 
 
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:

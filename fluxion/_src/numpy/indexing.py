@@ -315,6 +315,10 @@ def _rewriting_take(x, idx, *, mode=None, fill_value=None, indices_are_sorted=Fa
 
     y = _apply_static(x, entries, int_mode="array")
     plan = _advanced_plan(core.get_aval(y).shape, shape, entries)
+    if 0 in plan.final_shape[0]:
+        # An empty result needs no gather (as JAX); the gather could not even be formed when an indexed axis
+        # of the operand has size 0 (e.g. zeros((2, 0))[:, [0]] or zeros((0, 0, 2))[None, None, [0, 0]]).
+        return st.full(plan.final_shape[0], 0, core.get_aval(x).dtype)
     out = lind.gather(y, plan.indices, plan.dnums, plan.slice_sizes, mode=mode, fill_value=fill_value,
                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
     return _finish_new_axes(out, plan.final_shape)

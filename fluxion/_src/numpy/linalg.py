@@ -192,10 +192,12 @@ def pinv(a, rtol=None):
     s_inv = ew.select_n(ew.gt(s, cutoff), st.full(core.get_aval(s).shape, 0, core.get_aval(s).dtype),
                         ew.div(core.Array(np.ones((), core.get_aval(s).dtype), True), s))
     from .linear import matmul
-    vs = ew.mul(ll._T(vh), st.broadcast_in_dim(s_inv, core.get_aval(ll._T(vh)).shape,
-                                               tuple(range(core.get_aval(s_inv).ndim - 1)) +
-                                               (core.get_aval(s_inv).ndim,)))
-    return matmul(vs, ll._T(u))
+    # pinv(a) = V diag(1/s) U^H: conjugate transposes, and the real 1/s cast to a's (possibly complex) dtype.
+    v = ll._H(vh)
+    s_inv = ew.convert_element_type(s_inv, core.get_aval(v).dtype)
+    vs = ew.mul(v, st.broadcast_in_dim(s_inv, core.get_aval(v).shape,
+                                       tuple(range(core.get_aval(s_inv).ndim - 1)) + (core.get_aval(s_inv).ndim,)))
+    return matmul(vs, ll._H(u))
 
 
 def matrix_power(a, n: int):
@@ -268,8 +270,11 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
         if ord == -np.inf:
             return _min(_abs(x), axis=axes, keepdims=keepdims)
         if ord == 0:
-            return _sum(ew.convert_element_type(ew.ne(x, core.Array(np.zeros((), core.get_aval(x).dtype), True)),
-                                                core.get_aval(x).dtype), axis=axes, keepdims=keepdims)
+            # The count of non-zeros, in the real dtype of |x| (float32 for complex64), as JAX.
+            dt = core.get_aval(x).dtype
+            real_dt = dtypes.finfo(dt).dtype if dtypes.is_complex(dt) else dt
+            return _sum(ew.convert_element_type(ew.ne(x, core.Array(np.zeros((), dt), True)), real_dt), axis=axes,
+                        keepdims=keepdims)
         if ord == 1:
             return _sum(_abs(x), axis=axes, keepdims=keepdims)
         p = float(ord)

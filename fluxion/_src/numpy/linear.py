@@ -116,7 +116,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = st.reshape(b, bshape + (1,))
     ashape, bshape = core.get_aval(a).shape, core.get_aval(b).shape
     if ashape[-1] != bshape[-2]:
-        raise ValueError(f"matmul: contracting dimensions differ: shapes {ashape} and {bshape} "
+        raise TypeError(f"matmul: contracting dimensions differ: shapes {ashape} and {bshape} "
                          f"({ashape[-1]} != {bshape[-2]})")
     batch = broadcast_shapes(ashape[:-2], bshape[:-2])
     nb = len(batch)
@@ -191,7 +191,9 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
         x1 = ew.conj(x1)
     from .reductions import sum as _sum
     from .ufuncs import multiply
-    return _sum(multiply(x1, x2), axis=axis)
+    prod = multiply(x1, x2)
+    # The result keeps the promoted input dtype (as JAX; a plain sum would widen small integers).
+    return _sum(prod, axis=axis, dtype=core.get_aval(prod).dtype)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):

@@ -361,10 +361,16 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     total = sum(sq, axis=axes, keepdims=keepdims, where=where)
     n = _count(aval, axes, where)
     rdt = core.get_aval(total).dtype
+    # As JAX: nan wherever the normalizer N - ddof is not positive (not total / 0 or a sign-flipped total).
     if isinstance(n, int):
-        return ew.div(total, Array(np.asarray(n - ddof, rdt), True))
+        if n - ddof > 0:
+            return ew.div(total, Array(np.asarray(n - ddof, rdt), True))
+        return st.full(core.get_aval(total).shape, np.nan, rdt)
     n = ew.sub(ew.convert_element_type(n, rdt), Array(np.asarray(ddof, rdt), True))
-    return ew.div(total, _keepdims(n, aval.shape, axes, keepdims) if keepdims else n)
+    n = _keepdims(n, aval.shape, axes, keepdims) if keepdims else n
+    ratio = ew.div(total, n)
+    return ew.select_n(ew.gt(n, Array(np.asarray(0, rdt), True)), st.full(core.get_aval(ratio).shape, np.nan, rdt),
+                       ratio)
 
 
 @staged_as_call("_std", fuse_eager=True)

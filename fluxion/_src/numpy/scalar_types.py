@@ -9,13 +9,20 @@ from .. import dtypes
 
 class _ScalarMeta(type):
     def __eq__(cls, other):
-        try:
-            return np.dtype(cls.dtype) == np.dtype(other)
-        except TypeError:
-            return False
+        # As JAX's scalar types: equal to itself, to the NumPy scalar type and to a dtype object of the same
+        # kind; anything else (strings, dicts, None, other objects) compares unequal without being converted
+        # by np.dtype, which raises for many of them (the Array API test suite compares dtypes with dicts).
+        if other is cls:
+            return True
+        if isinstance(other, _ScalarMeta):
+            return cls.dtype == other.dtype
+        if isinstance(other, np.dtype) or (isinstance(other, type) and issubclass(other, np.generic)):
+            return cls.dtype == np.dtype(other)
+        return NotImplemented
 
     def __ne__(cls, other):
-        return not cls.__eq__(other)
+        eq = type(cls).__eq__(cls, other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(cls):
         return hash(cls.dtype)

@@ -10,6 +10,7 @@ from .. import core, dtypes
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
+from .device_args import place
 from .util import check_out, asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axes, canonicalize_axis, \
     promote_dtypes
 
@@ -1116,7 +1117,7 @@ def astype(x, dtype, *, copy: bool = False, device=None):
         x: array-like.
         dtype: the target dtype; 64-bit dtypes are canonicalized to 32-bit ones without x64, as in JAX.
         copy: accepted and ignored (a new immutable array is returned either way).
-        device: accepted and ignored (everything runs on the CPU).
+        device: None, or a Device/Sharding to place the result on (as `device_put`).
 
     Returns:
         An array of `x`'s shape in `dtype`.
@@ -1128,7 +1129,10 @@ def astype(x, dtype, *, copy: bool = False, device=None):
     Array([False,  True], dtype=bool)
     """
     x = asarray_arg(x, "astype")
-    return ew.convert_element_type(x, dtype)
+    if dtypes.is_complex(core.get_aval(x).dtype) and dtypes.canonicalize_dtype(dtype) == np.bool_:
+        # As JAX: a complex number is True when either part is non-zero (a plain conversion reads the real part).
+        x = ew.ne(x, Array(np.zeros((), core.get_aval(x).dtype), True))
+    return place(ew.convert_element_type(x, dtype), device)
 
 
 def _bitcast_view(x, dtype):

@@ -58,7 +58,8 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     if core.get_aval(a).ndim == 0:
         return a
     if descending:
-        return st.rev(lsort.sort(st.rev(a, (axis,)), dimension=axis), (axis,))
+        # As JAX: the ascending sort reversed (equal values, such as 0.0 and -0.0, come out in reversed order).
+        return st.rev(lsort.sort(a, dimension=axis), (axis,))
     return lsort.sort(a, dimension=axis)
 
 
@@ -138,22 +139,24 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     if sorter is not None:
         a = take(a, sorter, mode="clip")
     a, v = promote_dtypes(a, v)
-    idt = dtypes.default_int_dtype()
     v_shape = core.get_aval(v).shape
     n, m = core.get_aval(a).shape[0], int(np.prod(v_shape, dtype=np.int64))
+    # As JAX: int32 indices whenever `a`'s length fits (also with x64 on); the internal positions run to n + m.
+    idt = dtypes.canonicalize_dtype(np.int64) if n > np.iinfo(np.int32).max else np.dtype(np.int32)
+    wide = dtypes.canonicalize_dtype(np.int64) if n + m > np.iinfo(np.int32).max else idt
     if m == 0 or n == 0:
         return st.full(v_shape, 0, idt)
     keys = st.concatenate([a, st.reshape(v, (m,))], 0)
     a_flag, v_flag = (1, 0) if side == "left" else (0, 1)
     flags = st.concatenate([st.full((n,), a_flag, np.int8), st.full((m,), v_flag, np.int8)], 0)
-    _, _, perm = lsort.sort([keys, flags, st.iota(idt, n + m)], dimension=0, num_keys=2)
-    is_a = ew.lt(perm, np.array(n, idt))
-    a_before = cum.cumsum(ew.convert_element_type(is_a, idt), 0)
+    _, _, perm = lsort.sort([keys, flags, st.iota(wide, n + m)], dimension=0, num_keys=2)
+    is_a = ew.lt(perm, np.array(n, wide))
+    a_before = cum.cumsum(ew.convert_element_type(is_a, wide), 0)
     # Scatter each v's count back to v's position; a-entries go to slot m, which is dropped.
-    target = ew.select_n(is_a, ew.sub(perm, np.array(n, idt)), st.full((n + m,), m, idt))
-    out = lind.scatter(st.full((m,), 0, idt), st.reshape(target, (n + m, 1)), a_before, _FLAT_DNUMS,
+    target = ew.select_n(is_a, ew.sub(perm, np.array(n, wide)), st.full((n + m,), m, wide))
+    out = lind.scatter(st.full((m,), 0, wide), st.reshape(target, (n + m, 1)), a_before, _FLAT_DNUMS,
                        mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)
-    return st.reshape(out, v_shape)
+    return st.reshape(ew.convert_element_type(out, idt) if wide != idt else out, v_shape)
 
 
 def digitize(x, bins, right: bool = False, *, method: str | None = None):

@@ -484,7 +484,14 @@ def expm1(x, /):
     >>> jnp.expm1(jnp.array([0.0, 1e-10]))
     Array([0.e+00, 1.e-10], dtype=float32)
     """
-    return _unary(ew.expm1_p, "expm1", x)
+    out = _unary(ew.expm1_p, "expm1", x)
+    if dtypes.is_complex(core.get_aval(out).dtype):
+        # expm1(a + bj) has imaginary part exp(a) sin(b): exactly b when b is a (signed) zero, also for a = inf
+        # or nan (JAX and the C99 special cases give inf + 0j, nan + 0j; exp(inf) * 0 would give nan).
+        b = ew.imag(asarray_arg(x, "expm1"))
+        zero = Array(np.asarray(0, core.get_aval(b).dtype), True)
+        out = ew.select_n(ew.eq(b, zero), out, ew.complex(ew.real(out), b))
+    return out
 def log(x, /):
     """The natural logarithm, elementwise.
 
@@ -763,6 +770,16 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 conj = conjugate
 
 
+def _div_by_real_constant(x, c: float):
+    """`x / c` for a real constant `c`; complex `x` part by part, so log(0) = -inf + 0j stays -inf + 0j (a complex
+    division by c + 0j would make the imaginary part nan)."""
+    dt = core.get_aval(x).dtype
+    if dtypes.is_complex(dt):
+        c_arr = Array(np.asarray(c, dtypes.finfo(dt).dtype), True)
+        return ew.complex(ew.div(ew.real(x), c_arr), ew.div(ew.imag(x), c_arr))
+    return ew.div(x, Array(np.asarray(c, dt), True))
+
+
 def log2(x, /):
     """The base-2 logarithm, elementwise (computed as `log(x) / log(2)`).
 
@@ -778,7 +795,7 @@ def log2(x, /):
     Array([0., 3.], dtype=float32)
     """
     x = _unary(ew.log_p, "log2", x)
-    return ew.div(x, Array(np.asarray(np.log(2), core.get_aval(x).dtype), True))
+    return _div_by_real_constant(x, np.log(2))
 
 
 def log10(x, /):
@@ -796,7 +813,7 @@ def log10(x, /):
     Array([0., 2.], dtype=float32)
     """
     x = _unary(ew.log_p, "log10", x)
-    return ew.div(x, Array(np.asarray(np.log(10), core.get_aval(x).dtype), True))
+    return _div_by_real_constant(x, np.log(10))
 
 
 def absolute(x, /):
@@ -1003,6 +1020,9 @@ def round(a, decimals: int = 0, out=None):  # noqa: A001
     check_out(out, "round")
     a = asarray_arg(a, "round")
     dt = core.get_aval(a).dtype
+    if dtypes.issubdtype(dt, np.complexfloating):
+        # As JAX: the real and imaginary parts are rounded separately.
+        return ew.complex(round(ew.real(a), decimals), round(ew.imag(a), decimals))
     if not dtypes.is_inexact(dt):
         if decimals >= 0:
             return a
