@@ -163,11 +163,13 @@ def test_the_whole_step_function_waits_until_the_program_has_run_long_enough(rng
     # Without sync kernels the fused tier comes first; the whole-step function is compiled only once the program has
     # spent `fluxion_jit_whole_step_after` seconds in its calls (a short run never pays for it).
     x = rng.standard_normal((64, 64)).astype(np.float32)
-    closed = closed_of(lambda x: jnp.tanh(x @ x) * 2.0 + 1.0, x)
+    # A constant no other test uses: the program's whole-step function must not be on disk from an earlier test.
+    c = float(np.random.default_rng().integers(2, 2 ** 20))
+    closed = closed_of(lambda x: jnp.tanh(x @ x) * 2.0 + c, x)
     with config.override("fluxion_jit_whole_step", True), config.override("fluxion_jit_sync_kernels", False), \
             config.override("fluxion_jit_whole_step_after", 0.2):
         exe = compiler.compile_closed(closed, fuse=True)
-        want = np.tanh(x @ x) * 2.0 + 1.0
+        want = np.tanh(x @ x) * 2.0 + np.float32(c)
         np.testing.assert_allclose(np.asarray(exe(x)[0]), want, rtol=1e-5, atol=1e-5)
         assert compiler.wait_for_kernels(600)
         assert exe.tier == 1, "the whole-step function was built before the program was hot"
