@@ -287,7 +287,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
                 if needs:
                     _fused_tier_soon(exe, program, key, sync, name, t0)
                 job = _whole_step_job(exe, program, key, False)
-                after = float(config.fluxion_jit_whole_step_after)
+                after = 0.0 if whole_step else float(config.fluxion_jit_whole_step_after)  # asked for: at once
                 if after <= 0:
                     fusion.runtime.submit(job, fusion.runtime.LATER_TIER if needs else fusion.runtime.FIRST_TIER)
                 else:
