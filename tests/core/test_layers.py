@@ -40,7 +40,7 @@ LAYERS = [
     ("fluxion._src.api", 5), ("fluxion._src.api_util", 5), ("fluxion._src.jit", 5), ("fluxion._src.jit_trace", 5),
     ("fluxion._src.stages", 5), ("fluxion._src.pmap", 5), ("fluxion._src.custom_derivatives", 5),
     ("fluxion._src.placement", 5), ("fluxion._src.refs", 5), ("fluxion._src.shard_map", 5),
-    ("fluxion._src.grad_cache", 5), ("fluxion._src.pure_functions", 5),
+    ("fluxion._src.grad_cache", 5), ("fluxion._src.pure_functions", 5), ("fluxion._src.jit_flatten", 5),
     ("fluxion._src.numpy", 6), ("fluxion._src.nn", 6), ("fluxion._src.random", 6), ("fluxion._src.lax_reference", 6),
     ("fluxion._src.test_util", 6), ("fluxion._src.scipy", 6), ("fluxion._src", 6),
     ("fluxion", 6),  # the public modules (`fluxion.numpy`, ...); the package root itself is layer 7
