@@ -16,6 +16,17 @@ from fluxion.tree_util import tree_leaves
 SMALL = ["--train-limit", "3200", "--test-limit", "1000", "--no-progress"]
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One thread for compiled code in the bitwise comparisons below: OpenBLAS's float32 products differ in the last
+    bits between one and two threads, and by default the thread count is chosen per call from the machine's load, so
+    two runs on a busy machine can differ in the last bits (a known reproducibility gap, recorded in the performance
+    issue's notes). These tests check seeding and checkpoint resumption, so they fix the thread count."""
+    from fluxion import config
+    with config.override("fluxion_num_threads", 1):
+        yield
+
+
 def _leaves(state):
     return [np.asarray(x) for x in tree_leaves(state.params)]
 
