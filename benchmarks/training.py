@@ -14,6 +14,7 @@ of timing samples (fewer for the slow large-batch rows).
 from __future__ import annotations
 
 import types
+from typing import Callable
 
 import numpy as np
 
@@ -100,6 +101,32 @@ def _train_state_step(L, model, params, tx, loss_of_logits):
     return step, state
 
 
+def _torch_train_step(framework: str, opt, loss_fn: Callable):
+    """A PyTorch training step `step(*batch) -> loss` (backward, then `opt.step()`), compiled for torch.compile."""
+    def step(*batch):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(*batch)
+        loss.backward()
+        opt.step()
+        return loss
+    if framework == "torch":
+        return step
+    import torch
+    return torch.compile(step)
+
+
+def _sized_step(framework: str, quick: bool, scale: int, repeat: int, sizes: Callable, torch_step: Callable,
+                jaxlike_step: Callable) -> dict:
+    """Times a training step whose sizes come from `sizes(quick)`, with the batch multiplied by `scale`."""
+    s = sizes(quick)
+    s["batch"] *= scale
+    if framework in ("torch", "torch_compile"):
+        step, batch = torch_step(framework, s)
+        return _torch_bench(step, batch, quick, repeat)
+    step, state, batch, ready = jaxlike_step(framework, s)
+    return _run_steps(step, state, batch, ready, quick, repeat)
+
+
 def _torch_bench(step, batch, quick: bool, repeat: int) -> dict:
     return timing.bench(lambda: step(*batch), quick, 0.5, repeat=repeat, min_calls=1)
 
@@ -179,14 +206,9 @@ def mnist_torch_step(framework: str, model_name: str, batch: int):
     x = torch.from_numpy(x_np.astype(np.float32) / 255.0)
     y = torch.from_numpy(y_np)
 
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = torch.mean(-torch.sum(y * torch.log_softmax(logits, dim=-1), dim=-1))
-        loss.backward()
-        opt.step()
-        return loss
-    return (torch.compile(step) if framework == "torch_compile" else step), x, y
+    def loss_fn(x, y):
+        return torch.mean(-torch.sum(y * torch.log_softmax(model(x), dim=-1), dim=-1))
+    return _torch_train_step(framework, opt, loss_fn), x, y
 
 
 class NumpyMLP:
@@ -314,24 +336,15 @@ def transformer_torch_step(framework: str, s: dict):
     tokens = torch.from_numpy(transformer_tokens(s["batch"], s["seq"], s["vocab"]).astype(np.int64))
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
 
-    def step(inputs, targets):
-        opt.zero_grad(set_to_none=True)
+    def loss_fn(inputs, targets):
         logits = model(inputs)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, s["vocab"]), targets.reshape(-1))
-        loss.backward()
-        opt.step()
-        return loss
-    return (torch.compile(step) if framework == "torch_compile" else step), (inputs, targets)
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, s["vocab"]), targets.reshape(-1))
+    return _torch_train_step(framework, opt, loss_fn), (inputs, targets)
 
 
 def transformer_step(framework: str, quick: bool, scale: int = 1, repeat: int = timing.REPEAT) -> dict:
-    s = transformer_sizes(quick)
-    s["batch"] *= scale
-    if framework in ("torch", "torch_compile"):
-        step, batch = transformer_torch_step(framework, s)
-        return _torch_bench(step, batch, quick, repeat)
-    step, state, batch, ready = transformer_jaxlike_step(framework, s)
-    return _run_steps(step, state, batch, ready, quick, repeat)
+    return _sized_step(framework, quick, scale, repeat, transformer_sizes, transformer_torch_step,
+                       transformer_jaxlike_step)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -419,23 +432,13 @@ def resnet_torch_step(framework: str, s: dict):
     x = torch.from_numpy(np.ascontiguousarray(x_np.transpose(0, 3, 1, 2)))
     labels = torch.from_numpy(labels_np.astype(np.int64))
 
-    def step(x, labels):
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        return loss
-    return (torch.compile(step) if framework == "torch_compile" else step), (x, labels)
+    def loss_fn(x, labels):
+        return torch.nn.functional.cross_entropy(model(x), labels)
+    return _torch_train_step(framework, opt, loss_fn), (x, labels)
 
 
 def resnet_step(framework: str, quick: bool, scale: int = 1, repeat: int = timing.REPEAT) -> dict:
-    s = resnet_sizes(quick)
-    s["batch"] *= scale
-    if framework in ("torch", "torch_compile"):
-        step, batch = resnet_torch_step(framework, s)
-        return _torch_bench(step, batch, quick, repeat)
-    step, state, batch, ready = resnet_jaxlike_step(framework, s)
-    return _run_steps(step, state, batch, ready, quick, repeat)
+    return _sized_step(framework, quick, scale, repeat, resnet_sizes, resnet_torch_step, resnet_jaxlike_step)
 
 
 # --------------------------------------------------------------------------------------------------------------
