@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 import fluxion
 from fluxion._src import core
 from fluxion._src.backends.eager import eval_jaxpr_raw, raw_const
 from fluxion._src.backends.compiler import ir
+from fluxion._src.backends.compiler.fusion import runtime
 
 
 def closed_of(fun, *args):
@@ -40,3 +43,22 @@ def assert_same_values(a: list, b: list, exact: bool = True) -> None:
             np.testing.assert_array_equal(x, y)
         else:
             np.testing.assert_allclose(x, y, rtol=2e-6, atol=1e-6)
+
+
+class BlockedWorker:
+    """Holds fluxion's background compiler thread on a job until `finish`, so that jobs submitted meanwhile stay
+    queued (tests of what runs before the background tier arrives, and of job order)."""
+
+    def __init__(self):
+        self.started = threading.Event()
+        self.release = threading.Event()
+        runtime.submit(self._job)
+        assert self.started.wait(30)
+
+    def _job(self):
+        self.started.set()
+        self.release.wait(30)
+
+    def finish(self, timeout: float = 120):
+        self.release.set()
+        assert runtime.wait_for_kernels(timeout)

@@ -7,9 +7,10 @@ Each test points the kernel cache at its own directory, so a load is a Numba com
 
 from __future__ import annotations
 
+import sys
+import os
 import gc
 import linecache
-import threading
 import weakref
 
 import numpy as np
@@ -21,6 +22,9 @@ from fluxion import lax
 from fluxion._src.backends import compiler
 from fluxion._src.backends.compiler import fusion, passes
 from fluxion._src.backends.compiler.fusion import cachedir, kernel, runtime
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
+from compiler_helpers import BlockedWorker  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (compiler.enabled() and fusion.available()),
                                 reason="needs the jit compiler and Numba")
@@ -221,31 +225,13 @@ def test_a_kept_executable_survives_clear_caches(rng):
     np.testing.assert_array_equal(np.asarray(kept(x)), want)
 
 
-class _BlockedWorker:
-    """Holds the background compiler thread on a job until released, so that jobs submitted meanwhile stay queued."""
-
-    def __init__(self):
-        self.started = threading.Event()
-        self.release = threading.Event()
-        runtime.submit(self._job)
-        assert self.started.wait(30)
-
-    def _job(self):
-        self.started.set()
-        self.release.wait(30)
-
-    def finish(self):
-        self.release.set()
-        assert runtime.wait_for_kernels(60)
-
-
 @pytest.mark.usefixtures("fresh", "without_fusion_check")
 @pytest.mark.parametrize("clear", ["clear_caches", "function_clear_cache"])
 def test_queued_background_compiles_of_cleared_programs_are_dropped(rng, clear):
     x = rng.standard_normal((600, 300)).astype(np.float32)
     f = fluxion.jit(lambda x: jnp.sum(jnp.exp(x * 2.875) + 0.5, axis=1))
     with config.override("fluxion_jit_sync_kernels", False):
-        worker = _BlockedWorker()
+        worker = BlockedWorker()
         try:
             loads = _kernel_loads()
             want = np.asarray(f(x))  # the NumPy tier; its fused tier is queued behind the blocked job
@@ -255,7 +241,7 @@ def test_queued_background_compiles_of_cleared_programs_are_dropped(rng, clear):
                 f.clear_cache()
                 gc.collect()
         finally:
-            worker.finish()
+            worker.finish(60)
     assert _kernel_loads() == loads, "a compilation queued for a cleared program ran"
     np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5)
 

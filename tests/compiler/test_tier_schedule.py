@@ -6,7 +6,8 @@ Every test uses a private kernel cache of its own, so each kernel it needs is co
 
 from __future__ import annotations
 
-import threading
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -17,6 +18,9 @@ from fluxion._src.backends import compiler
 from fluxion._src.backends.compiler import disk_cache, fusion, threads
 from fluxion._src.backends.compiler.fusion import cachedir, runtime
 from fluxion._src.config import THREAD_LIMIT_VARIABLES
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
+from compiler_helpers import BlockedWorker  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(not (compiler.enabled() and fusion.available()),
                                  reason="needs the jit compiler and Numba"),
@@ -58,28 +62,10 @@ def _executable(f):
     return compiled.executable
 
 
-class _BlockedWorker:
-    """Holds the background compiler thread on a job until released, so jobs submitted meanwhile stay queued."""
-
-    def __init__(self):
-        self.started = threading.Event()
-        self.release = threading.Event()
-        runtime.submit(self._job)
-        assert self.started.wait(30)
-
-    def _job(self):
-        self.started.set()
-        self.release.wait(30)
-
-    def finish(self):
-        self.release.set()
-        assert runtime.wait_for_kernels(120)
-
-
 def _run_watched(f, x):
     """Calls `f(x)` with the background compiler held, and returns its executable and the kernel layouts of every
     tier it switches to (a list of lists of `parallel` flags) once the compiler is released."""
-    worker = _BlockedWorker()
+    worker = BlockedWorker()
     try:
         np.testing.assert_allclose(np.asarray(f(x)), _selu_numpy(x), rtol=1e-5, atol=1e-6)
         exe = _executable(f)
@@ -187,7 +173,7 @@ def _executable_optimized(x):
 
 def test_first_tiers_run_before_threaded_variants_and_in_submission_order():
     order: list = []
-    worker = _BlockedWorker()
+    worker = BlockedWorker()
     try:
         runtime.submit(lambda: order.append("later a"), runtime.LATER_TIER)
         runtime.submit(lambda: order.append("first a"))
