@@ -7,10 +7,10 @@ Each test points the kernel cache at its own directory, so a load is a Numba com
 
 from __future__ import annotations
 
-import sys
-import os
 import gc
 import linecache
+import os
+import sys
 import weakref
 
 import numpy as np
