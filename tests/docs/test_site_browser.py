@@ -181,8 +181,9 @@ def _open(browser, base: str, path: str, shot: str):
     response = page.goto(f"{base}/{path}", wait_until="load")
     assert response is not None and response.ok, f"{path}: {response and response.status}"
     # Not "networkidle": on the 1.2 MB API page that state sometimes never arrives although no request of the page
-    # is pending (about one run in two, here and in CI; the browser's own favicon request is the likely holder). The load event already covers the page's stylesheets,
-    # scripts and images; wait for the images explicitly in case any was added by a script after it.
+    # is pending (about one run in two, here and in CI; the browser's own favicon request is the likely holder).
+    # The load event already covers the page's stylesheets, scripts and images; wait for the images explicitly in
+    # case a script added any after it.
     page.wait_for_function("Array.from(document.images).every(i => i.complete)")
     broken_images = page.evaluate(
         "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
