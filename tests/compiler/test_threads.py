@@ -112,32 +112,35 @@ def test_standard_variables_cap_the_decision_and_the_fixed_count(monkeypatch, va
     assert threads.current() == 1
 
 
-# Runs a jitted matmul (BLAS) and a jitted parallel kernel with the thread count fixed at 2, and prints the thread
-# counts OpenBLAS and Numba have while each call runs (read right after the generated code's `threads.enter`).
+# Runs a large jitted matmul (BLAS) and a jitted parallel kernel with the thread count fixed at 2, and prints the
+# thread counts OpenBLAS has during the product (read right after the generated code's `threads.blas_for`) and Numba
+# has during the kernel (right after `threads.enter`).
 _PROBE = textwrap.dedent("""
     import numpy as np
     import fluxion, fluxion.numpy as jnp
     from fluxion._src.backends.compiler import blas, threads
     from fluxion._src.backends.compiler.fusion import runtime
 
-    seen = {}
-    real_enter = threads.enter
-    def probe():
+    seen = {"blas": [], "numba": []}
+    real_enter, real_blas_for = threads.enter, threads.blas_for
+    def probe_enter():
         previous = real_enter()
         numba = runtime.loaded_numba()
-        seen.setdefault("blas", []).append(blas.get_threads())
-        seen.setdefault("numba", []).append(numba.get_num_threads() if numba is not None else None)
+        if numba is not None:
+            seen["numba"].append(numba.get_num_threads())
         return previous
-    threads.enter = probe
+    def probe_blas_for(parallel):
+        real_blas_for(parallel)
+        seen["blas"].append(blas.get_threads())
+    threads.enter, threads.blas_for = probe_enter, probe_blas_for
     fluxion.config.update("fluxion_num_threads", 2)
     fluxion.config.update("fluxion_parallel_min_work", 0)
     fluxion.config.update("fluxion_jit_sync_kernels", True)
-    a = np.ones((64, 64), np.float32)
+    a = np.ones((256, 256), np.float32)   # 2**24 multiply-adds: above threads.BLAS_MIN_WORK
     fluxion.jit(lambda a, b: a @ b)(a, a)
-    matmul = dict(seen); seen.clear()
     x = np.ones(1 << 16, np.float32)
     fluxion.jit(lambda x: jnp.tanh(x) * 2.0 + 1.0)(x)
-    print({"matmul": matmul["blas"], "kernel": seen["numba"]})
+    print({"matmul": seen["blas"], "kernel": seen["numba"]})
 """)
 
 

@@ -26,6 +26,8 @@ import time
 import weakref
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ...config import config
 from ...core import ClosedJaxpr
 from . import codegen, disk_cache, passes
@@ -203,12 +205,16 @@ def _fused_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = N
 
 
 def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | None = None,
-                     fused_fallback: bool = False) -> None:
+                     fused_fallback: bool = False, forced: bool = False) -> None:
     """Compiles (or loads) `program` as one native function and switches `exe` to it. Programs the lowering does
-    not support, or that fail to compile, keep their current tier -- or get the fused tier now with
-    `fused_fallback`."""
+    not support, that fail to compile, or whose threaded kernels would be faster (`threads_beat_whole_step`, unless
+    `forced`), keep their current tier -- or get the fused tier now with `fused_fallback`."""
     from . import wholestep
     from .fusion import runtime
+    if not forced and threads_beat_whole_step(program):
+        if fused_fallback:
+            _fused_fallback(exe, program, cache_key)
+        return
     try:
         spec = wholestep.build(program)
     except wholestep.Unsupported:
@@ -227,6 +233,37 @@ def _whole_step_tier(exe: Executable, program: ClosedJaxpr, cache_key: str | Non
     exe.upgrade(fn, exe.module, [*exe.kernels, spec], tier=2)
     if cache_key is not None:
         disk_cache.store(cache_key, exe)
+
+
+# What the whole-step tier saves per node of the fused tier's code (a NumPy call or kernel call it no longer makes
+# from Python: "a microsecond or more" each, see `wholestep`; taken high, so that the whole-step tier is kept when in
+# doubt), and what a serial fused kernel spends per element-operation (3.2e-11 s: `x * 2 + 1` over 128K float32
+# took 8.5 us, see `fusion`; the selu of 1e6 float32, 7 operations, 0.35 ms serial).
+WHOLE_STEP_NODE_SECONDS = 2e-6
+KERNEL_ELEMENT_OP_SECONDS = 3e-11
+
+
+def threads_beat_whole_step(program: ClosedJaxpr) -> bool:
+    """Whether the fused tier's multi-threaded kernels would save more time per call than the whole-step tier,
+    which is serial, would (so the program keeps its fused tier).
+
+    The whole-step function saves the Python dispatch of every node; threads save the fraction (1 - 1/n) of the
+    work of the kernels that use them, on n = `threads.ceiling()` cores. Only programs without BLAS have threaded
+    kernels (see `fusion.Planner`), and only where threads can run (`fusion.parallel_possible`), so in practice
+    this keeps the fused tier for a few large elementwise or reduction kernels (a selu over 1e6 elements: the
+    whole-step tier ran it on one core while the other stayed idle) and the whole-step tier for programs of many
+    small operations (a training step)."""
+    from . import fusion, threads
+    if not fusion.parallel_possible():
+        return False
+    planner = fusion.Planner(load=False, allow_parallel=True)
+    pairs, _ = planner.specs(program)
+    work = sum(int(np.prod(g.domain, dtype=np.int64)) * len(g.members) for g, spec in pairs if spec.parallel)
+    if not work:
+        return False
+    nodes = len(program.jaxpr.eqns) - sum(len(g.members) - 1 for g, _ in pairs)
+    n = threads.ceiling()
+    return work * KERNEL_ELEMENT_OP_SECONDS * (1 - 1 / n) > nodes * WHOLE_STEP_NODE_SECONDS
 
 
 def _fused_fallback(exe: Executable, program: ClosedJaxpr, cache_key: str | None) -> None:
@@ -253,7 +290,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
       whole_step: build the whole-step tier (`wholestep`) in the background after the fused tier, once the
         program has run `fluxion_jit_whole_step_after` seconds (at once with `sync`); default: when
         `fluxion_jit_whole_step` is on and the program has fused kernels. True builds it for any program the
-        lowering supports (tests), False never.
+        lowering supports (tests), even one `threads_beat_whole_step` would leave on the fused tier; False never.
 
     Returns:
       The executable; `executable(*raw_args)` returns a tuple of raw outputs.
@@ -275,10 +312,11 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
             key = disk_cache.key(opt, donated)
             if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
                 # On disk it loads in milliseconds: in place from the first call.
-                _whole_step_tier(exe, program, key, fused_fallback=needs)
+                _whole_step_tier(exe, program, key, fused_fallback=needs, forced=whole_step is True)
             elif needs and (sync or (sync is None and fusion.runtime.sync_kernels()) or fusion.check.enabled()):
                 _fused_tier_soon(exe, program, key, True, name, t0)
-                fusion.runtime.submit(_whole_step_job(exe, program, key, False), fusion.runtime.LATER_TIER)
+                fusion.runtime.submit(_whole_step_job(exe, program, key, False, whole_step is True),
+                                      fusion.runtime.LATER_TIER)
             else:
                 # The fused tier first (it arrives in about a second); the whole-step function, whose compilation
                 # costs several seconds of CPU and holds the interpreter lock much of that time, only once the
@@ -286,7 +324,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
                 # MNIST example) would pay for it and never win it back.
                 if needs:
                     _fused_tier_soon(exe, program, key, sync, name, t0)
-                job = _whole_step_job(exe, program, key, False)
+                job = _whole_step_job(exe, program, key, False, whole_step is True)
                 after = 0.0 if whole_step else float(config.fluxion_jit_whole_step_after)  # asked for: at once
                 if after <= 0:
                     fusion.runtime.submit(job, fusion.runtime.LATER_TIER if needs else fusion.runtime.FIRST_TIER)
@@ -322,14 +360,15 @@ def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool
         fusion.runtime.submit(_background_job(exe, program, key, record, False))
 
 
-def _whole_step_job(exe: Executable, program: ClosedJaxpr, key: str, fused_fallback: bool) -> Callable[[], None]:
+def _whole_step_job(exe: Executable, program: ClosedJaxpr, key: str, fused_fallback: bool,
+                    forced: bool = False) -> Callable[[], None]:
     """The background compilation of `exe`'s whole-step tier (holding the executable weakly, as `_background_job`)."""
     ref = weakref.ref(exe)
 
     def job() -> None:
         target = ref()
         if target is not None:
-            _whole_step_tier(target, program, key, fused_fallback=fused_fallback)
+            _whole_step_tier(target, program, key, fused_fallback=fused_fallback, forced=forced)
     return job
 
 

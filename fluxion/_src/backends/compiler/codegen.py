@@ -262,6 +262,10 @@ class FunctionEmitter:
             self._adopted = {}
             if _multithreaded(node):
                 self.module.multithreaded = True
+                if isinstance(node, EqnNode) and blas.available():
+                    # Each BLAS call's thread count follows from its size alone (see `threads`).
+                    parallel = threads.blas_parallel(threads.blas_work(node.eqn))
+                    self.line(f"{self.bind(threads.blas_for, 'blas_threads')}({parallel})")
             kinds = node.lower(self, ins, outs)
             for v, kind in zip(node.outvars, kinds):
                 if isinstance(kind, tuple) and kind[0] == "adopt":

@@ -29,7 +29,11 @@ import os
 import threading
 import time
 
+import numpy as np
+
 from ...config import config, thread_limit
+from ...lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
+from ...lax.reductions import dot_general_p
 from . import blas
 from .fusion import runtime
 
@@ -37,6 +41,8 @@ from .fusion import runtime
 INTERVAL = 0.25
 # Other programs using at least this fraction of a core count as occupying it.
 BUSY_CORE_FRACTION = 0.5
+# BLAS calls of fewer multiply-adds than this run on one thread (see the module docstring).
+BLAS_MIN_WORK = 1 << 23
 
 
 def _cores() -> int:
@@ -91,11 +97,13 @@ def threads_for(other_cores: float, cores: int = CORES) -> int:
 
 
 class _Monitor:
-    """Keeps the current decision; re-reads the machine's load and the limits at most every `INTERVAL` seconds.
+    """Keeps the current decisions; re-reads the machine's load and the limits at most every `INTERVAL` seconds.
 
     Attributes:
       measured: the count the machine's load allows (see the module docstring).
-      decision: what compiled code uses: the fixed count or `measured`, capped by `config.thread_limit()`.
+      decision: what fused kernels use: the fixed count or `measured`, capped by `config.thread_limit()`.
+      ceiling: what large BLAS products use: the fixed count or all cores, capped by `config.thread_limit()` --
+        never the load, so that a product's bits do not depend on what other programs do.
     """
 
     def __init__(self):
@@ -105,19 +113,23 @@ class _Monitor:
         others = _runnable_others()
         self.measured = threads_for(others) if others is not None else CORES
         self.decision = self.measured
+        self.ceiling = CORES
 
     def refresh(self, now: float) -> int:
         with self.lock:
             if now < self.next_check:
                 return self.decision
             self.next_check = now + INTERVAL
-            wanted = _fixed()
-            if wanted is None:
+            fixed = _fixed()
+            if fixed is None:
                 wanted = self._measure(now)
             else:
+                wanted = fixed
                 self.last = None  # measure afresh if the count is released
             limit = thread_limit()
             self.decision = wanted if limit is None else min(wanted, limit)
+            ceiling = CORES if fixed is None else fixed
+            self.ceiling = ceiling if limit is None else min(ceiling, limit)
             return self.decision
 
     def _measure(self, now: float) -> int:
@@ -145,12 +157,61 @@ config.add_hook("fluxion_num_threads", _option_changed)
 
 
 def current() -> int:
-    """The number of threads compiled code should use now."""
+    """The number of threads fused kernels should use now (their results do not depend on it)."""
     m = _monitor
     now = time.monotonic()
     if now < m.next_check:
         return m.decision
     return m.refresh(now)
+
+
+def ceiling() -> int:
+    """The number of threads large BLAS products use: `fluxion_num_threads` or all cores, capped by the thread-limit
+    variables (configuration only, never the load)."""
+    m = _monitor
+    if time.monotonic() >= m.next_check:
+        m.refresh(time.monotonic())
+    return m.ceiling
+
+
+def blas_work(eqn) -> int:
+    """Multiply-adds of a BLAS equation, from its shapes: output elements times the length of each dot (products,
+    convolutions), or n**3 per matrix (factorizations and solves)."""
+    out = eqn.outvars[0].aval
+    prim = eqn.primitive
+    if prim is dot_general_p:
+        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+        shape = eqn.invars[0].aval.shape
+        return int(np.prod(out.shape, dtype=np.int64)) * int(np.prod([shape[d] for d in lhs_contract], dtype=np.int64))
+    if prim is conv_general_dilated_p:
+        rhs = eqn.invars[1].aval.shape
+        dn = eqn.params.get("dimension_numbers")
+        out_features = rhs[dn.rhs_spec[0]] if isinstance(dn, ConvDimensionNumbers) else rhs[0]
+        per_output = int(np.prod(rhs, dtype=np.int64)) // max(out_features, 1)
+        return int(np.prod(out.shape, dtype=np.int64)) * per_output
+    shape = eqn.invars[0].aval.shape
+    n = shape[-1] if shape else 1
+    return int(np.prod(shape[:-2], dtype=np.int64)) * n ** 3
+
+
+def blas_parallel(work: int) -> bool:
+    """Whether a BLAS call of `work` multiply-adds may use several threads (`BLAS_MIN_WORK`)."""
+    return work >= BLAS_MIN_WORK
+
+
+def blas_threads(parallel: bool) -> int:
+    """The BLAS thread count of a call `blas_parallel` classified: 1, or `ceiling()`."""
+    return ceiling() if parallel else 1
+
+
+def blas_for(parallel: bool) -> None:
+    """Sets OpenBLAS's thread count for the next BLAS call of the generated code (emitted before each one, with
+    `blas_parallel` of its size: a size-only decision, so its result has the same bits whatever the load)."""
+    n = ceiling() if parallel else 1
+    state = _local.__dict__
+    if state.get("blas") != n:
+        blas.set_threads(n)
+        state["blas"] = n
 
 
 def _set_numba_threads(n: int) -> None:
@@ -164,19 +225,18 @@ def _set_numba_threads(n: int) -> None:
 
 
 def enter() -> int:
-    """Sets BLAS and Numba to `current()` threads; returns BLAS's previous count if it changed it, else 0."""
-    n = current()
-    _set_numba_threads(n)
+    """Sets Numba's thread count to `current()`, and notes BLAS's (which `blas_for` then sets per call); returns
+    BLAS's count on entry (0 without BLAS controls), for `leave`."""
+    _set_numba_threads(current())
     if not blas.available():
         return 0
     previous = blas.get_threads()
-    if previous == n:
-        return 0
-    blas.set_threads(n)
+    _local.blas = previous
     return previous
 
 
 def leave(previous: int) -> None:
-    """Restores BLAS's thread count after `enter` changed it (eager NumPy code keeps NumPy's own default)."""
-    if previous:
+    """Restores BLAS's thread count if the call changed it (eager NumPy code keeps NumPy's own default)."""
+    if previous and _local.__dict__.get("blas", previous) != previous:
         blas.set_threads(previous)
+        _local.blas = previous

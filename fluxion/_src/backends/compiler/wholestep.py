@@ -25,8 +25,9 @@ Numerics are the fused tier's: kernels at any size use `mathlib`'s transcendenta
 results match the NumPy path to rounding, not bit for bit.
 
 BLAS threads: Numba's `np.dot` calls the OpenBLAS SciPy ships (not NumPy's); the entry function sets its thread
-count to `compiler.threads.current()` before calling (and leaves it so: SciPy's own BLAS calls outside `jit` then
-use that count too).
+count before calling (and leaves it so: SciPy's own BLAS calls outside `jit` then use that count too): one thread if
+every product of the program is small, else `compiler.threads.ceiling()` -- from sizes and configuration only, as
+on the fused tier, so that the results do not depend on the machine's load (see `compiler.threads`).
 """
 
 from __future__ import annotations
@@ -323,6 +324,10 @@ def _scipy_blas():
     return _scipy_blas_controls[0]
 
 
+def _one_thread() -> int:
+    return 1
+
+
 def entry_function(native: Callable, consts: list, fallback: Callable, program: ClosedJaxpr) -> Callable:
     """The Python function `jit` calls: the native function on the raw arguments and the constants, or `fallback`
     when Numba refuses the arguments' types (a layout other than C-contiguous).
@@ -335,7 +340,9 @@ def entry_function(native: Callable, consts: list, fallback: Callable, program: 
     native_args += [f"_c{k}" for k in range(len(consts))]
     consts = [c[()] if c.ndim == 0 else c for c in consts]
     blas_get, blas_set = _scipy_blas()
-    steer = blas_set is not None and any(e.primitive is dot_general_p for e in j.eqns)
+    dots = [e for e in j.eqns if e.primitive is dot_general_p]
+    steer = blas_set is not None and bool(dots)
+    threaded = any(threads.blas_parallel(threads.blas_work(e)) for e in dots)
     src = (f"def whole_step({params}):\n"
            + ("    _n = _current()\n    if _blas_get() != _n:\n        _blas_set(_n)\n" if steer else "")
            + f"    try:\n"
@@ -344,7 +351,7 @@ def entry_function(native: Callable, consts: list, fallback: Callable, program: 
            f"        _fallbacks[0] += 1\n"
            f"        return _fallback({params})\n")
     fallbacks = [0]
-    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks, "_current": threads.current,
+    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks, "_current": threads.ceiling if threaded else _one_thread,
                 "_blas_get": blas_get, "_blas_set": blas_set}
     ns.update({f"_c{k}": c for k, c in enumerate(consts)})
     exec(compile(src, "<fluxion whole-step entry>", "exec"), ns)  # noqa: S102 -- generated from the arity
