@@ -13,7 +13,7 @@ import pytest
 
 import fluxion
 import fluxion.numpy as jnp
-from fluxion._src.backends.compiler import blas, threads
+from fluxion._src.backends.compiler import blas, ir, threads
 from fluxion._src.backends.compiler.fusion import runtime
 from fluxion._src.config import THREAD_LIMIT_VARIABLES, thread_limit
 
@@ -118,7 +118,7 @@ def test_standard_variables_cap_the_decision_and_the_fixed_count(monkeypatch, va
 _PROBE = textwrap.dedent("""
     import numpy as np
     import fluxion, fluxion.numpy as jnp
-    from fluxion._src.backends.compiler import blas, threads
+    from fluxion._src.backends.compiler import blas, ir, threads
     from fluxion._src.backends.compiler.fusion import runtime
 
     seen = {"blas": [], "numba": []}
@@ -159,3 +159,70 @@ def test_thread_counts_set_by_compiled_code_respect_the_standard_variables(tmp_p
     counts = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     expected = 2 if var is None else 1  # the fixed count 2, unless a standard variable caps it at 1
     assert counts == {"matmul": [expected], "kernel": [expected]}
+
+
+def _load_says(monkeypatch, n: int) -> None:
+    """Makes the load monitor decide `n` threads from now on (as if other programs left `n` cores idle)."""
+    _without_thread_limits(monkeypatch)
+    monkeypatch.setattr(threads._monitor, "_measure", lambda now: n)
+    threads._monitor.next_check = 0.0
+
+
+def test_blas_work_counts_multiply_adds():
+    def work(f, *args):
+        (eqn,) = [e for e in ir.all_eqns(fluxion.make_jaxpr(f)(*args).jaxpr) if e.primitive in blas.BLAS_PRIMITIVES]
+        return threads.blas_work(eqn)
+    a, b = np.ones((32, 784), np.float32), np.ones((784, 128), np.float32)
+    assert work(lambda a, b: a @ b, a, b) == 32 * 784 * 128
+    assert work(lambda a, b: a.T @ b, np.ones((784, 32), np.float32), b) == 32 * 784 * 128
+    batched = np.ones((4, 8, 16), np.float32)
+    assert work(lambda x: jnp.einsum("bij,bjk->bik", x, x.transpose(0, 2, 1)), batched) == 4 * 8 * 8 * 16
+    img, ker = np.ones((2, 3, 10, 10), np.float32), np.ones((5, 3, 3, 3), np.float32)  # NCHW, OIHW
+    out = fluxion.lax.conv(img, ker, (1, 1), "VALID")
+    assert work(lambda x, k: fluxion.lax.conv(x, k, (1, 1), "VALID"), img, ker) == out.size * 3 * 3 * 3
+    spd = np.eye(6, dtype=np.float32)[None].repeat(3, 0)
+    assert work(jnp.linalg.cholesky, spd) == 3 * 6 ** 3
+    assert not threads.blas_parallel(32 * 784 * 128)  # the MLP's products stay on one thread
+    assert threads.blas_parallel(threads.BLAS_MIN_WORK)
+
+
+@pytest.mark.skipif(not blas.available(), reason="this NumPy's BLAS has no thread controls")
+@pytest.mark.parametrize("m", [32, 512])   # below and above BLAS_MIN_WORK (784 * 128 multiply-adds per row)
+def test_a_products_threads_and_bits_do_not_depend_on_the_load(monkeypatch, rng, m):
+    # OpenBLAS's float32 (32, 784) @ (784, 128) has different last bits on one and two threads (measured on the
+    # 2-core benchmark machine): a thread count taken from the load would make results differ run to run.
+    a = rng.standard_normal((m, 784)).astype(np.float32)
+    b = rng.standard_normal((784, 128)).astype(np.float32)
+    seen: list = []
+    real = threads.blas_for
+
+    def recording(parallel):
+        real(parallel)
+        seen.append(blas.get_threads())
+    monkeypatch.setattr(threads, "blas_for", recording)   # bound by the code generated below
+    f = fluxion.jit(lambda a, b: a @ b)
+    before = blas.get_threads()
+    outs, counts = [], []
+    for load in (1, max(threads.CORES, 2), 1, max(threads.CORES, 2)):
+        _load_says(monkeypatch, load)
+        assert threads.current() == min(load, threads.CORES)  # fused kernels do follow the load
+        seen.clear()
+        outs.append(np.asarray(f(a, b)).tobytes())
+        counts.append(list(seen))
+        assert blas.get_threads() == before   # restored for eager NumPy code
+    assert all(o == outs[0] for o in outs)
+    assert all(c == counts[0] for c in counts) and len(counts[0]) == 1
+    if m == 32:
+        assert counts[0] == [1]
+    np.testing.assert_allclose(np.frombuffer(outs[0], np.float32).reshape(m, 128), a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(not blas.available(), reason="this NumPy's BLAS has no thread controls")
+def test_large_products_use_the_configured_ceiling_whatever_the_load(monkeypatch):
+    _load_says(monkeypatch, 1)
+    assert threads.blas_threads(True) == threads.CORES and threads.blas_threads(False) == 1
+    with fluxion.config.override("fluxion_num_threads", 1):
+        assert threads.blas_threads(True) == 1
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    threads._monitor.next_check = 0.0
+    assert threads.blas_threads(True) == 1

@@ -278,3 +278,41 @@ def test_a_helper_never_compiles_a_kernel_file_that_differs_from_the_source(tmp_
     (reply,) = [json.loads(line) for line in out.stdout.splitlines()]
     assert reply["digest"] == digest and not reply["ok"] and "does not hold" in reply["error"]
     assert not marker.exists()
+
+
+def _fused_program(f, *args):
+    return fusion.prepare(compiler.passes.optimize(fluxion.make_jaxpr(f)(*args)))
+
+
+def test_threads_beat_the_whole_step_tier_only_for_large_kernels_without_blas(monkeypatch):
+    for var in THREAD_LIMIT_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(threads, "CORES", 2)
+    big = np.ones(SHAPE, np.float32)
+    with config.override("fluxion_num_threads", None):
+        threads._monitor.next_check = 0.0
+        assert compiler.threads_beat_whole_step(_fused_program(_selu, big))
+        # Small kernels: the whole-step tier's saved dispatch is worth more than threads.
+        assert not compiler.threads_beat_whole_step(_fused_program(_selu, np.ones((64, 64), np.float32)))
+        # A program calling BLAS keeps its kernels serial (see fusion.Planner): nothing for threads to win.
+        w = np.ones((500, 500), np.float32)
+        assert not compiler.threads_beat_whole_step(_fused_program(lambda x, w: _selu(x @ w), big, w))
+    with config.override("fluxion_num_threads", 1):   # no threads to win with
+        assert not compiler.threads_beat_whole_step(_fused_program(_selu, big))
+
+
+@pytest.mark.usefixtures("fresh")
+def test_large_kernels_keep_their_threaded_fused_tier_instead_of_the_whole_step(rng):
+    # The benchmarks build the whole-step tier at once (fluxion_jit_whole_step_after=0); it is serial, so a large
+    # selu used to end on one core there while the threaded fused kernel was ready.
+    if not fusion.parallel_possible():
+        pytest.skip("threaded kernels need two cores and no thread limit")
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    with config.override("fluxion_jit_whole_step", True), config.override("fluxion_jit_whole_step_after", 0):
+        f = fluxion.jit(_selu)
+        f(x)
+        assert runtime.wait_for_kernels(300)
+        out = f(x)
+    exe = _executable(f)
+    assert exe.tier == 1 and [k.parallel for k in exe.kernels] == [True]
+    np.testing.assert_allclose(np.asarray(out), _selu_numpy(x), rtol=1e-5, atol=1e-6)
