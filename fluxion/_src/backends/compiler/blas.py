@@ -1,8 +1,8 @@
 """OpenBLAS's thread-count controls, found in the OpenBLAS library NumPy ships with (through ctypes), and in the one
 SciPy ships (`scipy_controls`).
 
-`threads.enter`/`threads.leave` use them around generated functions that call BLAS, so products run on one thread
-when other programs keep the machine's cores busy. If this NumPy's BLAS does not expose the functions (another BLAS,
+Generated functions set the count before each BLAS call (`threads.blas_for`), from the call's size and the
+configured limits (never the machine's load, which would change the bits of some products), and restore it on exit. If this NumPy's BLAS does not expose the functions (another BLAS,
 or a NumPy built differently), `available()` is False and BLAS keeps its own thread count.
 """
 

@@ -1,17 +1,43 @@
-"""How many threads compiled code uses: all cores when the machine is quiet, one when other programs are busy.
+"""How many threads compiled code uses: BLAS by the size of each call, fused kernels by the machine's load.
 
-Fused kernels (Numba, OpenMP) and BLAS products run on several threads only profitably when those threads get a
-core at once. Measured on the 2-core benchmark machine: with the other core idle, two threads halve a
-32x784 @ 784x128 float32 product (61 -> 36 us) and a fused kernel over 100K elements (14 -> 8 us); with the other
-core busy, a parallel region waits for a descheduled thread (a 0.15 ms selu took 8 ms, a 36 ms convolution 606 ms).
-Making idle OpenMP threads sleep instead of spin (OMP_WAIT_POLICY=PASSIVE) avoids the collapse but costs about
-45 us per parallel region, more than most kernels take.
+Two kinds of multi-threaded work run in compiled code, and they get different rules because only one of them can
+change results:
 
-So the decision is made per call, from what the rest of the machine is doing: every `INTERVAL` seconds the CPU time
-all processes used (`/proc/stat`) minus the time this process used (`time.process_time`) gives the number of cores
-other programs keep busy; this process uses the cores they leave (at least one). The first decision, before there is
-an interval to measure, counts the runnable tasks in `/proc/loadavg`. Where neither file exists (not Linux), all
-cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count.
+* BLAS calls (products, convolutions, factorizations: `blas.BLAS_PRIMITIVES`). OpenBLAS splits a product between
+  its threads in a way that changes the order of the sums for some shapes: on the 2-core benchmark machine a
+  float32 (32, 784) @ (784, 128) -- the MNIST MLP's first layer -- has different last bits on one and on two
+  threads, as do (128, 784) and (256, 784) @ (784, 128) (while (784, 32) @ (32, 128) and square products from 64
+  to 512 did not). A thread count taken from the
+  load would make the same program give different bits depending on what else runs, which JAX's fixed thread pools
+  never do. So each BLAS call's count follows from its size and the configuration only: the generated code calls
+  `blas_for` before it with `blas_parallel(blas_work(eqn))` fixed at code generation -- one thread below
+  `BLAS_MIN_WORK` multiply-adds, else `ceiling()`: all cores, or `fluxion_num_threads`, capped by the thread-limit
+  variables below. Small products stay on one thread because a second one costs more than it saves there: the
+  MNIST MLP step at batch 32 (products of 3.2M multiply-adds, 61 us serial) took 0.76 ms per step in the
+  default-threading benchmark run, where the load allowed BLAS two threads, against 0.45 ms pinned to one core.
+  2**23 multiply-adds (about 160 us serial at the 52 multiply-adds per ns one core reaches) leaves a thread's
+  wake-up (tens of us) well inside the time a second core saves; the MLP at batch 32 stays below it, the ResNet convolutions (151M) and the
+  transformer's products (268M) are above. The whole-step tier, whose products run inside one native function,
+  decides per program the same way (`wholestep.entry_function`).
+
+  The price of determinism is paid on a busy machine: a parallel BLAS call waits for its slowest thread, and a
+  thread of a busy core gets its turn late. Measured on the benchmark machine with other programs keeping about
+  six tasks runnable on its two cores, two BLAS threads against one: (32, 784) @ (784, 128) 2.0 ms against 0.35,
+  (256, 256) @ (256, 256) 8.6 ms against 1.8, (512, 512) @ (512, 512) 21 ms against 15. On a shared machine, fix
+  the count (`fluxion_num_threads=1`, or `OPENBLAS_NUM_THREADS=1`), as one would for JAX.
+
+* Fused kernels compiled with `parallel=True` (Numba, OpenMP). Their results do not depend on the thread count
+  (their reductions split work by the extent only: see `fusion.kernel`), so they keep the protection against a busy
+  machine: `current()` is the number of cores the rest of the machine leaves idle. With the other core idle two
+  threads halve a fused kernel over 100K elements (14 -> 8 us); with it busy, a parallel region waits for a
+  descheduled thread (a 0.15 ms selu took 8 ms). Making idle OpenMP threads sleep at once (OMP_WAIT_POLICY=PASSIVE)
+  avoids that but costs about 45 us per parallel region, more than most kernels take. Every `INTERVAL` seconds the
+  CPU time all processes used (`/proc/stat`) minus the time this process used (`time.process_time`) gives the
+  number of cores other programs keep busy; kernels use the cores they leave (at least one). The first decision,
+  before there is an interval to measure, counts the runnable tasks in `/proc/loadavg`. Where neither file exists
+  (not Linux), all cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count.
+  Programs that call BLAS keep their kernels serial (`fusion.Planner`), and the whole-step tier, which is serial,
+  is not used where a program's threaded kernels would save more (`compiler.threads_beat_whole_step`).
 
 Upper bounds: the standard variables `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` and
 `NUMBA_NUM_THREADS` (`config.thread_limit`) cap every count fluxion sets, the fixed one included: a user who pins
@@ -19,8 +45,11 @@ BLAS to one thread (to run one process per core, say) keeps one thread in compil
 variables are re-read with the load, every `INTERVAL` seconds, and the option at once when `config.update` changes
 it (reading them on every call would cost about a microsecond, a third of a small jitted call).
 
-Generated functions call `enter()` on entry and `leave()` on exit (about 0.3 us when nothing changes): `enter`
-sets OpenBLAS's thread count and Numba's (for kernels compiled with `parallel=True`) to the decision.
+Generated functions that call BLAS or a threaded kernel call `enter()` on entry and `leave()` on exit: `enter` sets
+Numba's thread count to `current()` and notes OpenBLAS's, `blas_for` sets OpenBLAS's before each BLAS call (a
+thread-local copy of the count it set skips the call into OpenBLAS when nothing changes), and `leave` restores
+OpenBLAS's count for eager NumPy code. OpenBLAS's count is one per process: two Python threads running compiled
+code at once may see each other's settings.
 """
 
 from __future__ import annotations
