@@ -58,8 +58,9 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
   fluxion_small_group_min_ops (8; FLUXION_SMALL_GROUP_MIN_OPS): operations a group below that size needs to be fused.
   fluxion_parallel_min_work (262144; FLUXION_PARALLEL_MIN_WORK): work (elements x operations) from which a fused
     kernel runs on several threads.
-  fluxion_num_threads (None; FLUXION_NUM_THREADS): threads compiled code uses (BLAS and kernels); None decides per
-    call from the machine's load. Never more than OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS or
+  fluxion_num_threads (None; FLUXION_NUM_THREADS): threads compiled code uses (BLAS and kernels); None: large BLAS
+    calls use all cores and small ones one (by size, never by load: see `compiler.threads`), fused kernels the cores
+    the rest of the machine leaves idle. Never more than OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS or
     NUMBA_NUM_THREADS when those are set (`thread_limit`).
   fluxion_compile_processes (0; FLUXION_COMPILE_PROCESSES): helper processes that compile a program's fused kernels
     into the disk cache next to the background thread, when it needs several new ones and cores are idle (0: the
