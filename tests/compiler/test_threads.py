@@ -180,6 +180,10 @@ def test_blas_work_counts_multiply_adds():
     img, ker = np.ones((2, 3, 10, 10), np.float32), np.ones((5, 3, 3, 3), np.float32)  # NCHW, OIHW
     out = fluxion.lax.conv(img, ker, (1, 1), "VALID")
     assert work(lambda x, k: fluxion.lax.conv(x, k, (1, 1), "VALID"), img, ker) == out.size * 3 * 3 * 3
+    nhwc, hwio = img.transpose(0, 2, 3, 1), ker.transpose(2, 3, 1, 0)   # flax's layouts: features last
+    assert work(lambda x, k: fluxion.lax.conv_general_dilated(x, k, (1, 1), "VALID",
+                                                              dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                nhwc, hwio) == out.size * 3 * 3 * 3
     spd = np.eye(6, dtype=np.float32)[None].repeat(3, 0)
     assert work(jnp.linalg.cholesky, spd) == 3 * 6 ** 3
     assert not threads.blas_parallel(32 * 784 * 128)  # the MLP's products stay on one thread
