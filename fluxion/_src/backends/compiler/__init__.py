@@ -253,8 +253,8 @@ def threads_beat_whole_step(program: ClosedJaxpr) -> bool:
     this keeps the fused tier for a few large elementwise or reduction kernels (a selu over 1e6 elements: the
     whole-step tier ran it on one core while the other stayed idle) and the whole-step tier for programs of many
     small operations (a training step)."""
-    from . import fusion, threads
-    if not fusion.parallel_possible():
+    from . import blas, fusion, threads
+    if not fusion.parallel_possible() or blas.uses_blas(program):  # the latter's kernels are serial anyway
         return False
     planner = fusion.Planner(load=False, allow_parallel=True)
     pairs, _ = planner.specs(program)
