@@ -230,3 +230,17 @@ def test_large_products_use_the_configured_ceiling_whatever_the_load(monkeypatch
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     threads._monitor.next_check = 0.0
     assert threads.blas_threads(True) == 1
+
+
+@pytest.mark.parametrize("m", [32, 512])
+def test_whole_step_functions_choose_blas_threads_by_their_products_sizes(monkeypatch, m):
+    from fluxion._src.backends.compiler import wholestep
+    if wholestep._scipy_blas()[1] is None:
+        pytest.skip("SciPy's OpenBLAS has no thread controls here")
+    a, b = np.ones((m, 784), np.float32), np.ones((784, 128), np.float32)
+    closed = fluxion.make_jaxpr(lambda a, b: a @ b)(a, b)
+    fn = wholestep.entry_function(lambda *args: None, [], lambda *args: None, closed)
+    count = fn.__globals__["_current"]   # the count the entry function gives SciPy's BLAS before each call
+    for load in (1, max(threads.CORES, 2)):
+        _load_says(monkeypatch, load)
+        assert count() == (1 if m == 32 else threads.ceiling())
