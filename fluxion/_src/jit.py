@@ -35,6 +35,7 @@ import numpy as np
 from . import core, dtypes
 from .api import ShapeDtypeStruct
 from .api_util import PerFunction, as_value, fun_name, fun_src
+from .backends import compiler as _compiler
 from .config import add_user_context_hook, config, user_context_key
 from .config import user_context_generation as _user_context_generation
 from .core import Array
@@ -201,6 +202,9 @@ class JitWrapped(stages.Wrapped):
         # (tree, Ref positions) -> the jitted function taking and returning those Refs' values (see refs.py).
         self._ref_wrappers: dict = {}
         _wrappers.add(self)
+        # A function is wrapped well before its first call as a rule: Numba's one-time set-up starts now, on the
+        # background compiler thread, instead of delaying the first fused kernels.
+        _compiler.prewarm()
 
     def _split_args(self, args: tuple, kwargs: dict):
         return split_static_args(self._static_argnums, self._static_argnames, self._name, args, kwargs)

@@ -310,7 +310,7 @@ def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool
         # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
         if fusion.runtime.sync_kernels():
             start = "final"
-        elif "numba" in sys.modules:
+        elif fusion.runtime.numba_ready():
             start = "final" if disk_cache.warm(key) else \
                 "serial" if disk_cache.warm(disk_cache.serial_key(key)) else None
     if start == "final":
@@ -346,6 +346,14 @@ def _background_job(exe: Executable, program: ClosedJaxpr, key: str, record: Any
         if target is not None and _fused_tier(target, program, key, record, allow_parallel):
             runtime.submit(_background_job(target, program, key, record, True), runtime.LATER_TIER)
     return job
+
+
+def prewarm() -> None:
+    """Starts Numba's one-time set-up on the background compiler thread if `jit` will build fused tiers (compiler
+    and fusion on, Numba installed); once per process, non-blocking (see `fusion.runtime.prewarm`)."""
+    if enabled() and fusion_enabled():
+        from .fusion import runtime
+        runtime.prewarm()
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:

@@ -82,6 +82,8 @@ _loaded: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
 _failed: dict = {}            # digest -> error message
 _numba_ok: bool | None = None
 _numba_loaded = False         # set once a kernel has been loaded (Numba is then fully imported)
+_numba_ready = threading.Event()  # set once `prewarm` has imported Numba and compiled its first function
+_prewarm_submitted = False
 _generation = 0               # incremented by `release_kernels`: background jobs submitted earlier are dropped
 _stats = {"loads": 0, "compiles": 0, "process_compiles": 0}
 
@@ -331,9 +333,59 @@ def is_loaded(digest: str) -> bool:
 
 
 def loaded_numba() -> Any:
-    """The `numba` module once a kernel has been loaded (so Numba is fully imported), else None. While the
-    background thread is still importing Numba, `sys.modules` holds a half-initialized module."""
-    return sys.modules.get("numba") if _numba_loaded else None
+    """The `numba` module once a kernel has been loaded or `prewarm` has finished (so Numba is fully imported),
+    else None. While the background thread is still importing Numba, `sys.modules` holds a half-initialized
+    module."""
+    return sys.modules.get("numba") if numba_ready() else None
+
+
+def numba_ready() -> bool:
+    """Whether Numba is imported and has compiled a function in this process, so that a kernel whose machine code
+    is on disk loads in milliseconds (`prewarm` finished, or a kernel was loaded; or Numba was imported by someone
+    else while no prewarm of ours is under way). Checking `sys.modules` alone is not enough: while the background
+    thread imports Numba the module is there, half-initialized, and a caller loading a kernel would wait for that
+    import and Numba's first-compilation set-up (1.5-2.5 s)."""
+    if _numba_loaded or _numba_ready.is_set():
+        return True
+    return not _prewarm_submitted and "numba" in sys.modules
+
+
+def prewarm() -> None:
+    """Starts paying Numba's one-time costs on the background compiler thread, once per process: importing Numba,
+    installing its registries and setting up LLVM (`warmup.set_up`), ahead of any program's kernels. Non-blocking.
+
+    `jit` calls it when it wraps a function (fusion on, Numba installed), so the time between decorating a function
+    and calling it -- loading data, initializing parameters -- absorbs the 1.5-3 s of CPU the first fused kernel
+    would otherwise wait for, whether it is compiled or loaded from the disk cache. It runs before every compile job
+    (priority `PREWARM`). A second step (`warmup.check`: compiling a reduction-shaped function, so that Numba's
+    implementations of `np.empty`, `min`/`max`, stepped ranges and 2-D slices are typed before the first real kernel
+    needs them) is queued after the programs' first tiers (`WARM_UP`), and skipped once a kernel has been loaded:
+    then it would only cost time. Nothing is written to the kernel cache."""
+    global _prewarm_submitted
+    if _prewarm_submitted or not numba_installed():
+        return
+    with _lock:
+        if _prewarm_submitted:
+            return
+        _prewarm_submitted = True
+    submit(_prewarm_job, PREWARM)
+
+
+def _prewarm_job() -> None:
+    try:
+        from . import warmup
+        warmup.set_up()
+    except Exception as err:  # noqa: BLE001 -- a broken Numba: each kernel then fails (and says so) on its own
+        logger.info("fluxion: Numba's warm-up failed (%s: %s)", type(err).__name__, err)
+        return
+    _numba_ready.set()
+    submit(_warm_up_job, WARM_UP)
+
+
+def _warm_up_job() -> None:
+    if _stats["loads"] == 0:
+        from . import warmup
+        warmup.check()
 
 
 def stats() -> dict:
@@ -417,7 +469,7 @@ def release_kernels() -> None:
 
     Dispatchers still used by live executables keep working; the others are freed once unreferenced. A compilation
     already running finishes (it cannot be interrupted) but loads its kernels afresh."""
-    global _generation
+    global _generation, _prewarm_submitted
     with _lock:
         _generation += 1
         for digest in list(_loaded.keys()) + list(_failed):
@@ -425,12 +477,17 @@ def release_kernels() -> None:
             linecache.cache.pop(f"<fluxion kernel {digest}>", None)
         _loaded.clear()
         _failed.clear()
+        if not _numba_ready.is_set():  # a queued prewarm is dropped below: the next `jit` may start another
+            _prewarm_submitted = False
     _worker.drop_queued()
 
 
-# Job priorities: the first fused tier of every program comes before any program's multi-threaded variants.
+# Job priorities: Numba's own set-up first (`prewarm`), then the first fused tier of every program, then the
+# typing warm-up (`prewarm`'s second step), then any program's multi-threaded variants.
+PREWARM = -1
 FIRST_TIER = 0
-LATER_TIER = 1
+WARM_UP = 1
+LATER_TIER = 2
 
 
 class _Worker:
