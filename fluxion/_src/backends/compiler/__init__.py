@@ -20,7 +20,6 @@ for every option).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import weakref
@@ -273,7 +272,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
                                               else needs and wholestep.enabled())
         if want_whole:
             key = disk_cache.key(opt, donated)
-            if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
+            if disk_cache.warm(key, whole_step=True) and fusion.runtime.numba_ready():
                 # On disk it loads in milliseconds: in place from the first call.
                 _whole_step_tier(exe, program, key, fused_fallback=needs)
             elif needs and (sync or (sync is None and fusion.runtime.sync_kernels()) or fusion.check.enabled()):

@@ -84,6 +84,7 @@ _numba_ok: bool | None = None
 _numba_loaded = False         # set once a kernel has been loaded (Numba is then fully imported)
 _numba_ready = threading.Event()  # set once `prewarm` has imported Numba and compiled its first function
 _prewarm_submitted = False
+_warming = threading.Event()      # set while `prewarm`'s warm-up compilation runs
 _generation = 0               # incremented by `release_kernels`: background jobs submitted earlier are dropped
 _stats = {"loads": 0, "compiles": 0, "process_compiles": 0}
 
@@ -336,15 +337,17 @@ def loaded_numba() -> Any:
     """The `numba` module once a kernel has been loaded or `prewarm` has finished (so Numba is fully imported),
     else None. While the background thread is still importing Numba, `sys.modules` holds a half-initialized
     module."""
-    return sys.modules.get("numba") if numba_ready() else None
+    return sys.modules.get("numba") if _numba_loaded or _numba_ready.is_set() else None
 
 
 def numba_ready() -> bool:
-    """Whether Numba is imported and has compiled a function in this process, so that a kernel whose machine code
-    is on disk loads in milliseconds (`prewarm` finished, or a kernel was loaded; or Numba was imported by someone
-    else while no prewarm of ours is under way). Checking `sys.modules` alone is not enough: while the background
-    thread imports Numba the module is there, half-initialized, and a caller loading a kernel would wait for that
-    import and Numba's first-compilation set-up (1.5-2.5 s)."""
+    """Whether a kernel whose machine code is on disk loads in milliseconds now: Numba is imported and set up
+    (`prewarm` finished, or a kernel was loaded; or Numba was imported by someone else while no prewarm of ours is
+    under way), and `prewarm`'s warm-up compilation is not running (it holds Numba's compiler lock for a second or
+    so). Checking `sys.modules` alone is not enough: while the background thread imports Numba the module is there,
+    half-initialized, and a caller loading a kernel would wait for that import and Numba's set-up (1.5-2.5 s)."""
+    if _warming.is_set():
+        return False
     if _numba_loaded or _numba_ready.is_set():
         return True
     return not _prewarm_submitted and "numba" in sys.modules
@@ -385,7 +388,11 @@ def _prewarm_job() -> None:
 def _warm_up_job() -> None:
     if _stats["loads"] == 0:
         from . import warmup
-        warmup.check()
+        _warming.set()
+        try:
+            warmup.check()
+        finally:
+            _warming.clear()
 
 
 def stats() -> dict:
