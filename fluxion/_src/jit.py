@@ -202,9 +202,6 @@ class JitWrapped(stages.Wrapped):
         # (tree, Ref positions) -> the jitted function taking and returning those Refs' values (see refs.py).
         self._ref_wrappers: dict = {}
         _wrappers.add(self)
-        # A function is wrapped well before its first call as a rule: Numba's one-time set-up starts now, on the
-        # background compiler thread, instead of delaying the first fused kernels.
-        _compiler.prewarm()
 
     def _split_args(self, args: tuple, kwargs: dict):
         return split_static_args(self._static_argnums, self._static_argnames, self._name, args, kwargs)
@@ -533,6 +530,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                  in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    if not sys._getframe(1).f_globals.get("__name__", "").startswith("fluxion._src."):
+        # A user's function is wrapped well before its first call as a rule: Numba's one-time set-up starts now, on
+        # the background compiler thread, instead of delaying the first fused kernels. (fluxion's own modules wrap
+        # functions when they are imported: those wrappers do not say a program will run jitted code.)
+        _compiler.prewarm()
     sn = () if static_argnums is None else ((static_argnums,) if isinstance(static_argnums, int) else
                                            tuple(static_argnums))
     names = () if static_argnames is None else ((static_argnames,) if isinstance(static_argnames, str) else
