@@ -85,17 +85,20 @@ def test_prewarm_in_a_fresh_process_cold_then_warm_cache(tmp_path):
     assert warm["fused"] == cold["fused"]
 
 
-def test_no_prewarm_without_fusion(tmp_path):
-    script = ("import sys, fluxion\n"
-              "from fluxion._src.backends.compiler.fusion import runtime\n"
-              "fluxion.jit(lambda x: x * 2)\n"
-              "print(runtime._prewarm_submitted, 'numba' in sys.modules)\n")
-    env = {**os.environ, "FLUXION_JIT_FUSION": "0", "FLUXION_CACHE_DIR": str(tmp_path),
-           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    env.pop("FLUXION_CHECK_FUSION", None)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split() == ["False", "False"]
+@pytest.mark.parametrize("fusion_on, prewarm_on, module, wanted", [
+    (True, True, "__main__", True), (True, True, "user.models", True),
+    (False, True, "__main__", False), (True, False, "__main__", False),
+    (True, True, "fluxion._src.staged_call", False)])  # fluxion's own import-time wrappers start nothing
+def test_which_jit_wrappers_start_the_prewarm(monkeypatch, fusion_on, prewarm_on, module, wanted):
+    calls = []
+    monkeypatch.setattr(runtime, "prewarm", lambda: calls.append(1))
+    namespace = {"__name__": module, "jit": fluxion.jit}
+    with fluxion.config.override("fluxion_jit_fusion", fusion_on), \
+            fluxion.config.override("fluxion_check_fusion", False), \
+            fluxion.config.override("fluxion_jit_prewarm", prewarm_on):
+        exec("wrapped = jit(lambda x: x * 2)", namespace)  # noqa: S102 -- a wrapper made from `module`
+    assert calls == ([1] if wanted else [])
+    np.testing.assert_array_equal(np.asarray(namespace["wrapped"](np.arange(3.0))), np.arange(3.0) * 2)
 
 
 def test_prewarm_submits_once_from_many_threads(monkeypatch):

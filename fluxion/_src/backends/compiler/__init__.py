@@ -349,8 +349,9 @@ def _background_job(exe: Executable, program: ClosedJaxpr, key: str, record: Any
 
 def prewarm() -> None:
     """Starts Numba's one-time set-up on the background compiler thread if `jit` will build fused tiers (compiler
-    and fusion on, Numba installed); once per process, non-blocking (see `fusion.runtime.prewarm`)."""
-    if enabled() and fusion_enabled():
+    and fusion on, Numba installed) and `fluxion_jit_prewarm` is on; once per process, non-blocking (see
+    `fusion.runtime.prewarm`)."""
+    if config.fluxion_jit_prewarm and enabled() and fusion_enabled():
         from .fusion import runtime
         runtime.prewarm()
 
