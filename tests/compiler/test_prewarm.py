@@ -157,3 +157,22 @@ def test_warm_up_reduction_equals_numpy(rows, cols):
     fn(x, out)
     want = (x * np.float32(2)).astype(np.float64).sum(0).astype(np.float32)
     np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+def test_warm_up_is_skipped_when_the_cache_holds_machine_code(tmp_path, monkeypatch):
+    ran = []
+    from fluxion._src.backends.compiler.fusion import warmup
+    monkeypatch.setattr(warmup, "check", lambda: ran.append(1))
+    monkeypatch.setitem(runtime._stats, "loads", 0)
+    root = tmp_path / "cache"
+    with fluxion.config.override("fluxion_cache_dir", str(root)):
+        runtime._warm_up_job()  # an empty cache: a program will compile, so the warm-up runs
+        assert ran == [1] and not runtime._warming.is_set()
+        pycache = root / "kernels" / "__pycache__"
+        pycache.mkdir(parents=True, exist_ok=True)
+        (pycache / "k_0123.kernel-1.py311.nbi").write_bytes(b"")
+        runtime._warm_up_job()  # machine code on disk: programs load, the warm-up would only cost time
+        assert ran == [1]
+    monkeypatch.setitem(runtime._stats, "loads", 1)
+    runtime._warm_up_job()  # a kernel was loaded already
+    assert ran == [1]

@@ -28,8 +28,11 @@ ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them b
 How soon that is (the "time to tier", reported per program by `stats()`) is what this module and
 `compiler._fused_tier` try to shorten, from what was measured on the 2-core benchmark machine with a cold cache:
 
-* Numba's fixed costs come first: importing it takes 0.5-0.9 s and its first compilation in a process another
-  0.9 s (loading its typing and lowering registries), so a one-kernel program waits 1.5-2.5 s in all;
+* Numba's fixed costs come first: importing it takes 0.5-0.9 s and setting it up (its typing and lowering
+  registries, LLVM) another 0.7-1.2 s, needed by a load from the disk cache as much as by a compilation, so a
+  one-kernel program would wait 1.5-2.5 s in all. `prewarm` (started by `jit` when it wraps a user's function,
+  `fluxion_jit_prewarm`) pays them on the background thread ahead of the first call, in the time programs spend
+  between decorating a function and calling it;
 * a serial kernel then takes 0.3-1.3 s (typing, lowering and LLVM in roughly equal parts), a multi-threaded one
   1.3-2.2 s (Numba's parfor passes add 1.1-1.4 s). So a program's first fused tier uses serial kernels only, and the
   threaded variants follow as a job of lower priority (`LATER_TIER`: the first tiers of programs compiled meanwhile
@@ -41,9 +44,9 @@ How soon that is (the "time to tier", reported per program by `stats()`) is what
   and Numba, Numba's set-up) as the thread needs for three kernels, and on the loaded 2-core benchmark machine (no
   idle core, the helper allowed anyway) the MLP step's five kernels took 5.5-5.7 s to its tier without a helper and
   7.8-10.0 s with one (one run of three the other way round, 18.7 against 15.5 s);
-* on a warm cache the kernels load in 10-30 ms each once Numba is imported: a program whose kernels are all on disk
-  gets its fused tier before its first call returns when Numba is already imported (a second program, or a second
-  shape), else as soon as the background thread has imported Numba.
+* on a warm cache the kernels load in 10-30 ms each once Numba is set up: a program whose kernels are all on disk
+  gets its fused tier before its first call returns when Numba is ready (`numba_ready`: the prewarm has finished,
+  or an earlier program loaded kernels), else as soon as the background thread has set Numba up.
 
 In memory, a kernel lives as long as an executable uses it: the table of loaded kernels holds them weakly, and
 `release_kernels` (called by `fluxion.clear_caches()`) empties it, forgets failures and drops the background
@@ -362,8 +365,9 @@ def prewarm() -> None:
     would otherwise wait for, whether it is compiled or loaded from the disk cache. It runs before every compile job
     (priority `PREWARM`). A second step (`warmup.check`: compiling a reduction-shaped function, so that Numba's
     implementations of `np.empty`, `min`/`max`, stepped ranges and 2-D slices are typed before the first real kernel
-    needs them) is queued after the programs' first tiers (`WARM_UP`), and skipped once a kernel has been loaded:
-    then it would only cost time. Nothing is written to the kernel cache."""
+    needs them) is queued after the programs' first tiers (`WARM_UP`), and skipped once a kernel has been loaded or
+    when the disk cache holds machine code (programs that load their kernels need no typing: it would only hold
+    Numba's compiler lock when a first call wants to load them). Nothing is written to the kernel cache."""
     global _prewarm_submitted
     if _prewarm_submitted or not numba_installed():
         return
@@ -372,6 +376,20 @@ def prewarm() -> None:
             return
         _prewarm_submitted = True
     submit(_prewarm_job, PREWARM)
+
+
+def _cache_holds_machine_code() -> bool:
+    """Whether the kernel cache holds any kernel's machine code: then this user's programs mostly load their kernels
+    (which needs no typing), and the warm-up compilation would only hold Numba's lock when a first call wants to
+    load them."""
+    root = cachedir.usable_dir()
+    if root is None:
+        return False
+    try:
+        with os.scandir(os.path.join(cachedir.kernels_dir(root), "__pycache__")) as entries:
+            return any(e.name.endswith(".nbi") for e in entries)
+    except OSError:
+        return False
 
 
 def _prewarm_job() -> None:
@@ -386,7 +404,7 @@ def _prewarm_job() -> None:
 
 
 def _warm_up_job() -> None:
-    if _stats["loads"] == 0:
+    if _stats["loads"] == 0 and not _cache_holds_machine_code():
         from . import warmup
         _warming.set()
         try:
