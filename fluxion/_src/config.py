@@ -48,6 +48,9 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
     kernels (when Numba is installed); False keeps generated NumPy code only.
   fluxion_jit_sync_kernels (False; FLUXION_JIT_SYNC_KERNELS): compile fused kernels before the first call instead of
     on a background thread (the first calls then run the NumPy code).
+  fluxion_jit_prewarm (True; FLUXION_JIT_PREWARM): when `jit` wraps a function (fusion on), start importing and
+    setting up Numba on the background compiler thread, so that the first fused kernels do not wait for it; False
+    leaves it to the first compilation (see `compiler.fusion.runtime.prewarm`).
   fluxion_jit_whole_step (True; FLUXION_JIT_WHOLE_STEP): after the fused tier, straight-line programs whose every
     operation Numba can compile become one native function (see `compiler.wholestep`), built in the background.
   fluxion_jit_whole_step_after (10.0; FLUXION_JIT_WHOLE_STEP_AFTER): seconds a jitted program must have run in
@@ -205,6 +208,7 @@ class Config:
         self._define("fluxion_jit_compiler", True, env=("FLUXION_JIT_COMPILER",), parse=_boolean(True))
         self._define("fluxion_jit_fusion", True, env=("FLUXION_JIT_FUSION",), parse=_boolean(True))
         self._define("fluxion_jit_sync_kernels", False, env=("FLUXION_JIT_SYNC_KERNELS",), parse=_boolean(False))
+        self._define("fluxion_jit_prewarm", True, env=("FLUXION_JIT_PREWARM",), parse=_boolean(True))
         self._define("fluxion_jit_whole_step", True, env=("FLUXION_JIT_WHOLE_STEP",), parse=_boolean(True))
         self._define("fluxion_jit_whole_step_after", 10.0, env=("FLUXION_JIT_WHOLE_STEP_AFTER",), parse=_delay)
         self._define("fluxion_fuse_min_elements", 1 << 12, env=("FLUXION_FUSE_MIN_ELEMENTS",), parse=_integer(0))

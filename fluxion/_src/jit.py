@@ -35,6 +35,7 @@ import numpy as np
 from . import core, dtypes
 from .api import ShapeDtypeStruct
 from .api_util import PerFunction, as_value, fun_name, fun_src
+from .backends import compiler as _compiler
 from .config import add_user_context_hook, config, user_context_key
 from .config import user_context_generation as _user_context_generation
 from .core import Array
@@ -529,6 +530,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                  in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    if not sys._getframe(1).f_globals.get("__name__", "").startswith("fluxion._src."):
+        # A user's function is wrapped well before its first call as a rule: Numba's one-time set-up starts now, on
+        # the background compiler thread, instead of delaying the first fused kernels. (fluxion's own modules wrap
+        # functions when they are imported: those wrappers do not say a program will run jitted code.)
+        _compiler.prewarm()
     sn = () if static_argnums is None else ((static_argnums,) if isinstance(static_argnums, int) else
                                            tuple(static_argnums))
     names = () if static_argnames is None else ((static_argnames,) if isinstance(static_argnames, str) else

@@ -23,6 +23,7 @@ FLUXION_OPTIONS = {
     "fluxion_jit_compiler": ("FLUXION_JIT_COMPILER", "0", False),
     "fluxion_jit_fusion": ("FLUXION_JIT_FUSION", "off", False),
     "fluxion_jit_sync_kernels": ("FLUXION_JIT_SYNC_KERNELS", "yes", True),
+    "fluxion_jit_prewarm": ("FLUXION_JIT_PREWARM", "no", False),
     "fluxion_fuse_min_elements": ("FLUXION_FUSE_MIN_ELEMENTS", "77", 77),
     "fluxion_small_group_min_ops": ("FLUXION_SMALL_GROUP_MIN_OPS", "3", 3),
     "fluxion_parallel_min_work": ("FLUXION_PARALLEL_MIN_WORK", "1000", 1000),

@@ -20,7 +20,6 @@ for every option).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import weakref
@@ -310,7 +309,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
                                               else needs and wholestep.enabled())
         if want_whole:
             key = disk_cache.key(opt, donated)
-            if disk_cache.warm(key, whole_step=True) and fusion.runtime.loaded_numba() is not None:
+            if disk_cache.warm(key, whole_step=True) and fusion.runtime.numba_ready():
                 # On disk it loads in milliseconds: in place from the first call.
                 _whole_step_tier(exe, program, key, fused_fallback=needs, forced=whole_step is True)
             elif needs and (sync or (sync is None and fusion.runtime.sync_kernels()) or fusion.check.enabled()):
@@ -348,7 +347,7 @@ def _fused_tier_soon(exe: Executable, program: ClosedJaxpr, key: str, sync: bool
         # to start on the NumPy path (importing Numba itself, ~0.5 s, is never done on the caller's time).
         if fusion.runtime.sync_kernels():
             start = "final"
-        elif "numba" in sys.modules:
+        elif fusion.runtime.numba_ready():
             start = "final" if disk_cache.warm(key) else \
                 "serial" if disk_cache.warm(disk_cache.serial_key(key)) else None
     if start == "final":
@@ -385,6 +384,15 @@ def _background_job(exe: Executable, program: ClosedJaxpr, key: str, record: Any
         if target is not None and _fused_tier(target, program, key, record, allow_parallel):
             runtime.submit(_background_job(target, program, key, record, True), runtime.LATER_TIER)
     return job
+
+
+def prewarm() -> None:
+    """Starts Numba's one-time set-up on the background compiler thread if `jit` will build fused tiers (compiler
+    and fusion on, Numba installed) and `fluxion_jit_prewarm` is on; once per process, non-blocking (see
+    `fusion.runtime.prewarm`)."""
+    if config.fluxion_jit_prewarm and enabled() and fusion_enabled():
+        from .fusion import runtime
+        runtime.prewarm()
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:

@@ -28,8 +28,11 @@ ready (`fluxion_jit_sync_kernels`, `FLUXION_JIT_SYNC_KERNELS=1`, compiles them b
 How soon that is (the "time to tier", reported per program by `stats()`) is what this module and
 `compiler._fused_tier` try to shorten, from what was measured on the 2-core benchmark machine with a cold cache:
 
-* Numba's fixed costs come first: importing it takes 0.5-0.9 s and its first compilation in a process another
-  0.9 s (loading its typing and lowering registries), so a one-kernel program waits 1.5-2.5 s in all;
+* Numba's fixed costs come first: importing it takes 0.5-0.9 s and setting it up (its typing and lowering
+  registries, LLVM) another 0.7-1.2 s, needed by a load from the disk cache as much as by a compilation, so a
+  one-kernel program would wait 1.5-2.5 s in all. `prewarm` (started by `jit` when it wraps a user's function,
+  `fluxion_jit_prewarm`) pays them on the background thread ahead of the first call, in the time programs spend
+  between decorating a function and calling it;
 * a serial kernel then takes 0.3-1.3 s (typing, lowering and LLVM in roughly equal parts), a multi-threaded one
   1.3-2.2 s (Numba's parfor passes add 1.1-1.4 s). So a program's first fused tier uses serial kernels only, and the
   threaded variants follow as a job of lower priority (`LATER_TIER`: the first tiers of programs compiled meanwhile
@@ -41,9 +44,9 @@ How soon that is (the "time to tier", reported per program by `stats()`) is what
   and Numba, Numba's set-up) as the thread needs for three kernels, and on the loaded 2-core benchmark machine (no
   idle core, the helper allowed anyway) the MLP step's five kernels took 5.5-5.7 s to its tier without a helper and
   7.8-10.0 s with one (one run of three the other way round, 18.7 against 15.5 s);
-* on a warm cache the kernels load in 10-30 ms each once Numba is imported: a program whose kernels are all on disk
-  gets its fused tier before its first call returns when Numba is already imported (a second program, or a second
-  shape), else as soon as the background thread has imported Numba.
+* on a warm cache the kernels load in 10-30 ms each once Numba is set up: a program whose kernels are all on disk
+  gets its fused tier before its first call returns when Numba is ready (`numba_ready`: the prewarm has finished,
+  or an earlier program loaded kernels), else as soon as the background thread has set Numba up.
 
 In memory, a kernel lives as long as an executable uses it: the table of loaded kernels holds them weakly, and
 `release_kernels` (called by `fluxion.clear_caches()`) empties it, forgets failures and drops the background
@@ -82,6 +85,9 @@ _loaded: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
 _failed: dict = {}            # digest -> error message
 _numba_ok: bool | None = None
 _numba_loaded = False         # set once a kernel has been loaded (Numba is then fully imported)
+_numba_ready = threading.Event()  # set once `prewarm` has imported Numba and compiled its first function
+_prewarm_submitted = False
+_warming = threading.Event()      # set while `prewarm`'s warm-up compilation runs
 _generation = 0               # incremented by `release_kernels`: background jobs submitted earlier are dropped
 _stats = {"loads": 0, "compiles": 0, "process_compiles": 0}
 
@@ -331,9 +337,80 @@ def is_loaded(digest: str) -> bool:
 
 
 def loaded_numba() -> Any:
-    """The `numba` module once a kernel has been loaded (so Numba is fully imported), else None. While the
-    background thread is still importing Numba, `sys.modules` holds a half-initialized module."""
-    return sys.modules.get("numba") if _numba_loaded else None
+    """The `numba` module once a kernel has been loaded or `prewarm` has finished (so Numba is fully imported),
+    else None. While the background thread is still importing Numba, `sys.modules` holds a half-initialized
+    module."""
+    return sys.modules.get("numba") if _numba_loaded or _numba_ready.is_set() else None
+
+
+def numba_ready() -> bool:
+    """Whether a kernel whose machine code is on disk loads in milliseconds now: Numba is imported and set up
+    (`prewarm` finished, or a kernel was loaded; or Numba was imported by someone else while no prewarm of ours is
+    under way), and `prewarm`'s warm-up compilation is not running (it holds Numba's compiler lock for a second or
+    so). Checking `sys.modules` alone is not enough: while the background thread imports Numba the module is there,
+    half-initialized, and a caller loading a kernel would wait for that import and Numba's set-up (1.5-2.5 s)."""
+    if _warming.is_set():
+        return False
+    if _numba_loaded or _numba_ready.is_set():
+        return True
+    return not _prewarm_submitted and "numba" in sys.modules
+
+
+def prewarm() -> None:
+    """Starts paying Numba's one-time costs on the background compiler thread, once per process: importing Numba,
+    installing its registries and setting up LLVM (`warmup.set_up`), ahead of any program's kernels. Non-blocking.
+
+    `jit` calls it when it wraps a function (fusion on, Numba installed), so the time between decorating a function
+    and calling it -- loading data, initializing parameters -- absorbs the 1.5-3 s of CPU the first fused kernel
+    would otherwise wait for, whether it is compiled or loaded from the disk cache. It runs before every compile job
+    (priority `PREWARM`). A second step (`warmup.check`: compiling a reduction-shaped function, so that Numba's
+    implementations of `np.empty`, `min`/`max`, stepped ranges and 2-D slices are typed before the first real kernel
+    needs them) is queued after the programs' first tiers (`WARM_UP`), and skipped once a kernel has been loaded or
+    when the disk cache holds machine code (programs that load their kernels need no typing: it would only hold
+    Numba's compiler lock when a first call wants to load them). Nothing is written to the kernel cache."""
+    global _prewarm_submitted
+    if _prewarm_submitted or not numba_installed():
+        return
+    with _lock:
+        if _prewarm_submitted:
+            return
+        _prewarm_submitted = True
+    submit(_prewarm_job, PREWARM)
+
+
+def _cache_holds_machine_code() -> bool:
+    """Whether the kernel cache holds any kernel's machine code: then this user's programs mostly load their kernels
+    (which needs no typing), and the warm-up compilation would only hold Numba's lock when a first call wants to
+    load them."""
+    root = cachedir.usable_dir()
+    if root is None:
+        return False
+    try:
+        with os.scandir(os.path.join(cachedir.kernels_dir(root), "__pycache__")) as entries:
+            return any(e.name.endswith(".nbi") for e in entries)
+    except OSError:
+        return False
+
+
+def _prewarm_job() -> None:
+    try:
+        from . import warmup
+        warmup.set_up()
+    except Exception as err:  # noqa: BLE001 -- a broken Numba: each kernel then fails (and says so) on its own
+        logger.info("fluxion: Numba's warm-up failed (%s: %s)", type(err).__name__, err)
+        return
+    _numba_ready.set()
+    submit(_warm_up_job, WARM_UP)
+
+
+def _warm_up_job() -> None:
+    if _stats["loads"] == 0 and not _cache_holds_machine_code():
+        from . import warmup
+        _warming.set()
+        try:
+            warmup.check()
+        finally:
+            _warming.clear()
 
 
 def stats() -> dict:
@@ -417,7 +494,7 @@ def release_kernels() -> None:
 
     Dispatchers still used by live executables keep working; the others are freed once unreferenced. A compilation
     already running finishes (it cannot be interrupted) but loads its kernels afresh."""
-    global _generation
+    global _generation, _prewarm_submitted
     with _lock:
         _generation += 1
         for digest in list(_loaded.keys()) + list(_failed):
@@ -425,12 +502,17 @@ def release_kernels() -> None:
             linecache.cache.pop(f"<fluxion kernel {digest}>", None)
         _loaded.clear()
         _failed.clear()
+        if not _numba_ready.is_set():  # a queued prewarm is dropped below: the next `jit` may start another
+            _prewarm_submitted = False
     _worker.drop_queued()
 
 
-# Job priorities: the first fused tier of every program comes before any program's multi-threaded variants.
+# Job priorities: Numba's own set-up first (`prewarm`), then the first fused tier of every program, then the
+# typing warm-up (`prewarm`'s second step), then any program's multi-threaded variants.
+PREWARM = -1
 FIRST_TIER = 0
-LATER_TIER = 1
+WARM_UP = 1
+LATER_TIER = 2
 
 
 class _Worker:
