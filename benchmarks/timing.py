@@ -21,11 +21,27 @@ STEADY_FACTOR = 1.2    # "steady": a call within this factor of the steady media
 
 
 def kernels_idle() -> bool:
-    """Whether fluxion's background kernel compiler has no job queued or running (True without fluxion)."""
+    """Whether fluxion's background kernel compiler has no job queued or running and every program it knows has
+    reached its final tier or given up (True without fluxion).
+
+    Both are needed: the queue can be empty between a program's first call and the moment its kernels are queued,
+    and a row timed then would compare fluxion's NumPy path with itself.
+    """
     compiler = sys.modules.get("fluxion._src.backends.compiler")
     if compiler is None:
         return True
-    return bool(compiler.wait_for_kernels(0))
+    if not compiler.wait_for_kernels(0):
+        return False
+    runtime = sys.modules.get("fluxion._src.backends.compiler.fusion.runtime")
+    if runtime is None:
+        return True
+    return all(p["status"] in ("final", "failed") for p in runtime.stats()["programs"])
+
+
+def program_statuses() -> list[str]:
+    """The tier status of every program fluxion compiled in this process (empty without fluxion), for `info`."""
+    runtime = sys.modules.get("fluxion._src.backends.compiler.fusion.runtime")
+    return [] if runtime is None else [p["status"] for p in runtime.stats()["programs"]]
 
 
 def settle(fn: Callable, quick: bool, seconds: float = SETTLE_SECONDS, min_calls: int = 3) -> dict:
@@ -118,6 +134,9 @@ def time_to_steady(fn: Callable, quick: bool, after_idle: float = 1.0, cap: floa
     steady = statistics.median(timeit(fn, 1 if quick else number_for(fn, 0.2), repeat=2 if quick else REPEAT))
     first = next((i for i, d in enumerate(durations) if d <= STEADY_FACTOR * steady), None)
     info = {"first_call_s": round(durations[0], 4), "steady_ms": round(steady * 1e3, 4), "calls": len(ends)}
+    statuses = program_statuses()
+    if any(s != "final" for s in statuses):
+        info["tiers"] = statuses   # a program without its final tier: the row does not show fluxion's fused speed
     if first is not None:
         return {"samples": [ends[first]], "info": info}
     # No single call of the window was that fast (a loaded machine makes single calls noisy): the clock keeps
