@@ -78,7 +78,7 @@ def _tolerance(dtype):
     return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("numpy_max_columns", [0, 32, 10_000], ids=["kernels", "default", "numpy-forward"])
+@pytest.mark.parametrize("numpy_max_columns", [0, conv.NUMPY_MAX_COLUMNS, 10_000], ids=["kernels", "default", "numpy-forward"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_kernel_conv_matches_the_numpy_implementation(rng, monkeypatch, numpy_max_columns, dtype):
     monkeypatch.setattr(conv, "NUMPY_MAX_COLUMNS", numpy_max_columns)
