@@ -35,7 +35,8 @@ TRIM_THRESHOLD = 64 << 20
 _USER_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
 
 _lock = threading.Lock()
-_done = False
+_done = False      # the settings were considered (once per process)
+_applied = False   # and are in force
 
 
 def _mallopt():
@@ -61,9 +62,6 @@ def retain_freed_memory() -> bool:
             _apply()
             _done = True
     return _applied
-
-
-_applied = False
 
 
 def _apply() -> None:
