@@ -53,6 +53,9 @@ Options of fluxion (each with its `FLUXION_*` environment variable, read at use)
     leaves it to the first compilation (see `compiler.fusion.runtime.prewarm`).
   fluxion_jit_whole_step (True; FLUXION_JIT_WHOLE_STEP): after the fused tier, straight-line programs whose every
     operation Numba can compile become one native function (see `compiler.wholestep`), built in the background.
+  fluxion_malloc_retain (True; FLUXION_MALLOC_RETAIN): when a program is first compiled, glibc's malloc is told to
+    keep freed blocks below 32 MiB (up to 64 MiB in all) for reuse instead of returning them to the OS, which saves
+    compiled steps the page faults of fresh intermediate buffers; see `compiler.heap`. Read once per process.
   fluxion_jit_whole_step_after (10.0; FLUXION_JIT_WHOLE_STEP_AFTER): seconds a jitted program must have run in
     total before its whole-step function is compiled (0: at once). Compiling it costs seconds of CPU, which a short
     run would never win back, and it competes with the program for the interpreter lock meanwhile.
@@ -210,6 +213,7 @@ class Config:
         self._define("fluxion_jit_sync_kernels", False, env=("FLUXION_JIT_SYNC_KERNELS",), parse=_boolean(False))
         self._define("fluxion_jit_prewarm", True, env=("FLUXION_JIT_PREWARM",), parse=_boolean(True))
         self._define("fluxion_jit_whole_step", True, env=("FLUXION_JIT_WHOLE_STEP",), parse=_boolean(True))
+        self._define("fluxion_malloc_retain", True, env=("FLUXION_MALLOC_RETAIN",), parse=_boolean(True))
         self._define("fluxion_jit_whole_step_after", 10.0, env=("FLUXION_JIT_WHOLE_STEP_AFTER",), parse=_delay)
         self._define("fluxion_fuse_min_elements", 1 << 12, env=("FLUXION_FUSE_MIN_ELEMENTS",), parse=_integer(0))
         self._define("fluxion_small_group_min_ops", 8, env=("FLUXION_SMALL_GROUP_MIN_OPS",), parse=_integer(1))

@@ -31,6 +31,7 @@ FLUXION_OPTIONS = {
     "fluxion_compile_processes": ("FLUXION_COMPILE_PROCESSES", "2", 2),
     "fluxion_jit_whole_step": ("FLUXION_JIT_WHOLE_STEP", "0", False),
     "fluxion_jit_whole_step_after": ("FLUXION_JIT_WHOLE_STEP_AFTER", "0.5", 0.5),
+    "fluxion_malloc_retain": ("FLUXION_MALLOC_RETAIN", "0", False),
     "fluxion_cache_dir": ("FLUXION_CACHE_DIR", "/some/dir", "/some/dir"),
     "fluxion_cache_max_bytes": ("FLUXION_CACHE_MAX_BYTES", "1000000", 1000000),
     "fluxion_collective_timeout": ("FLUXION_COLLECTIVE_TIMEOUT", "2.5", 2.5),

@@ -78,7 +78,7 @@ def _tolerance(dtype):
     return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("numpy_max_columns", [0, 32, 10_000], ids=["kernels", "default", "numpy-forward"])
+@pytest.mark.parametrize("numpy_max_columns", [0, conv.NUMPY_MAX_COLUMNS, 10_000], ids=["kernels", "default", "numpy-forward"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_kernel_conv_matches_the_numpy_implementation(rng, monkeypatch, numpy_max_columns, dtype):
     monkeypatch.setattr(conv, "NUMPY_MAX_COLUMNS", numpy_max_columns)
@@ -222,16 +222,56 @@ def test_flax_cnn_step_loss_matches_the_numpy_path(rng, monkeypatch):
     def loss(p):
         return jnp.mean(-jnp.sum(y * fluxion.nn.log_softmax(model.apply(p, x)), axis=-1))
 
-    with_kernels = fluxion.jit(fluxion.value_and_grad(loss))(params)
-    eager = fluxion.value_and_grad(loss)(params)
+    _assert_kernels_match_eager_and_numpy(loss, params, monkeypatch)
+
+
+def _assert_kernels_match_eager_and_numpy(loss, params, monkeypatch, has_aux=False):
+    """The jitted value and gradients of `loss` with the kernels equal those of eager execution and of the
+    compiler's NumPy path (every kernel switched off)."""
+    vg = fluxion.value_and_grad(loss, has_aux=has_aux)
+    with_kernels = fluxion.jit(vg)(params)
+    eager = vg(params)
     fluxion.clear_caches()
     with monkeypatch.context() as m:
         _switch_off(m)
-        numpy_path = fluxion.jit(fluxion.value_and_grad(loss))(params)
+        numpy_path = fluxion.jit(vg)(params)
     fluxion.clear_caches()
     for other in (eager, numpy_path):
         for a, b in zip(fluxion.tree_util.tree_leaves(with_kernels), fluxion.tree_util.tree_leaves(other)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_flax_resnet_step_loss_matches_the_numpy_path(rng, monkeypatch):
+    # The benchmark's ResNet-style blocks, smaller: an RGB stem (27 patch columns: the im2col kernel), 8-feature 3x3
+    # convolutions (Winograd, forward and both gradients), BatchNorm in training mode (ReLU masks selected in fused
+    # kernels feeding its column sums), a residual add and a global mean.
+    import fluxion.flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.relu(nn.BatchNorm(use_running_average=False)(nn.Conv(8, (3, 3), use_bias=False)(x)))
+            y = nn.BatchNorm(use_running_average=False)(nn.Conv(8, (3, 3), use_bias=False)(y))
+            return nn.relu(x + y)
+
+    class ResNet(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.BatchNorm(use_running_average=False)(nn.Conv(8, (3, 3), use_bias=False)(x)))
+            return nn.Dense(10)(jnp.mean(Block()(x), axis=(1, 2)))
+
+    model = ResNet()
+    x = jnp.asarray(rng.standard_normal((4, 11, 9, 3)), jnp.float32)
+    labels = rng.integers(0, 10, 4)
+    y = jnp.asarray(np.eye(10, dtype=np.float32)[labels])
+    variables = model.init(fluxion.random.PRNGKey(0), x)
+
+    def loss(p):
+        logits, updated = model.apply({"params": p, "batch_stats": variables["batch_stats"]}, x,
+                                      mutable=["batch_stats"])
+        return jnp.mean(-jnp.sum(y * fluxion.nn.log_softmax(logits), axis=-1)), updated
+
+    _assert_kernels_match_eager_and_numpy(loss, variables["params"], monkeypatch, has_aux=True)
 
 
 # --------------------------------------------------------------------------------------------------------------

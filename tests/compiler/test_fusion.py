@@ -269,6 +269,30 @@ def test_a_broadcast_shared_by_several_groups_is_read_through_its_operand(rng):
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+def test_select_by_a_stored_mask_fused_with_a_column_sum(rng, dtype):
+    # ReLU's gradient feeding BatchNorm's: where(mask, g, 0) over a boolean array read from memory, with its column
+    # sum; both operands are evaluated (mathlib._select), so NaN and infinities on the unselected side must not leak.
+    mask = rng.random((BIG // 32, 32)) > 0.5
+    g = (rng.standard_normal((BIG // 32, 32)) * 5).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        g[:4, 0] = [np.nan, np.inf, -np.inf, -0.0]
+        mask[:4, 0] = False
+        mask[4:8, 1] = True
+        g[4:8, 1] = [np.nan, np.inf, 1.0, -0.0]
+
+    def f(mask, g):
+        y = jnp.where(mask, g, jnp.zeros_like(g))
+        return y, jnp.sum(y.astype(jnp.float32) if dtype == np.bool_ else y, axis=0)
+
+    with fluxion.config.override("jax_enable_x64", dtype == np.float64):
+        got, want, exe = _fused(f, mask, g)
+    assert any("_select(" in k.source for k in exe.kernels)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
+@needs_numba
 def test_fused_integers_wrap_and_one_hot_with_iota(rng):
     labels = rng.integers(0, 10, BIG // 10).astype(np.int32)
     big = np.full(BIG, 2 ** 30, np.int32)

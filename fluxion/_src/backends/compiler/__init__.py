@@ -29,7 +29,7 @@ import numpy as np
 
 from ...config import config
 from ...core import ClosedJaxpr
-from . import codegen, disk_cache, passes
+from . import codegen, disk_cache, heap, passes
 
 
 def enabled() -> bool:
@@ -295,6 +295,7 @@ def compile_closed(closed: ClosedJaxpr, *, name: str = "jitted", donated: Sequen
       The executable; `executable(*raw_args)` returns a tuple of raw outputs.
     """
     t0 = time.perf_counter()
+    heap.retain_freed_memory()
     opt = passes.optimize(closed) if optimize else closed
     fn, module = codegen.generate(opt, name=name, donated=donated)
     exe = Executable(fn, opt, module, time.perf_counter() - t0, donated=donated, name=name)

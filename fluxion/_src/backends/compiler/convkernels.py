@@ -256,28 +256,38 @@ def kernel(M, out, b0, nb, TH, TW):
     OH = out.shape[1]
     OW = out.shape[2]
     O = out.shape[3]
+    # Column sums of A^T M first, four planes of M per loop (sixteen streams 4 KiB apart evict each other from the
+    # L1 cache, see WINOGRAD_GRAD_OUTPUT), then one loop per output of the tile, with the edge tests outside them.
+    s = np.empty((4, O), M.dtype)
+    e = np.empty((4, O), M.dtype)
     r = 0
     for b in range(b0, b0 + nb):
         for th in range(TH):
             for tw in range(TW):
                 oh = 2 * th
                 ow = 2 * tw
+                for j in range(4):
+                    for o in range(O):
+                        m4 = M[4 + j, r, o]
+                        m8 = M[8 + j, r, o]
+                        s[j, o] = M[j, r, o] + m4 + m8
+                        e[j, o] = m4 - m8 - M[12 + j, r, o]
+                dst = out[b, oh, ow]
                 for o in range(O):
-                    a0 = M[0, r, o] + M[4, r, o] + M[8, r, o]
-                    a1 = M[1, r, o] + M[5, r, o] + M[9, r, o]
-                    a2 = M[2, r, o] + M[6, r, o] + M[10, r, o]
-                    a3 = M[3, r, o] + M[7, r, o] + M[11, r, o]
-                    c0 = M[4, r, o] - M[8, r, o] - M[12, r, o]
-                    c1 = M[5, r, o] - M[9, r, o] - M[13, r, o]
-                    c2 = M[6, r, o] - M[10, r, o] - M[14, r, o]
-                    c3 = M[7, r, o] - M[11, r, o] - M[15, r, o]
-                    out[b, oh, ow, o] = a0 + a1 + a2
-                    if ow + 1 < OW:
-                        out[b, oh, ow + 1, o] = a1 - a2 - a3
-                    if oh + 1 < OH:
-                        out[b, oh + 1, ow, o] = c0 + c1 + c2
-                        if ow + 1 < OW:
-                            out[b, oh + 1, ow + 1, o] = c1 - c2 - c3
+                    dst[o] = s[0, o] + s[1, o] + s[2, o]
+                right = ow + 1 < OW
+                if right:
+                    dst = out[b, oh, ow + 1]
+                    for o in range(O):
+                        dst[o] = s[1, o] - s[2, o] - s[3, o]
+                if oh + 1 < OH:
+                    dst = out[b, oh + 1, ow]
+                    for o in range(O):
+                        dst[o] = e[0, o] + e[1, o] + e[2, o]
+                    if right:
+                        dst = out[b, oh + 1, ow + 1]
+                        for o in range(O):
+                            dst[o] = e[1, o] - e[2, o] - e[3, o]
                 r += 1
 """
 
@@ -293,6 +303,8 @@ def kernel(g, Y, b0, nb, TH, TW):
     OH = g.shape[1]
     OW = g.shape[2]
     O = g.shape[3]
+    # The tile's four output-gradient rows are copied first (zeros past the edge): no conditional loads below.
+    d = np.zeros((4, O), g.dtype)
     zero = g.dtype.type(0)
     r = 0
     for b in range(b0, b0 + nb):
@@ -300,31 +312,44 @@ def kernel(g, Y, b0, nb, TH, TW):
             for tw in range(TW):
                 oh = 2 * th
                 ow = 2 * tw
-                right = ow + 1 < OW
-                down = oh + 1 < OH
+                for k in range(4):
+                    ih = oh + k // 2
+                    iw = ow + k % 2
+                    if ih < OH and iw < OW:
+                        for o in range(O):
+                            d[k, o] = g[b, ih, iw, o]
+                    else:
+                        for o in range(O):
+                            d[k, o] = zero
+                # One loop per row of the transformed tile, each writing four planes of Y: the planes are a
+                # multiple of 4 KiB apart, and sixteen streams at such a distance (one loop writing all of them)
+                # evict each other from the L1 cache (measured 8.4 ms against 0.5 ms for the ResNet step's
+                # 16x32x32x32 gradient).
                 for o in range(O):
-                    d00 = g[b, oh, ow, o]
-                    d01 = g[b, oh, ow + 1, o] if right else zero
-                    d10 = g[b, oh + 1, ow, o] if down else zero
-                    d11 = g[b, oh + 1, ow + 1, o] if down and right else zero
-                    # rows: A dY, A = [[1, 0], [1, 1], [1, -1], [0, -1]]
-                    s0 = d00 + d10
-                    s1 = d01 + d11
-                    t0 = d00 - d10
-                    t1 = d01 - d11
-                    # columns: (A dY) A^T
+                    d00 = d[0, o]
+                    d01 = d[1, o]
                     Y[0, r, o] = d00
                     Y[1, r, o] = d00 + d01
                     Y[2, r, o] = d00 - d01
                     Y[3, r, o] = -d01
+                for o in range(O):
+                    # rows: A dY, A = [[1, 0], [1, 1], [1, -1], [0, -1]]; columns: (A dY) A^T
+                    s0 = d[0, o] + d[2, o]
+                    s1 = d[1, o] + d[3, o]
                     Y[4, r, o] = s0
                     Y[5, r, o] = s0 + s1
                     Y[6, r, o] = s0 - s1
                     Y[7, r, o] = -s1
+                for o in range(O):
+                    t0 = d[0, o] - d[2, o]
+                    t1 = d[1, o] - d[3, o]
                     Y[8, r, o] = t0
                     Y[9, r, o] = t0 + t1
                     Y[10, r, o] = t0 - t1
                     Y[11, r, o] = -t1
+                for o in range(O):
+                    d10 = d[2, o]
+                    d11 = d[3, o]
                     Y[12, r, o] = -d10
                     Y[13, r, o] = -d10 - d11
                     Y[14, r, o] = d11 - d10

@@ -268,3 +268,12 @@ def _ieee_minmax(name: str):
 # row-wise max over (33, 1500) float32 took 116 us with branches, 19 us with the intrinsic.
 _fmax = _ieee_minmax("llvm.maximum")
 _fmin = _ieee_minmax("llvm.minimum")
+
+
+@njit(error_model="numpy")
+def _select(c, t, f):
+    """`t if c else f` with both operands evaluated by the caller. A conditional expression whose operands are array
+    loads ran as a branch per element: `where(mask, g, 0)` fused with a column sum (ReLU's gradient feeding
+    BatchNorm's) took 2.0 ms over a random 16384x32 float32 mask, 0.28 ms through this function, which LLVM inlines
+    into the vectorized loop as a `select` (Numba's own `inline="always"` keeps the branch: 1.6 ms)."""
+    return t if c else f

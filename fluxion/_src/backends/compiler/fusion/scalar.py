@@ -33,7 +33,7 @@ KERNEL_DTYPES = frozenset({"float32", "float64", "int8", "int16", "int32", "int6
 
 # The helpers generated kernel modules import from `mathlib` (the same line in every kernel's source).
 MATHLIB_IMPORT = ("from fluxion._src.backends.compiler.fusion.mathlib import _erfcf, _erff, _expf, _expm1f, _fmax, "
-                  "_fmin, _log1pf, _logf, _logistic, _logisticf, _tanhf")
+                  "_fmin, _log1pf, _logf, _logistic, _logisticf, _select, _tanhf")
 
 
 def dtype_ok(dt) -> bool:
@@ -251,7 +251,7 @@ _reg(is_finite_p, _is_finite)
 def _select_n(a, in_dts, out_dt, params):
     if len(a) != 3 or np.dtype(in_dts[0]) != np.bool_:
         return None
-    return f"({a[2]} if {a[0]} else {a[1]})"
+    return f"_select({a[0]}, {a[2]}, {a[1]})"
 
 
 _reg(select_n_p, _select_n)
