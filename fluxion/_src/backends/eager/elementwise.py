@@ -12,7 +12,7 @@ import numpy as np
 import scipy.special as sp
 
 from ...lax import elementwise as ew
-from . import kernels, register_impl
+from . import kernels, minmax, register_impl
 from . import special as _special  # erf_inv evaluated as XLA does (bit-exact random.normal)
 
 _ERR = dict(all="ignore")
@@ -86,8 +86,8 @@ _register(ew.square_p, np.square)
 _register(ew.add_p, np.add)
 _register(ew.sub_p, np.subtract)
 _register(ew.mul_p, np.multiply)
-_register(ew.max_p, np.maximum)
-_register(ew.min_p, np.minimum)
+_register(ew.max_p, minmax.maximum)  # XLA's signed zeros: max(-0., +0.) is +0 in either order
+_register(ew.min_p, minmax.minimum)
 _register(ew.atan2_p, np.arctan2)
 _register(ew.and_p, np.bitwise_and)
 _register(ew.or_p, np.bitwise_or)
@@ -370,11 +370,7 @@ def _select_n(which, *cases):
 _register(ew.select_n_p, _select_n)
 
 
-def _clamp(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi)
-
-
-_register(ew.clamp_p, _clamp)
+_register(ew.clamp_p, minmax.clamp)
 
 
 def _complex(x, y):

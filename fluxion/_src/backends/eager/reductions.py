@@ -6,7 +6,7 @@ import numpy as np
 
 from ...lax import cumulative as cum
 from ...lax import reductions as red
-from . import register_impl
+from . import minmax, register_impl
 
 
 def reduce_sum(x, *, axes):
@@ -29,7 +29,7 @@ def reduce_max(x, *, axes):
     x = np.asarray(x)
     if x.size == 0:
         return _empty_identity(x, axes, True)
-    return np.max(x, axis=axes)
+    return minmax.reduce_max(x, axes)
 
 
 register_impl(red.reduce_max_p, reduce_max)
@@ -39,7 +39,7 @@ def reduce_min(x, *, axes):
     x = np.asarray(x)
     if x.size == 0:
         return _empty_identity(x, axes, False)
-    return np.min(x, axis=axes)
+    return minmax.reduce_min(x, axes)
 
 
 register_impl(red.reduce_min_p, reduce_min)
