@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..eager import minmax
-from ..eager.elementwise import (QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
+from ..eager.elementwise import (COMPLEX_NAN_PRIMITIVES, QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
                                          select_bits_supported)
 from ...core import Primitive, Var
 from ...lax.control_flow import cond_p, scan_p, while_p
@@ -97,6 +97,8 @@ def ufunc_for(eqn) -> str | None:
     if prim in UFUNCS:
         if prim is sign_p and eqn.outvars[0].aval.dtype.kind in "cf":
             return None  # the backend keeps XLA's sign of zeros (NumPy's ufunc does not)
+        if prim in COMPLEX_NAN_PRIMITIVES and eqn.invars[0].aval.dtype.kind == "c":
+            return None  # the backend gives XLA's nan for a nan part beside an infinite one
         return UFUNCS[prim]
     if prim in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
             {v.aval.dtype for v in eqn.invars}) == 1:
