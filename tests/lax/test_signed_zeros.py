@@ -1,7 +1,7 @@
 """Maximum and minimum order -0 below +0, as XLA's `max`/`min` do: `max(-0., +0.)` is +0 and `min(+0., -0.)` is -0
 in either operand order, eagerly, in generated NumPy code (small arrays) and in fused Numba kernels (large ones),
-for the elementwise primitives, `jnp.maximum/minimum/clip`, `nn.relu`, reductions, scatters and windowed
-reductions. `jnp.fmax/fmin` return their second operand on ties, as JAX's do.
+for the elementwise primitives, `jnp.maximum/minimum/clip`, `nn.relu`, reductions, cumulative maxima and minima,
+scatters and windowed reductions. `jnp.fmax/fmin` return their second operand on ties, as JAX's do.
 
 Elementwise results are compared with real JAX sign bit for sign bit. Reductions are compared with the IEEE 754-2019
 rule instead (a zero maximum is +0 if any element is +0): XLA itself answers a -0/+0 tie in a reduction
@@ -59,6 +59,9 @@ ELEMENTWISE = {
     "min_with_0": lambda m: lambda x, y: m.numpy.minimum(x, 0.0),
     "min_with_neg0": lambda m: lambda x, y: m.numpy.minimum(x, -0.0),
     "max_in_chain": lambda m: lambda x, y: m.numpy.maximum(x * 1.0, y) * 2.0,
+    "cummax": lambda m: lambda x, y: m.lax.cummax(m.numpy.stack([x, y, x]), axis=0),
+    "cummin": lambda m: lambda x, y: m.lax.cummin(m.numpy.stack([x, y, x]), axis=0),
+    "cummax_reverse": lambda m: lambda x, y: m.lax.cummax(m.numpy.stack([x, y, x]), axis=0, reverse=True),
     "scatter_max": lambda m: lambda x, y: x.at[m.numpy.arange(x.shape[0]) // 2].max(y),
     "scatter_min": lambda m: lambda x, y: x.at[m.numpy.arange(x.shape[0]) // 2].min(y),
 }

@@ -172,3 +172,24 @@ def _scatter(ufunc, is_max: bool):
 
 scatter_maximum = _scatter(np.maximum, True)
 scatter_minimum = _scatter(np.minimum, False)
+
+
+def _accumulate(ufunc, combine):
+    def fn(x, axis):
+        """`ufunc.accumulate(x, axis)` with XLA's signed zeros: the sign of a running maximum is the running AND of
+        the operands' sign bits (the running OR for a minimum), as for `_fix_signs`; set only when a zero occurs."""
+        r = ufunc.accumulate(x, axis=axis)
+        if not floating(r.dtype) or not np.equal(r, 0).any():
+            return r
+        it = _INT_OF_SIZE[r.dtype.itemsize]
+        sign = it(np.iinfo(it).min)
+        signs = combine.accumulate(np.ascontiguousarray(x).view(it), axis=axis) & sign
+        bits = r.view(it)
+        bits &= ~sign
+        bits |= signs
+        return r
+    return fn
+
+
+cumulative_max = _accumulate(np.maximum, np.bitwise_and)
+cumulative_min = _accumulate(np.minimum, np.bitwise_or)
