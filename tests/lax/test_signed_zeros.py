@@ -134,3 +134,18 @@ def test_windowed_max_min_eager_order_negative_zero_below_positive_zero(is_max):
     got = lax.reduce_window(jnp.asarray(x), F32(init), op, (1, 2), (1, 1), "VALID")
     windows = np.stack([x[:, :-1], x[:, 1:]])
     _same_bits(got, _reference_reduce(windows, 0, is_max))
+
+
+@pytest.mark.parametrize("transform", ["pmap", "vmap"])
+def test_pmax_pmin_across_replicas_order_negative_zero_below_positive_zero(transform):
+    x = np.array([[-0.0, 0.0, -0.0, 0.0], [0.0, -0.0, -0.0, 1.0]], F32)  # one row per replica
+
+    def f(v):
+        return lax.pmax(v, "i"), lax.pmin(v, "i")
+
+    with config.override("jax_num_cpu_devices", 2):
+        mapped = fluxion.pmap(f, axis_name="i") if transform == "pmap" else fluxion.vmap(f, axis_name="i")
+        hi, lo = mapped(jnp.asarray(x))
+    for row in range(2):
+        _same_bits(hi[row], _reference_reduce(x, 0, True))
+        _same_bits(lo[row], _reference_reduce(x, 0, False))

@@ -193,3 +193,15 @@ def _accumulate(ufunc, combine):
 
 cumulative_max = _accumulate(np.maximum, np.bitwise_and)
 cumulative_min = _accumulate(np.minimum, np.bitwise_or)
+
+
+def maximum_into(x, y, out):
+    """`maximum(x, y)` written into `out` (which may be `x`: the operands are read before it is written)."""
+    np.copyto(out, maximum(x, y))
+    return out
+
+
+def minimum_into(x, y, out):
+    """`minimum(x, y)` written into `out` (which may be `x`)."""
+    np.copyto(out, minimum(x, y))
+    return out
