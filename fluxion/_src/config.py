@@ -482,6 +482,14 @@ JIT_KEY_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtyp
                    "fluxion_fuse_min_elements", "fluxion_small_group_min_ops", "fluxion_debug_typecheck")
 
 
+def _key_value(name: str) -> Any:
+    try:
+        return _hashable(config.read(name))
+    except ValueError:  # an environment variable that does not parse: reported where the option is used, as before
+        spec = config._env_options.get(name)
+        return ("unparsed", tuple(os.environ.get(v) for v in spec[0]) if spec else None)
+
+
 def _hashable(value: Any) -> Any:
     try:
         hash(value)
@@ -506,7 +514,7 @@ class _TraceContext:
         self.key: tuple = ()
 
     def refresh(self) -> None:
-        options = tuple(_hashable(config.read(name)) for name in JIT_KEY_OPTIONS)
+        options = tuple(_key_value(name) for name in JIT_KEY_OPTIONS)
         self.key = (options, tuple(c._value for c in _user_contexts))
         user_context_generation.value += 1
 

@@ -166,3 +166,10 @@ def test_unhashable_values_of_recorded_options_do_not_break_jit():
     with config.override("jax_default_device", [fluxion.devices()[0]]):
         assert float(f(jnp.float32(1.0))) == 2.0
     assert float(lax.add(f(jnp.float32(1.0)), 0.0)) == 2.0
+
+
+def test_a_malformed_environment_variable_fails_where_its_option_is_used_not_at_every_update(monkeypatch):
+    monkeypatch.setenv("FLUXION_FUSE_MIN_ELEMENTS", "abc")
+    with config.override("jax_enable_x64", config.jax_enable_x64):  # rebuilds the trace context: no error here
+        with pytest.raises(ValueError, match="FLUXION_FUSE_MIN_ELEMENTS"):
+            config.fluxion_fuse_min_elements
