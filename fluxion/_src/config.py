@@ -7,7 +7,9 @@ effect on the NumPy backend; an unknown name raises `AttributeError` naming the 
 Reading an option (`config.fluxion_jit_fusion`) gives, in this order: the value given to `config.update`; else the
 option's environment variable, read at that moment (so setting `os.environ` later works too); else the default.
 `config.override(name, value)` sets an option for a `with` block and restores its previous state, including "not
-set" (tests use it). An environment variable that does not parse raises `ValueError` naming it when the option is
+set" (tests use it). The options that change a trace or its compilation (`JIT_KEY_OPTIONS`) are part of `jit`'s
+cache keys, as in JAX: changing one after a first call retraces, and the earlier value's program is reused when it
+comes back. An environment variable that does not parse raises `ValueError` naming it when the option is
 read. Boolean variables accept 1/true/yes/on and 0/false/no/off; another spelling leaves the default.
 
 Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read when fluxion is imported):
@@ -416,6 +418,7 @@ class UserContext:
         self._value = default_value
         with _user_context_lock:
             _user_contexts.append(self)
+            _trace_context.refresh()
 
     @property
     def value(self) -> Any:
@@ -443,7 +446,8 @@ _user_context_hooks: list[Callable[[], None]] = []
 
 
 class _UserContextGeneration:
-    """Counts changes of user context values, so a dispatch that started under older values can tell."""
+    """Counts changes of user context values and of the options in `JIT_KEY_OPTIONS`, so a dispatch that started
+    under older values can tell."""
 
     __slots__ = ("value",)
 
@@ -457,19 +461,93 @@ user_context_generation = _UserContextGeneration()
 def _set_user_context(ctx: UserContext, value: Any) -> None:
     with _user_context_lock:
         ctx._value = value
-        user_context_generation.value += 1
+        _trace_context.refresh()
     for hook in _user_context_hooks:
         hook()
 
 
 def user_context_key() -> tuple:
-    """The current values of every user context (part of `jit`'s cache keys); () when none was made."""
+    """The current values of every user context; () when none was made."""
     return tuple(c._value for c in _user_contexts)
 
 
 def add_user_context_hook(hook: Callable[[], None]) -> None:
-    """Calls `hook()` whenever a user context's value changes (jit drops the dispatch tables keyed without them)."""
+    """Calls `hook()` whenever a user context's value or an option of `JIT_KEY_OPTIONS` changes (jit drops the
+    dispatch tables keyed without them)."""
     _user_context_hooks.append(hook)
+
+
+# Options that change what `jit` traces or how it compiles a trace, so that a program made under one value must not
+# serve calls under another: JAX's options that its jit cache keys on (those fluxion defines; several only recorded
+# here, keyed anyway so a program never outlives a setting it may depend on), plus fluxion's options that choose the
+# compiler tier. Not here: jax_debug_nans/infs and jax_disable_jit (`jit` then runs the function op by op without
+# its caches), jax_no_execution (checked at every call). Options that tune compiled code without changing it
+# (threads, parallel thresholds, cache places) are read when the code runs.
+JIT_KEY_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
+                   "jax_default_matmul_precision", "jax_default_device", "jax_default_prng_impl",
+                   "jax_threefry_partitionable", "jax_softmax_custom_jvp", "jax_allow_f16_reductions",
+                   "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_debug_key_reuse",
+                   "fluxion_jit_compiler", "fluxion_jit_fusion", "fluxion_check_fusion", "fluxion_jit_whole_step",
+                   "fluxion_fuse_min_elements", "fluxion_small_group_min_ops", "fluxion_debug_typecheck")
+
+
+def _key_value(name: str) -> Any:
+    try:
+        return _hashable(config.read(name))
+    except ValueError:  # an environment variable that does not parse: reported where the option is used, as before
+        spec = config._env_options.get(name)
+        return ("unparsed", tuple(os.environ.get(v) for v in spec[0]) if spec else None)
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:  # an unhashable value of an option recorded without effect: its repr stands for it
+        return (type(value).__name__, repr(value))
+    return value
+
+
+class _TraceContext:
+    """The values `jit`'s caches are keyed on besides the arguments: the options of `JIT_KEY_OPTIONS` and every user
+    context, as one tuple rebuilt when any of them changes (config hooks run on `update` and when an `override`
+    block ends), so a cache lookup costs no option reads.
+
+    An option set through its environment variable is read when the tuple is rebuilt (at import and at every
+    change of another key option): setting `os.environ` later, without `config.update`, does not retrace programs
+    already compiled.
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self):
+        self.key: tuple = ()
+
+    def refresh(self) -> None:
+        options = tuple(_key_value(name) for name in JIT_KEY_OPTIONS)
+        self.key = (options, tuple(c._value for c in _user_contexts))
+        user_context_generation.value += 1
+
+
+_trace_context = _TraceContext()
+_trace_context.refresh()
+
+
+def _option_changed(_value: Any) -> None:
+    with _user_context_lock:
+        _trace_context.refresh()
+    for hook in _user_context_hooks:
+        hook()
+
+
+for _name in JIT_KEY_OPTIONS:
+    config.add_hook(_name, _option_changed)
+del _name
+
+
+def trace_context_key() -> tuple:
+    """What `jit`'s cache keys hold besides the arguments: the current values of the options in `JIT_KEY_OPTIONS`
+    and of every user context (mirrors JAX's trace context)."""
+    return _trace_context.key
 
 
 def make_user_context(default_value: Any = None) -> UserContext:

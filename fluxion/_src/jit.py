@@ -4,7 +4,8 @@
 Dispatch (the hot path): when every argument is a positional `Array` (the common case), the cache key is just the
 tuple of (shape, dtype, weak_type) of the arguments and a hit calls the generated executable on the raw NumPy
 buffers directly. Otherwise the arguments are flattened and the key is built from the treedef, each leaf's
-(shape, dtype, weak_type) and the static arguments; structures seen before are checked and flattened by code
+(shape, dtype, weak_type), the static arguments and the trace context (the options that change a trace or its
+compilation, and user contexts: `config.trace_context_key`); structures seen before are checked and flattened by code
 generated for them (`jit_flatten`). Caches belong to the wrapped function itself, so `jit(f)(x)`
 in a loop (a new wrapper each time) does not retrace.
 
@@ -36,7 +37,7 @@ from . import core, dtypes
 from .api import ShapeDtypeStruct
 from .api_util import PerFunction, as_value, fun_name, fun_src
 from .backends import compiler as _compiler
-from .config import add_user_context_hook, config, user_context_key
+from .config import add_user_context_hook, config, trace_context_key
 from .config import user_context_generation as _user_context_generation
 from .core import Array
 from .core import all_eager as _all_eager
@@ -84,7 +85,7 @@ class _FunctionCaches:
     """What `jit` remembers about one Python function, shared by every `jit` wrapper of it.
 
     Attributes:
-      traces: (options, in_tree, signature, statics) -> `Traced`.
+      traces: (options, in_tree, signature, statics, trace context) -> `Traced`.
       compiled: the same keys -> `CompiledFunction` (top-level calls).
     """
 
@@ -263,12 +264,12 @@ class JitWrapped(stages.Wrapped):
                 sig.append(a)
                 raws.append(r)
             r = None  # no stray reference to a donated buffer (see `_donate`)
-            key = (self._options, in_tree, tuple(sig), statics, user_context_key())
+            key = (self._options, in_tree, tuple(sig), statics, trace_context_key())
             compiled = self._cache.get(key)
             if compiled is None:
                 compiled = self._compile(args, statics, dyn_args, dyn_kwargs, in_tree, tuple(sig), key)
-            # The dispatch tables are keyed without the user contexts (they are emptied when one changes): fill them
-            # only if no context changed since this call read them.
+            # The dispatch tables are keyed without the trace context (options and user contexts: they are emptied
+            # when one changes): fill them only if none changed since this call read it.
             if self._fast_ok and not kwargs and generation == _user_context_generation.value:
                 if len(leaves) == len(args) and all(type(a) is Array for a in args):
                     self._fast[tuple([x for a in sig for x in a])] = compiled
@@ -403,7 +404,7 @@ class JitWrapped(stages.Wrapped):
 
     # -- tracing and compilation ----------------------------------------------------------------------------------
     def _get_trace(self, args, statics, dyn_args, dyn_kwargs, in_tree, sig) -> Traced:
-        key = (self._options, in_tree, tuple(sig), statics, user_context_key())
+        key = (self._options, in_tree, tuple(sig), statics, trace_context_key())
         traced = self._traces.get(key)
         if traced is None:
             traced = trace_function(self._fun, self._name, args, statics, dyn_args, dyn_kwargs, in_tree, sig)
@@ -498,6 +499,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         donate_argnames=None, keep_unused: bool = False, device=None, backend=None, inline: bool = False,
         abstracted_axes=None, in_shardings=None, out_shardings=None):
     """Compiles `fun`: traced once per (treedef, shapes, dtypes, weak types, static values) and cached.
+
+    The caches are also keyed on the options that change a trace or its compilation (`jax_enable_x64`,
+    `jax_threefry_partitionable`, `fluxion_jit_fusion`, ...: `config.JIT_KEY_OPTIONS`) and on user contexts, so
+    `config.update` after a first call retraces, as in JAX.
 
     Args:
       fun: the function to compile (also usable as `@partial(jit, static_argnames=...)`).

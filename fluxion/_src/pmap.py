@@ -37,6 +37,7 @@ from . import backends
 from .core import Array, ShapedArray, Tracer
 from .interpreters import partial_eval as pe
 from .interpreters import spmd
+from .config import trace_context_key
 from .jit_trace import leaf_signature as _leaf_aval_and_raw
 from .tree_util import tree_broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
@@ -233,7 +234,8 @@ class PmapWrapped:
                 shape = shape[:ax] + shape[ax + 1:]
             sig.append((shape, dt, weak, ax))
             raws.append(raw)
-        key = (self._pmap_options, in_tree, tuple(sig), statics_key, tuple(d.id for d in devs), nproc)
+        key = (self._pmap_options, in_tree, tuple(sig), statics_key, tuple(d.id for d in devs), nproc,
+               trace_context_key())
         compiled = self._pmap_cache.get(key)
         if compiled is None:
             compiled = self._compile(nargs, statics_key, in_tree, leaves, sig, n * nproc)

@@ -166,9 +166,9 @@ def test_a_warm_serial_tier_is_in_place_at_the_first_call(rng, monkeypatch):
 def _executable_optimized(x):
     """The optimized program `jit(_selu)` compiles for `x` (what the disk cache keys on)."""
     f = fluxion.jit(_selu)
-    with config.override("fluxion_jit_fusion", False):
+    with config.override("fluxion_jit_fusion", False):  # (a program of its own: jit's caches key on the option)
         f(x)
-    return _executable(f).optimized
+    return list(f._cache.values())[-1].executable.optimized
 
 
 def test_first_tiers_run_before_threaded_variants_and_in_submission_order():

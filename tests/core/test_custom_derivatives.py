@@ -776,3 +776,50 @@ def test_rule_errors_raise_the_class_jax_raises(name):
         call(jax)
     with pytest.raises(expected):
         call(fluxion)
+
+
+def _weak_jvp(m):
+    @m.custom_jvp
+    def f(x, y):
+        return x * y, x + 1.0
+
+    f.defjvp(lambda p, t: (f(*p), (t[0] * p[1] + t[1] * p[0], t[0])))
+    return f
+
+
+def _weak_vjp(m):
+    @m.custom_vjp
+    def f(x, y):
+        return x * y, x + 1.0
+
+    f.defvjp(lambda x, y: (f(x, y), (x, y)), lambda r, g: (g[0] * r[1] + g[1], g[0] * r[0]))
+    return f
+
+
+def _weak_types(out):
+    return [(np.dtype(o.dtype).name, bool(o.weak_type)) for o in tree_leaves(out)]
+
+
+@pytest.mark.parametrize("build", [_weak_jvp, _weak_vjp], ids=["custom_jvp", "custom_vjp"])
+@pytest.mark.parametrize("weak", [True, False], ids=["weak_args", "strong_args"])
+def test_outputs_keep_the_weak_type_of_the_function_under_tracing_as_in_jax(build, weak):
+    # A staged custom-derivative call once dropped weak types, so `f(w)[0] + float16_array` promoted to float32
+    # under jit but stayed float16 eagerly (and in JAX either way).
+    jax = _jax()
+    got = {}
+    for m in (fluxion, jax):
+        f = build(m)
+        w = m.numpy.asarray(2.0) * 1.0 if weak else m.numpy.float32(2.0)  # weakly typed, or float32
+        assert bool(w.weak_type) == weak
+        h = np.ones(3, np.float16)
+        fns = {
+            "outs": lambda a, b: f(a, b),
+            "promoted": lambda a, b: f(a, b)[0] + b,
+            "vmapped": lambda a, b: m.vmap(lambda z: f(z, z)[1])(m.numpy.stack([a, a])),
+            "grad": lambda a, b: m.grad(lambda z: f(z, z)[0] + f(z, z)[1])(a),
+        }
+        got[m.__name__] = {k: (_weak_types(fn(w, h if k == "promoted" else w)),
+                               _weak_types(m.jit(fn)(w, h if k == "promoted" else w))) for k, fn in fns.items()}
+        for k, (eager, jitted) in got[m.__name__].items():
+            assert eager == jitted, (m.__name__, k)
+    assert got["fluxion"] == got["jax"]

@@ -17,8 +17,8 @@ from . import partial_eval as pe
 from .ad import Zero
 
 
-def _primitive(name: str, abstract_eval) -> Primitive:
-    prim = Primitive(name, multiple_results=True, weak_type="never")
+def _primitive(name: str, abstract_eval, weak_type="never") -> Primitive:
+    prim = Primitive(name, multiple_results=True, weak_type=weak_type)
     abstract_eval_rules[prim] = abstract_eval
     return prim
 
@@ -86,7 +86,13 @@ def _call_abstract_eval(*args, call_jaxpr, **params):
     return list(call_jaxpr.out_avals)
 
 
-custom_jvp_call_p = _primitive("custom_jvp_call", _call_abstract_eval)
+def _call_weak_types(args, params) -> list[bool]:
+    # The outputs are weakly typed exactly where the function's are (as when it runs eagerly, and as in JAX): a
+    # custom rule must not change the dtype promotion of what follows it.
+    return [a.weak_type for a in params["call_jaxpr"].out_avals]
+
+
+custom_jvp_call_p = _primitive("custom_jvp_call", _call_abstract_eval, _call_weak_types)
 
 
 def _custom_jvp_call_print_params(params):
@@ -102,7 +108,7 @@ def _custom_jvp_call_print_params(params):
 
 core.param_print_rules[custom_jvp_call_p] = _custom_jvp_call_print_params
 core.param_print_order[custom_jvp_call_p] = ("name", "call_jaxpr", "jvp", "num_consts", "symbolic_zeros")
-custom_vjp_call_p = _primitive("custom_vjp_call", _call_abstract_eval)
+custom_vjp_call_p = _primitive("custom_vjp_call", _call_abstract_eval, _call_weak_types)
 
 
 def _trace_call(fun, tracers):

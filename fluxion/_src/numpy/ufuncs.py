@@ -1078,14 +1078,15 @@ def fmax(x, y, /):
 
     Returns:
         An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan
-        only where both are.
+        only where both are. Equal inputs give `y` (so `fmax(0., -0.)` is -0., as in JAX; `maximum` gives +0.).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.fmax(jnp.array([1.0, jnp.nan, jnp.nan]), jnp.array([2.0, 0.0, jnp.nan]))
     Array([ 2.,  0., nan], dtype=float32)
     """
     x, y = promote_args("fmax", x, y)
-    return ew.select_n(isnan(y), ew.select_n(isnan(x), ew.max(x, y), y), x)
+    # x where it is the larger or y is nan, else y: ties (-0 and +0 included) give y, as JAX's formula does.
+    return ew.select_n(greater(x, y) | isnan(y), y, x)
 
 
 @staged_as_call("fmin")
@@ -1097,14 +1098,14 @@ def fmin(x, y, /):
 
     Returns:
         An array of the broadcast shape in the promoted dtype. Where exactly one input is nan the other is returned; nan
-        only where both are.
+        only where both are. Equal inputs give `y` (so `fmin(-0., 0.)` is 0., as in JAX; `minimum` gives -0.).
 
     >>> import fluxion.numpy as jnp
     >>> jnp.fmin(jnp.array([1.0, jnp.nan, jnp.nan]), jnp.array([2.0, 0.0, jnp.nan]))
     Array([ 1.,  0., nan], dtype=float32)
     """
     x, y = promote_args("fmin", x, y)
-    return ew.select_n(isnan(y), ew.select_n(isnan(x), ew.min(x, y), y), x)
+    return ew.select_n(less(x, y) | isnan(y), y, x)
 
 
 def arctan2(x, y, /):

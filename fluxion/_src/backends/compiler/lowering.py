@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..eager.elementwise import (QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
+from ..eager import minmax
+from ..eager.elementwise import (COMPLEX_NAN_PRIMITIVES, QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
                                          select_bits_supported)
 from ...core import Primitive, Var
 from ...lax.control_flow import cond_p, scan_p, while_p
@@ -96,6 +97,8 @@ def ufunc_for(eqn) -> str | None:
     if prim in UFUNCS:
         if prim is sign_p and eqn.outvars[0].aval.dtype.kind in "cf":
             return None  # the backend keeps XLA's sign of zeros (NumPy's ufunc does not)
+        if prim in COMPLEX_NAN_PRIMITIVES and eqn.invars[0].aval.dtype.kind == "c":
+            return None  # the backend gives XLA's nan for a nan part beside an infinite one
         return UFUNCS[prim]
     if prim in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
             {v.aval.dtype for v in eqn.invars}) == 1:
@@ -129,16 +132,38 @@ def _contiguous(g, eqn, expr: str) -> str:
     return f"{g.bind(np.ascontiguousarray, 'ascontiguousarray')}({expr})" if c_order_needed(g, eqn) else expr
 
 
+def _signed_zero_repair(g, eqn) -> tuple[str | None, bool]:
+    """For float max/min (NumPy's ufunc may return either of a -0/+0 tie; XLA orders -0 below +0, see `minmax`):
+    the bound name of the function repairing the result, and whether it takes the operands too. A scalar literal
+    operand (relu's 0.) picks a cheaper repair, or none."""
+    prim = eqn.primitive
+    if prim not in (max_p, min_p) or not minmax.floating(eqn.outvars[0].aval.dtype):
+        return None, False
+    bound = None
+    for v in eqn.invars:
+        if type(v) is not Var and np.ndim(getattr(v.val, "_value", v.val)) == 0:
+            bound = getattr(v.val, "_value", v.val)
+    repair, with_operands = minmax.repair_for(prim is max_p, bound, eqn.outvars[0].aval.dtype)
+    return (None if repair is None else g.bind(repair, repair.__name__)), with_operands
+
+
 def _lower_ufunc(g, eqn, ins, outs, ufunc: str) -> list:
     out = eqn.outvars[0]
     fn = g.bind(getattr(np, ufunc), ufunc)
     if eqn.primitive in NOISY:
         g.needs_quiet = True
-    buf = g.out_buffer(out) if out.aval.ndim else None
+    repair, with_operands = _signed_zero_repair(g, eqn)
+    # (Not into a reused buffer when the repair reads the operands: that buffer may have held one of them.)
+    buf = g.out_buffer(out) if out.aval.ndim and not with_operands else None
     if buf is not None:
         g.line(f"{outs[0]} = {fn}({', '.join(ins)}, out={buf})")
+        if repair is not None:
+            g.line(f"{repair}({outs[0]})")
         return [("adopt", buf)]
-    g.line(f"{outs[0]} = {fn}({', '.join(ins)}{_order(g, eqn)})")
+    call = f"{fn}({', '.join(ins)}{_order(g, eqn)})"
+    if repair is not None:
+        call = f"{repair}({call}, {', '.join(ins)})" if with_operands else f"{repair}({call})"
+    g.line(f"{outs[0]} = {call}")
     return [FRESH if out.aval.ndim else UNKNOWN]
 
 
@@ -162,8 +187,12 @@ def _integer_pow(g, eqn, ins, outs):
 @register(clamp_p)
 def _clamp(g, eqn, ins, outs):
     lo, x, hi = ins
-    mx, mn = g.bind(np.maximum, "maximum"), g.bind(np.minimum, "minimum")
-    g.line(f"{outs[0]} = {mn}({mx}({x}, {lo}), {hi}{_order(g, eqn)})")
+    if minmax.floating(eqn.outvars[0].aval.dtype):  # XLA's signed zeros (see `minmax`)
+        mx, mn = g.bind(minmax.maximum, "xla_maximum"), g.bind(minmax.minimum, "xla_minimum")
+        g.line(f"{outs[0]} = {_contiguous(g, eqn, f'{mn}({mx}({x}, {lo}), {hi})')}")
+    else:
+        mx, mn = g.bind(np.maximum, "maximum"), g.bind(np.minimum, "minimum")
+        g.line(f"{outs[0]} = {mn}({mx}({x}, {lo}), {hi}{_order(g, eqn)})")
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 
 
@@ -295,12 +324,18 @@ def _concatenate(g, eqn, ins, outs):
 # Reductions and contractions
 # --------------------------------------------------------------------------------------------------------------
 
+_SIGNED_ZERO_REDUCTIONS = {"maximum": (minmax.reduce_max, "xla_reduce_max"),
+                           "minimum": (minmax.reduce_min, "xla_reduce_min")}
+
+
 def _reduce(ufunc: str, with_dtype: bool, needs_nonempty: bool):
     def lower(g, eqn, ins, outs):
         x = eqn.invars[0]
         if needs_nonempty and ir.size(x) == 0 or x.aval.ndim == 0:
             return lower_impl(g, eqn, ins, outs)
         fn = g.bind(getattr(np, ufunc).reduce, f"{ufunc}_reduce")
+        if ufunc in _SIGNED_ZERO_REDUCTIONS and minmax.floating(x.aval.dtype):
+            fn = g.bind(*_SIGNED_ZERO_REDUCTIONS[ufunc])
         axes = tuple(eqn.params["axes"])
         dt = f", dtype={g.bind(x.aval.dtype, x.aval.dtype.name)}" if with_dtype else ""
         g.line(f"{outs[0]} = {_contiguous(g, eqn, f'{fn}({ins[0]}, axis={axes!r}{dt})')}")
@@ -367,8 +402,8 @@ def _scatter_inplace_impl(prim: Primitive):
     try:
         from ..eager import indexing as ix
         combine = {scatter_p: ix._set, scatter_add_p: ix._accumulate(np.add),
-                   scatter_mul_p: ix._accumulate(np.multiply), scatter_min_p: ix._accumulate(np.minimum),
-                   scatter_max_p: ix._accumulate(np.maximum)}[prim]
+                   scatter_mul_p: ix._accumulate(np.multiply), scatter_min_p: minmax.scatter_minimum,
+                   scatter_max_p: minmax.scatter_maximum}[prim]
         index_arrays = ix._scatter_index_arrays
     except (ImportError, AttributeError, KeyError):
         return None

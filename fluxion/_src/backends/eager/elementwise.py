@@ -12,7 +12,7 @@ import numpy as np
 import scipy.special as sp
 
 from ...lax import elementwise as ew
-from . import kernels, register_impl
+from . import kernels, minmax, register_impl
 from . import special as _special  # erf_inv evaluated as XLA does (bit-exact random.normal)
 
 _ERR = dict(all="ignore")
@@ -53,6 +53,25 @@ def _same_dtype(fn):
     return impl
 
 
+def _nan_parts_give_nan(fn):
+    """`fn` for complex inputs as XLA computes it where a part is NaN: NaN (NaN + NaN j) even beside an infinite
+    part, where NumPy follows C99 (|inf + nan j| = inf, log(inf + nan j) = inf + nan j, sqrt(nan + inf j) = inf +
+    inf j). Real inputs are unchanged."""
+    def impl(x):
+        out = fn(x)
+        if x.dtype.kind == "c":
+            nan = np.isnan(x)  # either part
+            if nan.any():
+                out = np.where(nan, out.dtype.type(complex(np.nan, np.nan) if out.dtype.kind == "c" else np.nan), out)
+        return out
+    impl.__name__ = fn.__name__
+    return impl
+
+
+COMPLEX_NAN_PRIMITIVES = frozenset({ew.abs_p, ew.log_p, ew.log1p_p, ew.sqrt_p})
+"""Primitives whose complex implementations give XLA's NaN for any NaN part (NumPy's ufuncs do not)."""
+
+
 # -- NumPy ufuncs that match XLA as they are ----------------------------------------------------------------------
 
 _register(ew.neg_p, np.negative)
@@ -60,8 +79,8 @@ _register(ew.floor_p, np.floor)
 _register(ew.ceil_p, np.ceil)
 _register(ew.exp_p, np.exp)
 _register(ew.exp2_p, np.exp2)
-_register(ew.log_p, np.log)
-_register(ew.log1p_p, np.log1p)
+_register(ew.log_p, _nan_parts_give_nan(np.log))
+_register(ew.log1p_p, _nan_parts_give_nan(np.log1p))
 _register(ew.expm1_p, np.expm1)
 _register(ew.tanh_p, np.tanh)
 _register(ew.sin_p, np.sin)
@@ -75,9 +94,9 @@ _register(ew.cosh_p, np.cosh)
 _register(ew.asinh_p, np.arcsinh)
 _register(ew.acosh_p, np.arccosh)
 _register(ew.atanh_p, np.arctanh)
-_register(ew.sqrt_p, np.sqrt)
+_register(ew.sqrt_p, _nan_parts_give_nan(np.sqrt))
 _register(ew.cbrt_p, np.cbrt)
-_register(ew.abs_p, np.abs)
+_register(ew.abs_p, _nan_parts_give_nan(np.abs))
 _register(ew.not_p, np.invert)
 _register(ew.real_p, np.real)
 _register(ew.imag_p, np.imag)
@@ -86,8 +105,8 @@ _register(ew.square_p, np.square)
 _register(ew.add_p, np.add)
 _register(ew.sub_p, np.subtract)
 _register(ew.mul_p, np.multiply)
-_register(ew.max_p, np.maximum)
-_register(ew.min_p, np.minimum)
+_register(ew.max_p, minmax.maximum)  # XLA's signed zeros: max(-0., +0.) is +0 in either order
+_register(ew.min_p, minmax.minimum)
 _register(ew.atan2_p, np.arctan2)
 _register(ew.and_p, np.bitwise_and)
 _register(ew.or_p, np.bitwise_or)
@@ -370,15 +389,17 @@ def _select_n(which, *cases):
 _register(ew.select_n_p, _select_n)
 
 
-def _clamp(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi)
-
-
-_register(ew.clamp_p, _clamp)
+_register(ew.clamp_p, minmax.clamp)
 
 
 def _complex(x, y):
-    return (x + 1j * y).astype(np.result_type(x, np.complex64))
+    # The parts are stored, not computed: x + 1j * y would turn an infinite y into nan + inf j (0 * inf) and lose
+    # the sign of a -0 real part (-0 + 0 is +0); XLA's complex(0., inf) is exactly inf j.
+    x, y = np.asarray(x), np.asarray(y)
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), np.complex128 if x.dtype == np.float64 else np.complex64)
+    out.real = x
+    out.imag = y
+    return out
 
 
 _register(ew.complex_p, _complex)

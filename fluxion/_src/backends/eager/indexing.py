@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...lax import indexing as lx
-from . import register_impl
+from . import minmax, register_impl
 
 
 def default_fill_value(dtype: np.dtype):
@@ -178,7 +178,7 @@ scatter_add = _make_scatter(_accumulate(np.add))
 register_impl(lx.scatter_add_p, scatter_add)
 scatter_mul = _make_scatter(_accumulate(np.multiply))
 register_impl(lx.scatter_mul_p, scatter_mul)
-scatter_min = _make_scatter(_accumulate(np.minimum))
+scatter_min = _make_scatter(minmax.scatter_minimum)  # XLA's signed zeros (see minmax)
 register_impl(lx.scatter_min_p, scatter_min)
-scatter_max = _make_scatter(_accumulate(np.maximum))
+scatter_max = _make_scatter(minmax.scatter_maximum)
 register_impl(lx.scatter_max_p, scatter_max)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...interpreters import spmd as pmap_runtime
 from ...lax import parallel as lp
-from . import register_impl
+from . import minmax, register_impl
 
 
 def _slot(axes):
@@ -38,8 +38,8 @@ def _reduce(np_op, what):
 
 
 register_impl(lp.psum_p, _reduce(np.add, "psum"))
-register_impl(lp.pmax_p, _reduce(np.maximum, "pmax"))
-register_impl(lp.pmin_p, _reduce(np.minimum, "pmin"))
+register_impl(lp.pmax_p, _reduce(minmax.maximum_into, "pmax"))  # XLA's signed zeros (see minmax)
+register_impl(lp.pmin_p, _reduce(minmax.minimum_into, "pmin"))
 
 
 def all_gather(x, *, axes, dimension, size):

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...lax import cumulative as cum
 from ...lax import reductions as red
-from . import register_impl
+from . import minmax, register_impl
 
 
 def reduce_sum(x, *, axes):
@@ -29,7 +29,7 @@ def reduce_max(x, *, axes):
     x = np.asarray(x)
     if x.size == 0:
         return _empty_identity(x, axes, True)
-    return np.max(x, axis=axes)
+    return minmax.reduce_max(x, axes)
 
 
 register_impl(red.reduce_max_p, reduce_max)
@@ -39,7 +39,7 @@ def reduce_min(x, *, axes):
     x = np.asarray(x)
     if x.size == 0:
         return _empty_identity(x, axes, False)
-    return np.min(x, axis=axes)
+    return minmax.reduce_min(x, axes)
 
 
 register_impl(red.reduce_min_p, reduce_min)
@@ -143,9 +143,9 @@ cumsum = _cum(lambda x, a: np.cumsum(x, axis=a, dtype=x.dtype))
 register_impl(cum.cumsum_p, cumsum)
 cumprod = _cum(lambda x, a: np.cumprod(x, axis=a, dtype=x.dtype))
 register_impl(cum.cumprod_p, cumprod)
-cummax = _cum(lambda x, a: np.maximum.accumulate(x, axis=a))
+cummax = _cum(minmax.cumulative_max)  # XLA's signed zeros: a running maximum of -0 and +0 is +0
 register_impl(cum.cummax_p, cummax)
-cummin = _cum(lambda x, a: np.minimum.accumulate(x, axis=a))
+cummin = _cum(minmax.cumulative_min)
 register_impl(cum.cummin_p, cummin)
 cumlogsumexp = _cum(lambda x, a: np.logaddexp.accumulate(x, axis=a))
 register_impl(cum.cumlogsumexp_p, cumlogsumexp)

@@ -11,7 +11,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ...lax import windowed as lw
 from ...lax.windowed import identity  # the identity element per reduction (re-exported for the compiler)
-from . import register_impl
+from . import minmax, register_impl
 from .structural import pad as _pad
 
 
@@ -49,8 +49,8 @@ def _make(kind, reducer):
 
 
 reduce_window_sum = _make("sum", lambda v, axes, dt: np.sum(v, axis=axes, dtype=dt))
-reduce_window_max = _make("max", lambda v, axes, dt: np.max(v, axis=axes))
-reduce_window_min = _make("min", lambda v, axes, dt: np.min(v, axis=axes))
+reduce_window_max = _make("max", lambda v, axes, dt: minmax.reduce_max(v, axes))  # XLA's signed zeros
+reduce_window_min = _make("min", lambda v, axes, dt: minmax.reduce_min(v, axes))
 register_impl(lw.reduce_window_sum_p, reduce_window_sum)
 register_impl(lw.reduce_window_max_p, reduce_window_max)
 register_impl(lw.reduce_window_min_p, reduce_window_min)

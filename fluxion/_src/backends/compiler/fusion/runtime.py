@@ -75,7 +75,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from ....config import config, set_default_environment
-from . import cachedir
+from . import cachedir, numba_pool
 
 logger = logging.getLogger("fluxion.jit")
 
@@ -192,6 +192,9 @@ def load_kernel(digest: str, source: str) -> Any:
             return hit
         if digest in _failed:
             raise RuntimeError(_failed[digest])
+        # NUMBA_NUM_THREADS changed after Numba started its threads: adopt a lower value, or warn once and raise
+        # (not remembered as this kernel's failure: restoring the variable lets it compile).
+        numba_pool.reconcile()
         try:
             fn = _load(digest, source)
         except Exception as err:  # noqa: BLE001 -- any Numba failure falls back to NumPy
