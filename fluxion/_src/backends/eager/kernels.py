@@ -120,6 +120,9 @@ for _op, _symbol in _OPS.items():
 
 BINARY_MIN_ELEMENTS = 1 << 16
 """Output size from which `binary` is tried: below it NumPy's call overhead, not its loop, dominates."""
+BINARY_MAX_ROW = 4096
+"""Rows of this length or more stay with NumPy, whose per-row overhead is then negligible (100 x 10000 float32: the
+kernel took 1.0-1.15x NumPy's time; 1000 x 1000: 0.6x; 10000 x 100: 0.5-0.8x; `benchmarks/eager_fusion.py`)."""
 
 _binary_ready: dict = {}   # (op, layout, dtype) -> compiled kernel
 _binary_started: set = set()
@@ -223,6 +226,8 @@ def binary(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     rows = 1
     for n in shape[:split]:
         rows *= n
+    if full.size >= rows * BINARY_MAX_ROW:
+        return None
     out = np.empty(shape, x.dtype)
     grid = full.reshape(rows, -1)
     if first:
