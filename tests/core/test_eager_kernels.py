@@ -135,6 +135,7 @@ BROADCASTS = [
     ("middle_axis", (70, 20, 50), (1, 20, 1), None),   # neither a row nor a column: NumPy
     ("below_threshold", (B // 100 - 1, 100), (100,), None),
     ("same_shape", (B // 100 + 3, 100), (B // 100 + 3, 100), None),
+    ("same_shape_one_column", (B + 5, 1), (B + 5, 1), None),
     ("long_rows", (16, kernels.BINARY_MAX_ROW + 1), (kernels.BINARY_MAX_ROW + 1,), None),  # NumPy is as fast
     ("long_rows_col", (16, kernels.BINARY_MAX_ROW + 1), (16, 1), None),
     ("rows_below_the_limit", (B // 4000 + 1, 4000), (4000,), "row"),

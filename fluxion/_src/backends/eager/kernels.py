@@ -226,7 +226,7 @@ def binary(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     rows = 1
     for n in shape[:split]:
         rows *= n
-    if full.size >= rows * BINARY_MAX_ROW:
+    if full.size >= rows * BINARY_MAX_ROW or full.size == rows:  # long rows, or rows of one element (elementwise)
         return None
     out = np.empty(shape, x.dtype)
     grid = full.reshape(rows, -1)
