@@ -153,15 +153,10 @@ def _int_div(x, y):
         fix = (np.remainder(x, y_safe) != 0) & ((x < 0) != (y_safe < 0))
         q = np.where(fix, q + 1, q)
         return np.where(y == 0, np.array(-1).astype(q.dtype), q).astype(np.result_type(x))
-    try:
-        large = x.size >= kernels.BINARY_MIN_ELEMENTS or y.size >= kernels.BINARY_MIN_ELEMENTS
-    except AttributeError:  # a Python scalar
-        large = False
-    if large:
-        out = kernels.binary("div", x, y)
-        if out is not None:
-            return out
-    return np.true_divide(x, y)
+    return _true_divide(x, y)
+
+
+_true_divide = _arithmetic("div", np.true_divide)
 
 
 _register(ew.div_p, _int_div)
