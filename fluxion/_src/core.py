@@ -393,6 +393,10 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
     logical or/and; integer `/` computes in floats; bool `-` is an error it words itself).
     """
     impl = prim.impl
+    # An implementation that picks a compiled kernel for large operands (eager/elementwise.py `_arithmetic`) names
+    # the plain loop it runs below its size threshold: small operands call that loop directly, skipping the wrapper.
+    small = getattr(impl, "small_operands", None)
+    large_from = getattr(impl, "large_from", 0)
     if prim.weak_type_rule not in (_all_weak, _never_weak):
         raise ValueError(f"no fast path for the weak-type rule of {prim.name}")
     all_weak = prim.weak_type_rule is _all_weak  # else never weak
@@ -411,7 +415,7 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
             # `is` first: canonical dtypes are singletons, so the usual case costs one identity test.
             if (dt is b.dtype or dt == b.dtype) and dt in dtypes_ok:
                 try:
-                    out = impl(a, b)
+                    out = small(a, b) if small is not None and a.size < large_from > b.size else impl(a, b)
                 except ValueError:  # shapes that do not broadcast: the full path words the error
                     return slow(self, other)
                 return Array(out, True if all_weak and self.weak_type and other.weak_type else False)

@@ -89,6 +89,43 @@ CASES = [
     ("glu_float16", nn.glu, lambda: _mat(np.float16, shape=(300, 234))),
 ]
 
+# The activations fused since the compiler's expm1/log1p became vectorizable (fluxion name, JAX name, extra kwargs):
+# each runs on every float dtype and on contiguous, transposed and strided inputs below.
+SWITCHED = [
+    ("softplus", "softplus", {}), ("log_sigmoid", "log_sigmoid", {}), ("soft_sign", "soft_sign", {}),
+    ("mish", "mish", {}), ("elu", "elu", {}), ("elu", "elu", {"alpha": 0.3}), ("celu", "celu", {}),
+    ("celu", "celu", {"alpha": 2.5}), ("selu", "selu", {}),
+]
+_FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+_LAYOUTS = {
+    "vector": lambda dt: _vec(dt) * 4,  # scaled: both branches and the exp/log tails are exercised
+    "transposed": lambda dt: (_mat(dt, shape=(233, 300)) * 4).T,
+    "strided": lambda dt: Array(np.asarray(_mat(dt, shape=(300, 466)) * 4)[:, ::2]),
+}
+
+
+def _switched_id(rec):
+    return rec[0] + "".join(f"_{k}{v}" for k, v in rec[2].items())
+
+
+
+
+def _in_x64(dtype, fn):
+    """`fn` run with 64-bit types enabled when `dtype` is float64 (so the inputs and results stay float64)."""
+    if np.dtype(dtype) != np.float64:
+        return fn
+
+    def run(*args):
+        with jax.enable_x64():
+            return fn(*args)
+    return run
+
+
+CASES += [(_switched_id(rec) + f"_{np.dtype(dt).name}_{layout}",
+           _in_x64(dt, (lambda f, kw: lambda x: f(x, **kw))(getattr(nn, rec[0]), rec[2])),
+           _in_x64(dt, (lambda mk, dt: lambda: mk(dt))(_LAYOUTS[layout], dt)))
+          for rec in SWITCHED for dt in _FLOATS for layout in _LAYOUTS]
+
 
 def _inline(monkeypatch, fn, x):
     with monkeypatch.context() as m:
@@ -185,3 +222,59 @@ def test_threads_share_the_fused_programs():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def _jax_tolerance(dtype):
+    return {2: 1e-2, 4: 3e-6, 8: 1e-12}[np.dtype(dtype).itemsize]
+
+
+@pytest.mark.parametrize("dtype", _FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("size", [7, N], ids=["small", "large"])
+@pytest.mark.parametrize("rec", SWITCHED, ids=_switched_id)
+def test_switched_activations_match_jax(rec, size, dtype):
+    """The switched activations against JAX: small (inline) and large (fused) calls, every float dtype, special
+    values included (signed zeros, infinities, NaN, the largest and smallest normal numbers)."""
+    real = pytest.importorskip("jax")
+    name, their_name, kw = rec
+    finfo = ml_dtypes.finfo(dtype)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, float(finfo.max), -float(finfo.max),
+                        float(finfo.tiny), -float(finfo.tiny), 30.0, -30.0, 1e-3, -1e-3], np.float64)
+    x = np.random.default_rng(3).standard_normal(size) * 6
+    x[:len(special)] = special[:size]
+    x = x.astype(dtype)
+    with real.default_device(real.devices("cpu")[0]):
+        real.config.update("jax_enable_x64", True)
+        try:
+            theirs = np.asarray(getattr(real.nn, their_name)(real.numpy.asarray(x), **kw))
+        finally:
+            real.config.update("jax_enable_x64", False)
+    ours = _in_x64(dtype, lambda: getattr(nn, name)(jnp.asarray(x), **kw))()
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    tol = _jax_tolerance(dtype)
+    np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("rec", SWITCHED, ids=_switched_id)
+def test_switched_activations_eager_matches_jit(rec):
+    """The fused eager call and the same function under `jit` give the same values (both run the compiled program
+    once it is in place; before that, both the NumPy path)."""
+    name, _, kw = rec
+    fn = getattr(nn, name)
+    x = _vec(np.float32) * 4
+    eager = np.asarray(fn(x, **kw))
+    jitted = np.asarray(jax.jit(lambda v: fn(v, **kw))(x))
+    np.testing.assert_allclose(eager, jitted, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("rec", SWITCHED, ids=_switched_id)
+def test_switched_activations_broadcast_parameters(rec):
+    """`alpha` given as an array broadcasts against `x` on both paths."""
+    name, _, kw = rec
+    if "alpha" not in kw:
+        pytest.skip("no array parameter")
+    fn = getattr(nn, name)
+    x = _mat()
+    alpha = jnp.asarray(np.linspace(0.5, 2.0, x.shape[1]).astype(np.float32))
+    fused = fn(x, alpha)
+    want = fn(np.asarray(x, np.float64), np.asarray(alpha, np.float64))
+    np.testing.assert_allclose(np.asarray(fused, np.float64), np.asarray(want), rtol=2e-5, atol=2e-6)

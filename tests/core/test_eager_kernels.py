@@ -1,13 +1,15 @@
-"""The precompiled eager kernels (`_src/backends/eager/kernels.py`): a large float `select_n` by one compiled pass.
+"""The precompiled eager kernels (`_src/backends/eager/kernels.py`): a large float `select_n` by one compiled pass,
+and `add`/`sub`/`mul`/`div` of a large array and a broadcast row or column.
 
-Oracle: NumPy's `where`, bit for bit (the selection moves bits, so NaN payloads, signed zeros and infinities must
-come through unchanged), on shapes around the size threshold, transposed and strided views, every dtype
-`jnp.where` takes (the kernel serves float32/float64; the others check that their paths are unchanged), eagerly and
-under `jit`.
+Oracle: NumPy (`where`; the arithmetic ufuncs with NumPy's broadcasting), bit for bit (the selection moves bits, so
+NaN payloads, signed zeros and infinities must come through unchanged; the arithmetic is one IEEE operation per
+element either way, so only the sign and payload of a NaN result may differ), on shapes around the size threshold, transposed and strided views, every dtype the operations
+take (the kernels serve float32/float64; the others check that their paths are unchanged), eagerly and under `jit`.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 import ml_dtypes
@@ -99,3 +101,173 @@ def test_scalar_and_broadcast_operands_keep_their_path():
     row = jnp.asarray(np.array([1.0, 2.0], np.float32))
     np.testing.assert_array_equal(np.asarray(jnp.where(m > 0, m, row)),
                                   np.where(np.asarray(m) > 0, np.asarray(m), np.asarray(row)))
+
+
+# -- broadcast arithmetic -------------------------------------------------------------------------------------------
+
+B = kernels.BINARY_MIN_ELEMENTS
+OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+LAYOUTS = ("full_row", "row_full", "full_col", "col_full")
+
+
+def _wait_for_binary(dtypes=(np.float32, np.float64)):
+    pytest.importorskip("numba")
+    for op in OPS:
+        for layout in LAYOUTS:
+            for dtype in dtypes:
+                deadline = time.monotonic() + 300
+                while kernels.binary_kernel(op, layout, np.dtype(dtype)) is None:
+                    assert time.monotonic() < deadline, f"the {op} {layout} kernel did not compile"
+                    time.sleep(0.05)
+
+
+# (name, shape of the large operand, shape of the broadcast operand, the layout the kernel should see or None)
+BROADCASTS = [
+    ("row", (B // 100 + 3, 100), (100,), "row"),
+    ("row_keepdims", (B // 100 + 3, 100), (1, 100), "row"),
+    ("row_3d", (70, 20, 50), (20, 50), "row"),
+    ("row_of_last_axis_3d", (70, 20, 50), (1, 1, 50), "row"),
+    ("row_size1_axis", (B // 64 + 1, 1, 64), (64,), "row"),
+    ("col", (B // 100 + 3, 100), (B // 100 + 3, 1), "col"),
+    ("col_3d", (70, 20, 50), (70, 20, 1), "col"),
+    ("col_leading", (70, 20, 50), (70, 1, 1), "col"),
+    ("row_one_element_rows", (B + 5, 1), (1,), None),  # a scalar-like operand: NumPy's loop
+    ("middle_axis", (70, 20, 50), (1, 20, 1), None),   # neither a row nor a column: NumPy
+    ("below_threshold", (B // 100 - 1, 100), (100,), None),
+    ("same_shape", (B // 100 + 3, 100), (B // 100 + 3, 100), None),
+    ("same_shape_one_column", (B + 5, 1), (B + 5, 1), None),
+    ("long_rows", (16, kernels.BINARY_MAX_ROW + 1), (kernels.BINARY_MAX_ROW + 1,), None),  # NumPy is as fast
+    ("long_rows_col", (16, kernels.BINARY_MAX_ROW + 1), (16, 1), None),
+    ("rows_below_the_limit", (B // 4000 + 1, 4000), (4000,), "row"),
+]
+
+
+def _same_results(got, want):
+    """Bit for bit, except that a NaN made by an invalid operation (inf - inf, 0 * inf) or passed on from two NaN
+    operands may carry another sign or payload: IEEE 754 leaves that open, and NumPy's loops and the compiled ones
+    order their operands differently."""
+    got, want = np.asarray(got), np.asarray(want)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(_bits(got)[~nan], _bits(want)[~nan])
+
+
+def _values(shape, dtype, rng):
+    n = int(np.prod(shape))
+    return _special_values(max(n, 1), dtype, rng)[:n].reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("big_first", [True, False], ids=["big_first", "big_second"])
+@pytest.mark.parametrize("case", BROADCASTS, ids=[c[0] for c in BROADCASTS])
+def test_binary_kernel_matches_numpy_bitwise(case, big_first, op, dtype):
+    """`kernels.binary` against the ufunc, and whether it took the kernel where it should."""
+    _wait_for_binary()
+    _, big_shape, small_shape, layout = case
+    rng = np.random.default_rng(len(big_shape) * 100 + small_shape[-1])
+    big, small = _values(big_shape, dtype, rng), _values(small_shape, dtype, rng)
+    x, y = (big, small) if big_first else (small, big)
+    with np.errstate(all="ignore"):
+        want = OPS[op](x, y)
+    got = kernels.binary(op, x, y)
+    if layout is None:
+        assert got is None
+        return
+    assert got is not None, "the kernel was not used"
+    assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+    _same_results(got, want)
+
+
+BINARY_VIEWS = {
+    "contiguous": lambda a: a,
+    "transposed": lambda a: a.T.copy().T,    # Fortran order: NumPy's path
+    "sliced_rows": lambda a: a[1:],          # still C-contiguous: the kernel
+    "strided": lambda a: np.repeat(a, 2, axis=1)[:, ::2],  # the same values, not contiguous
+}
+
+
+@pytest.mark.parametrize("view", sorted(BINARY_VIEWS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_jnp_arithmetic_eager_and_jit(op, dtype, view):
+    """The public operators and `jnp` functions (the Array fast path, the `broadcast_in_dim` path) and `jit`, against
+    NumPy on the same values, for every dtype: bit for bit where NumPy computes in the operands' dtype."""
+    _wait_for_binary()
+    rng = np.random.default_rng(11)
+    shape = (B // 100 + 3, 100)
+    if np.dtype(dtype).kind == "i":
+        big, row = rng.integers(-50, 50, shape).astype(dtype), rng.integers(1, 9, 100).astype(dtype)
+    else:
+        big = _values(shape, np.float32, rng).astype(dtype)
+        row = (rng.standard_normal(100) + 3).astype(dtype)
+    big = BINARY_VIEWS[view](big)
+    if op == "div" and np.dtype(dtype).kind == "i":
+        pytest.skip("integer division has its own rounding (tested with the primitives)")
+    operator = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+                "div": lambda a, b: a / b}[op]
+    function = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": jnp.divide}[op]
+    pairs = [(big, row), (row, big), (big, np.ascontiguousarray(big[:, :1]))]  # rows, rows swapped, a column
+    with np.errstate(all="ignore"):
+        want = [OPS[op](a, b) for a, b in pairs]
+    for fn in (operator, function, jax.jit(operator)):
+        for (a, b), w in zip(pairs, want):
+            got = fn(Array(a), Array(b))
+            assert got.dtype == w.dtype and got.shape == w.shape
+            if np.dtype(dtype).itemsize >= 4:
+                _same_results(got, w)
+            else:  # NumPy rounds float16 per operation too; bfloat16's ufunc loops may differ in the last bit
+                np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(w, np.float64), rtol=1e-2)
+
+
+def test_standardize_expression_uses_the_kernels():
+    """`(X - X.mean(0)) / X.std(0)` eagerly: both broadcast operations on the kernel path, values as NumPy's."""
+    _wait_for_binary((np.float32,))
+    x = np.random.default_rng(5).standard_normal((B // 100 + 3, 100)).astype(np.float32)
+    X = jnp.asarray(x)
+    m, s = np.asarray(X.mean(0)), np.asarray(X.std(0))
+    assert kernels.binary("sub", x, m) is not None and kernels.binary("div", x, s) is not None
+    np.testing.assert_array_equal(np.asarray((X - X.mean(0)) / X.std(0)), (x - m) / s)
+
+
+def test_binary_kernels_compile_once_across_threads(monkeypatch):
+    """Threads asking for a kernel that is not compiled yet all get None (their NumPy path, same results) until one
+    background compile has finished; it is started once."""
+    pytest.importorskip("numba")
+    started = []
+    monkeypatch.setattr(kernels, "_binary_ready", {})
+    monkeypatch.setattr(kernels, "_binary_started", set())
+    real_compile = kernels._compile_binary
+
+    def counting(key):
+        started.append(key)
+        real_compile(key)
+
+    monkeypatch.setattr(kernels, "_compile_binary", counting)
+    x = np.random.default_rng(0).standard_normal((B // 50 + 1, 50)).astype(np.float32)
+    row = np.random.default_rng(1).standard_normal(50).astype(np.float32)
+    want = _bits(x * row)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(50):
+                got = kernels.binary("mul", x, row)
+                if got is not None:
+                    np.testing.assert_array_equal(_bits(got), want)
+                np.testing.assert_array_equal(_bits(np.asarray(Array(x) * Array(row))), want)
+        except Exception as e:  # noqa: BLE001 -- reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    deadline = time.monotonic() + 300
+    while kernels.binary_kernel("mul", "full_row", np.dtype(np.float32)) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert started == [("mul", "full_row", np.dtype(np.float32))]
+    np.testing.assert_array_equal(_bits(kernels.binary("mul", x, row)), want)

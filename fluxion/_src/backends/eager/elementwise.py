@@ -102,9 +102,32 @@ _register(ew.real_p, np.real)
 _register(ew.imag_p, np.imag)
 _register(ew.conj_p, np.conj)
 _register(ew.square_p, np.square)
-_register(ew.add_p, np.add)
-_register(ew.sub_p, np.subtract)
-_register(ew.mul_p, np.multiply)
+
+
+def _arithmetic(op: str, ufunc):
+    """`ufunc(x, y)`, through the compiled broadcast kernel (kernels.binary) when an operand is large and the other
+    repeats along rows or columns of it; the same values either way (bit for bit, up to the sign and payload of
+    NaNs). Small operands cost one size test (the Array operators' fast path tests sizes itself and calls `ufunc`)."""
+    binary, threshold = kernels.binary, kernels.BINARY_MIN_ELEMENTS
+
+    def impl(x, y):
+        try:
+            large = x.size >= threshold or y.size >= threshold
+        except AttributeError:  # a Python scalar
+            large = False
+        if large:
+            out = binary(op, x, y)
+            if out is not None:
+                return out
+        return ufunc(x, y)
+    impl.__name__ = ufunc.__name__
+    impl.small_operands, impl.large_from = ufunc, threshold  # for core.fast_binary_operator
+    return impl
+
+
+_register(ew.add_p, _arithmetic("add", np.add))
+_register(ew.sub_p, _arithmetic("sub", np.subtract))
+_register(ew.mul_p, _arithmetic("mul", np.multiply))
 _register(ew.max_p, minmax.maximum)  # XLA's signed zeros: max(-0., +0.) is +0 in either order
 _register(ew.min_p, minmax.minimum)
 _register(ew.atan2_p, np.arctan2)
@@ -149,7 +172,10 @@ def _int_div(x, y):
         fix = (np.remainder(x, y_safe) != 0) & ((x < 0) != (y_safe < 0))
         q = np.where(fix, q + 1, q)
         return np.where(y == 0, np.array(-1).astype(q.dtype), q).astype(np.result_type(x))
-    return np.true_divide(x, y)
+    return _true_divide(x, y)
+
+
+_true_divide = _arithmetic("div", np.true_divide)
 
 
 _register(ew.div_p, _int_div)
