@@ -12,8 +12,18 @@ The kernel's source holds the body's (small) shapes as constants, which lets LLV
 loops, but not the number of steps: that is read from the leading axis of xs or ys, so sequences of any length share
 one compiled kernel.
 
-Only programs whose per-step work is small use loop kernels (`MAX_STEP_WORK` element operations): larger bodies
-are dominated by their NumPy/BLAS calls, which the Python loop runs at full speed.
+Matrix products large enough for BLAS to win over an explicit loop (`blas_product`: 2-D float32/float64 operands,
+one contracted axis, at least `BLAS_MIN_WORK` multiply-adds) call `np.dot(a, b, out)` inside the kernel instead --
+Numba calls the `gemm` of SciPy's OpenBLAS on the operands as they are (a transposed operand is passed as the
+transposed view `x.T`, never copied) into a buffer allocated once. This is what makes recurrent cells of realistic
+size (an LSTM with 128 hidden units at batch 16: 1.3M multiply-adds per step) loop kernels: the products run at
+BLAS speed and everything else -- gate nonlinearities, slices, pads, accumulation of gradient carries -- runs in
+the same native loop, with no Python per step. A transpose of such a product (what the transposed `scan` of a
+gradient computes for a weight's gradient) is computed as the product of the transposed operands in the other
+order, so no transposed copy is made.
+
+Only programs whose per-step work outside BLAS products is small use loop kernels (`MAX_STEP_WORK` element
+operations): larger bodies are dominated by their NumPy calls, which the Python loop runs at full speed.
 """
 
 from __future__ import annotations
@@ -26,15 +36,20 @@ import numpy as np
 from ....core import ClosedJaxpr, Literal, Var
 from ....lax.control_flow import scan_p
 from ....lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
-from ....lax.structural import (broadcast_in_dim_p, copy_p, iota_p, reshape_p, slice_p, squeeze_p, stop_gradient_p,
-                               transpose_p)
+from ....lax.structural import (broadcast_in_dim_p, copy_p, iota_p, pad_p, reshape_p, slice_p, squeeze_p,
+                               stop_gradient_p, transpose_p)
 from .. import contractions, ir
 from . import scalar
 from .scalar import REDUCTIONS, np_type, numba_type
 
-# Per-step element operations (output elements times contracted/reduced extents) above which a scan stays a
-# Python loop over NumPy calls.
-MAX_STEP_WORK = 1 << 18
+# Per-step element operations outside BLAS products (output elements times contracted/reduced extents) above which
+# a scan stays a Python loop over NumPy calls. A gradient's transposed scan accumulates each weight's gradient in a
+# carry every step (an LSTM with 128 hidden units: 82K elements of weights), which must stay below it.
+MAX_STEP_WORK = 1 << 20
+# Multiply-adds per step from which a 2-D matrix product calls BLAS (`np.dot`) rather than an explicit loop: below
+# it the call's fixed cost (argument checks, dispatch inside OpenBLAS; about a microsecond) outweighs the loop,
+# which LLVM unrolls for the small constant shapes.
+BLAS_MIN_WORK = 1 << 15
 
 
 class Unsupported(Exception):
@@ -64,14 +79,36 @@ def eqn_supported(eqn) -> bool:
             return np.dtype(eqn.params["dtype"]).kind in "iuf"
         if prim is reduce_sum_p and eqn.invars[0].aval.dtype == np.bool_:
             return False
+        if prim is pad_p:
+            return all(i >= 0 for _, _, i in eqn.params["padding_config"])
         return True
     return scalar.fusible(eqn)
 
 
+def blas_product(eqn) -> bool:
+    """Whether a loop kernel computes `eqn` with `np.dot` (BLAS): a product of two float32/float64 matrices in
+    their dtype, one contracted axis each, no batch axes, at least `BLAS_MIN_WORK` multiply-adds."""
+    if eqn.primitive is not dot_general_p:
+        return False
+    lhs, rhs = eqn.invars
+    if type(lhs) is not Var or type(rhs) is not Var or lhs.aval.ndim != 2 or rhs.aval.ndim != 2:
+        return False
+    if lhs.aval.dtype not in (np.float32, np.float64) or not contractions.computes_in_operand_dtype(eqn):
+        return False
+    c = contractions.Contraction(eqn)
+    if c.lhs_batch or len(c.lhs_contract) != 1:
+        return False
+    k = contractions.contracted_size(eqn)
+    return k >= 2 and _size(eqn.outvars[0].aval.shape) * k >= BLAS_MIN_WORK
+
+
 def step_work(jaxpr) -> int:
+    """Element operations per step outside BLAS products (see `MAX_STEP_WORK`)."""
     work = 0
     for e in jaxpr.eqns:
         out = _size(e.outvars[0].aval.shape) if e.outvars else 0
+        if blas_product(e):
+            continue
         if e.primitive is dot_general_p:
             out *= contractions.contracted_size(e)
         elif e.primitive in REDUCTIONS:
@@ -108,6 +145,9 @@ class _Body:
         self.views_of: dict = {}    # var -> input var whose buffer it views (reshape of an input)
         self.inline: dict = {}      # var -> eqn computing it, expanded at its (single, elementwise) use
         self.inplace: dict = {}     # var -> carry buffer it is computed into (see build_scan)
+        self.tviews: set = set()    # transposes read only by BLAS products: the view `x.T`, no buffer
+        self.folded: dict = {}      # transpose result -> the BLAS product it transposes (computed swapped)
+        self.skipped: set = set()   # BLAS products computed by the transpose reading them (see `folded`)
         self._n = 0
 
     def fresh(self, hint: str) -> str:
@@ -160,8 +200,15 @@ class _Body:
         out = e.outvars[0]
         shape = out.aval.shape
         dt = out.aval.dtype
-        if out in self.inline:
-            return  # expanded where it is used
+        if out in self.inline or out in self.skipped:
+            return  # expanded where it is used, or computed transposed by its reader
+        if out in self.tviews:
+            self.names[out] = f"{self.names[e.invars[0]]}.T"
+            return
+        if out in self.folded:
+            emit = _Body._folded_product
+        elif blas_product(e):
+            emit = _Body._blas_dot
         if out in self.inplace:
             target = self.inplace[out]
             self.names[out] = target
@@ -257,6 +304,50 @@ class _Body:
         _, code = self.loops(shape, inner)
         self.step += code
 
+    def _blas_operand(self, v, transposed: bool) -> str:
+        return self._blas_operand_t(self.names[v]) if transposed else self.names[v]
+
+    def _blas_dot(self, e, target, shape, dt, swapped: bool = False):
+        """`np.dot` into the buffer `target` (see `blas_product`); `swapped`: `target` is the product's transpose,
+        computed as rhs' @ lhs'."""
+        lhs, rhs = e.invars
+        c = contractions.Contraction(e)
+        a = self._blas_operand(lhs, c.lhs_contract == (0,))   # (m, k)
+        b = self._blas_operand(rhs, c.rhs_contract == (1,))   # (k, n)
+        if swapped:
+            a, b = self._blas_operand_t(b), self._blas_operand_t(a)
+        self.step.append(f"np.dot({a}, {b}, {target})")
+
+    @staticmethod
+    def _blas_operand_t(expr: str) -> str:
+        """The transpose of a matrix expression (a view; `x.T.T` is written `x`)."""
+        return expr[:-2] if expr.endswith(".T") else f"{expr}.T"
+
+    def _folded_product(self, e, target, shape, dt):
+        self._blas_dot(self.folded[e.outvars[0]], target, shape, dt, swapped=True)
+
+    def _pad(self, e, target, shape, dt):
+        """Fills `target` with the padding value, then copies the operand's elements that land inside it (edge
+        padding may be negative: it crops)."""
+        x, fill = e.invars
+        idx = [f"j{d}" for d in range(len(shape))]
+        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(fill, []))])
+        self.step += code
+        src, dst, extents = [], [], []
+        for d, (lo, _, interior) in enumerate(e.params["padding_config"]):
+            step = interior + 1
+            first = max(0, -(lo // step))  # the first operand index k with lo + k * step >= 0
+            last = x.aval.shape[d]
+            while last > first and lo + (last - 1) * step >= shape[d]:
+                last -= 1
+            if last <= first:
+                return  # nothing of the operand lands inside the result
+            extents.append(last - first)
+            src.append(f"{first} + {idx[d]}" if first else idx[d])
+            dst.append(f"{lo + first * step} + {step} * {idx[d]}")
+        _, code = self.loops(extents, [self._assign(target, shape, dst, self.elem(x, src))])
+        self.step += code
+
     def _reduce(self, e, target, shape, dt):
         x = e.invars[0]
         axes = sorted(e.params["axes"])
@@ -292,7 +383,7 @@ _EMITTERS = {
     broadcast_in_dim_p: _Body._broadcast_in_dim, reshape_p: _Body._reshape, squeeze_p: _Body._reshape,
     transpose_p: _Body._transpose, dot_general_p: _Body._dot_general, reduce_sum_p: _Body._reduce,
     reduce_max_p: _Body._reduce, reduce_min_p: _Body._reduce, iota_p: _Body._iota, slice_p: _Body._slice,
-    copy_p: _Body._copy, stop_gradient_p: _Body._copy,
+    copy_p: _Body._copy, stop_gradient_p: _Body._copy, pad_p: _Body._pad,
 }
 _STRUCTURAL = frozenset(_EMITTERS)
 
@@ -323,11 +414,16 @@ def _plan_inlining(b: _Body, j, carry_in: list) -> None:
                 uses[v] = uses.get(v, 0) + 1
                 readers.setdefault(v, []).append(e)
     outputs = {v for v in j.outvars if type(v) is Var}
+    _plan_blas(b, j, readers, outputs)
     for e in j.eqns:
         out = e.outvars[0] if e.outvars else None
         if out is None or out.aval.ndim == 0 or out in outputs or uses.get(out) != 1:
             continue
+        if out in b.tviews or out in b.folded or out in b.skipped:
+            continue
         (reader,) = readers[out]
+        if blas_product(reader) or reader.outvars[0] in b.tviews:
+            continue  # BLAS reads stored operands (directly or through a transposed view)
         if e.primitive in _INDEX_MAPS and reader.primitive is not reshape_p:
             b.inline[out] = e
         elif ((_index_aligned(e) or _outer_product(e)) and _index_aligned(reader)
@@ -344,6 +440,26 @@ def _plan_inlining(b: _Body, j, carry_in: list) -> None:
             continue
         if uses.get(cv, 0) == 1 and cv in producer.invars and cv not in outputs:
             b.inplace[new] = b.names[cv]
+
+
+def _plan_blas(b: _Body, j, readers: dict, outputs: set) -> None:
+    """Transposes only BLAS products read become views; a BLAS product only a transpose reads is computed
+    transposed (as the product of the transposed operands in the other order) into the transpose's buffer."""
+    for e in j.eqns:
+        if e.primitive is not transpose_p or tuple(e.params["permutation"]) != (1, 0):
+            continue
+        x, out = e.invars[0], e.outvars[0]
+        if type(x) is not Var or out in outputs:
+            continue
+        rs = readers.get(out, [])
+        if rs and all(blas_product(r) for r in rs):
+            b.tviews.add(out)
+            continue
+        producer = next((p for p in j.eqns if x in p.outvars), None)
+        if (producer is not None and blas_product(producer) and x not in outputs
+                and len(readers.get(x, [])) == 1):
+            b.folded[out] = producer
+            b.skipped.add(x)
 
 
 def _reads(b: _Body, v, target) -> bool:
