@@ -35,6 +35,7 @@ import numpy as np
 
 from ....core import ClosedJaxpr, Literal, Var
 from ....lax.control_flow import scan_p
+from ....lax.elementwise import add_p
 from ....lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_sum_p
 from ....lax.structural import (broadcast_in_dim_p, copy_p, iota_p, pad_p, reshape_p, slice_p, squeeze_p,
                                stop_gradient_p, transpose_p)
@@ -148,6 +149,12 @@ class _Body:
         self.tviews: set = set()    # transposes read only by BLAS products: the view `x.T`, no buffer
         self.folded: dict = {}      # transpose result -> the BLAS product it transposes (computed swapped)
         self.skipped: set = set()   # BLAS products computed by the transpose reading them (see `folded`)
+        self.hoisted: dict = {}     # product of xs and a constant -> its eqn (all steps in one product, see below)
+        self.stacked: dict = {}     # product summed into a carry -> (carry, (A, B) operand vars; see below)
+        self.accumulated: dict = {} # carry var -> (stack of A, stack of B, shape of A) after emission
+        self.xs_arg: dict = {}      # xs var -> its kernel argument (the stacked per-step arrays)
+        self.producer: dict = {}    # var -> the body equation computing it
+        self.stack_of: dict = {}    # per-step value -> its stack over steps (see `_stack_operands`)
         self._n = 0
 
     def fresh(self, hint: str) -> str:
@@ -202,6 +209,12 @@ class _Body:
         dt = out.aval.dtype
         if out in self.inline or out in self.skipped:
             return  # expanded where it is used, or computed transposed by its reader
+        if out in self.hoisted:
+            self._hoist(e)
+            return
+        if out in self.stacked:
+            self._stack_operands(out)
+            return
         if out in self.tviews:
             self.names[out] = f"{self.names[e.invars[0]]}.T"
             return
@@ -322,6 +335,54 @@ class _Body:
     def _blas_operand_t(expr: str) -> str:
         """The transpose of a matrix expression (a view; `x.T.T` is written `x`)."""
         return expr[:-2] if expr.endswith(".T") else f"{expr}.T"
+
+    def _hoist(self, e) -> None:
+        """A product of the per-step slice of xs (m, k) and a constant (k, n): one product of all steps' slices,
+        (steps * m, k) @ (k, n), before the loop; each step reads its rows."""
+        lhs, rhs = e.invars
+        c = contractions.Contraction(e)
+        (m, k), n = lhs.aval.shape, e.outvars[0].aval.shape[1]
+        dt = np_type(e.outvars[0].aval.dtype)
+        h, h3, x = self.fresh("h"), self.fresh("h"), self.fresh("x")
+        rhs_expr = self._blas_operand(rhs, c.rhs_contract == (1,))
+        self.prologue += [f"{h} = np.empty((nsteps * {m}, {n}), {dt})",
+                          "if nsteps > 0:",
+                          f"    np.dot({self.xs_arg[lhs]}.reshape((nsteps * {m}, {k})), {rhs_expr}, {h})",
+                          f"{h3} = {h}.reshape((nsteps, {m}, {n}))"]
+        self.step.append(f"{x} = {h3}[i]")
+        self.names[e.outvars[0]] = x
+
+    def _stack_operands(self, out) -> None:
+        """Keeps this step's operands of a product summed into a carry (see `_plan_stacked`): a slice of xs is
+        already stacked; any other value is copied into a stack of all steps' values."""
+        cv, operands = self.stacked[out]
+        stacks = []
+        for v in operands:
+            if v in self.xs_arg or v in self.stack_of:  # (a value two products read is stacked once)
+                stacks.append(self.xs_arg.get(v) or self.stack_of[v])
+                continue
+            st = self.stack_of[v] = self.fresh("st")
+            shape = v.aval.shape
+            self.prologue.append(f"{st} = np.empty((nsteps, {', '.join(map(str, shape))}), {np_type(v.aval.dtype)})")
+            idx = [f"q{d}" for d in range(len(shape))]
+            _, code = self.loops(shape, [f"{st}[i, {', '.join(idx)}] = {self.names[v]}[{', '.join(idx)}]"], "q")
+            self.step += code
+            stacks.append(st)
+        self.accumulated[cv] = (stacks[0], stacks[1], operands[0].aval.shape, operands[1].aval.shape)
+
+    def accumulate(self, cv) -> list[str]:
+        """After the loop: carry `cv` += A_stack' @ B_stack (the sum over steps of A_t' @ B_t as one product over
+        the stacked (steps * k) axis)."""
+        sa, sb, (k, r), (_, s_) = self.accumulated[cv]
+        tmp = self.fresh("acc")
+        dt = np_type(cv.aval.dtype)
+        c = self.names[cv]
+        return [f"{tmp} = np.zeros(({r}, {s_}), {dt})",
+                "if nsteps > 0:",
+                f"    np.dot({sa}.reshape((nsteps * {k}, {r})).T, {sb}.reshape((nsteps * {k}, {s_})), {tmp})",
+                f"for q0 in range({r}):",
+                f"    for q1 in range({s_}):",
+                f"        {c}[q0, q1] = {c}[q0, q1] + {tmp}[q0, q1]"]
 
     def _folded_product(self, e, target, shape, dt):
         self._blas_dot(self.folded[e.outvars[0]], target, shape, dt, swapped=True)
@@ -462,6 +523,76 @@ def _plan_blas(b: _Body, j, readers: dict, outputs: set) -> None:
             b.skipped.add(x)
 
 
+def _blas_vars(b: _Body, e, swapped: bool) -> list:
+    """The product's operands as (var, transposed) pairs, A (m, k) then B (k, n), seeing through transposed views
+    (`tviews`); `swapped`: of the product's transpose."""
+    c = contractions.Contraction(e)
+    ops = [[e.invars[0], c.lhs_contract == (0,)], [e.invars[1], c.rhs_contract == (1,)]]
+    if swapped:
+        ops = [[ops[1][0], not ops[1][1]], [ops[0][0], not ops[0][1]]]
+    for op in ops:
+        while op[0] in b.tviews:
+            producer = b.producer[op[0]]
+            op[0], op[1] = producer.invars[0], not op[1]
+    return [tuple(op) for op in ops]
+
+
+def _plan_products(b: _Body, j, nc: int, nk: int, carry_in: list) -> None:
+    """Moves products out of the time loop where the loop's algebra allows it (both exact up to the order of
+    floating-point sums):
+
+    * hoisted: `x_t @ W` with x_t the step's slice of xs and W a constant: one product of all of xs before the loop
+      (a recurrent layer's input projection);
+    * stacked: a carry updated only as `c + A_t' @ B_t` (A_t, B_t per-step values (k, r), (k, s), read nowhere
+      else; the carry read nowhere else) ends as `c + sum_t A_t' @ B_t`, which is one product of the operands
+      stacked over steps, `A' @ B` with A (steps * k, r) -- a weight's gradient in the transposed scan of a
+      recurrent layer. The operands are kept per step (xs already are), the product runs once after the loop.
+    """
+    uses: dict = {}
+    for e in j.eqns:
+        for v in e.invars:
+            if type(v) is Var:
+                uses[v] = uses.get(v, 0) + 1
+    outputs = [v for v in j.outvars if type(v) is Var]
+    xs_set = set(j.invars[nc + nk:])
+    consts = set(j.constvars) | set(j.invars[:nc])
+    b.producer = {o: e for e in j.eqns for o in e.outvars}
+    for e in j.eqns:
+        out = e.outvars[0] if e.outvars else None
+        if out is None or not blas_product(e) or out in b.skipped:
+            continue
+        lhs, rhs = e.invars
+        c = contractions.Contraction(e)
+        if lhs in xs_set and c.lhs_contract == (1,) and rhs in consts:
+            b.hoisted[out] = e
+    per_step = xs_set | {o for e in j.eqns for o in e.outvars}
+    for k, cv in enumerate(carry_in):
+        new = j.outvars[k]
+        if (type(new) is not Var or cv.aval.ndim != 2 or outputs.count(new) != 1 or uses.get(new, 0)
+                or uses.get(cv, 0) != 1 or cv in outputs):
+            continue
+        add = b.producer.get(new)
+        if add is None or add.primitive is not add_p or cv not in add.invars:
+            continue
+        (other,) = [v for v in add.invars if v is not cv] or [None]
+        if type(other) is not Var or uses.get(other, 0) != 1 or other in outputs or other.aval.shape != cv.aval.shape:
+            continue
+        if other in b.folded:
+            prod, swapped = b.folded[other], True
+        elif other in b.producer and blas_product(b.producer[other]) and other not in b.hoisted:
+            prod, swapped = b.producer[other], False
+        else:
+            continue
+        (va, ta), (vb, tb) = _blas_vars(b, prod, swapped)
+        if not ta or tb or va not in per_step or vb not in per_step or va.aval.ndim != 2 or vb.aval.ndim != 2:
+            continue
+        if va in b.hoisted or vb in b.hoisted:
+            continue
+        b.stacked[other] = (cv, (va, vb))
+        b.skipped.add(new)
+        b.inplace.pop(new, None)
+
+
 def _reads(b: _Body, v, target) -> bool:
     """Whether inlined value `v` (transitively) reads `target`."""
     e = b.inline.get(v)
@@ -543,7 +674,9 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         x = b.fresh("x")
         b.step.append(f"{x} = {a}[i]")
         b.names[v] = x
+        b.xs_arg[v] = a
     _plan_inlining(b, j, carry_in)
+    _plan_products(b, j, nc, nk, carry_in)
     for e in j.eqns:
         if not eqn_supported(e):
             raise Unsupported(e.primitive.name)
@@ -571,6 +704,8 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     staged = []
     carry_set = set(carry_in)
     for out, cv in zip(j.outvars[:nk], carry_in):
+        if cv in b.accumulated:
+            continue  # summed after the loop
         if cv.aval.ndim == 0:
             val = src(out)
             tmp = b.fresh("sc")
@@ -601,10 +736,13 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     # compiled kernel serves every sequence length; a scan of carries only keeps its length as a constant.
     per_step = [a for _, a in xs_names] + ys_names
     steps = f"{per_step[0]}.shape[0]" if per_step else str(length)
-    order = f"range({steps} - 1, -1, -1)" if p["reverse"] else f"range({steps})"
-    lines = list(b.prologue)
+    order = "range(nsteps - 1, -1, -1)" if p["reverse"] else "range(nsteps)"
+    lines = [f"nsteps = {steps}", *b.prologue]
     lines.append(f"for i in {order}:")
     lines += ["    " + ln for ln in b.step]
+    for cv in carry_in:
+        if cv in b.accumulated:
+            lines += b.accumulate(cv)
     for cv, name in zip(carry_in, cout_names):
         lines.append(f"{name}[0] = {b.names[cv]}" if cv.aval.ndim == 0 else f"{name}[...] = {b.names[cv]}")
     header = [
