@@ -155,6 +155,7 @@ class _Body:
         self.xs_arg: dict = {}      # xs var -> its kernel argument (the stacked per-step arrays)
         self.producer: dict = {}    # var -> the body equation computing it
         self.stack_of: dict = {}    # per-step value -> its stack over steps (see `_stack_operands`)
+        self.ys_direct: dict = {}   # per-step output -> its ys argument, whose row i is the value's buffer
         self._n = 0
 
     def fresh(self, hint: str) -> str:
@@ -233,7 +234,9 @@ class _Body:
         else:
             target = self.fresh("t")
             self.names[out] = target
-            if e.primitive not in (reshape_p, squeeze_p):
+            if out in self.ys_direct:  # computed in place in this step's row of its ys output
+                self.step.append(f"{target} = {self.ys_direct[out]}[i]")
+            elif e.primitive not in (reshape_p, squeeze_p):
                 self.prologue.append(f"{target} = np.empty({shape!r}, {np_type(dt)})")
                 self.persistent.add(out)
         emit(self, e, target, shape, dt)
@@ -593,6 +596,20 @@ def _plan_products(b: _Body, j, nc: int, nk: int, carry_in: list) -> None:
         b.inplace.pop(new, None)
 
 
+def _plan_ys_rows(b: _Body, j, nk: int, ys_names: list) -> None:
+    """Per-step outputs computed straight into their row of ys (a C-contiguous view `ys[i]`), rather than into a
+    buffer copied there at the end of the step: a value the body computes (into a buffer of its own), output once
+    as ys."""
+    ys_out = list(j.outvars[nk:])
+    for out, name in zip(ys_out, ys_names):
+        if (type(out) is not Var or out.aval.ndim == 0 or ys_out.count(out) != 1 or out not in b.producer
+                or b.producer[out].primitive in (reshape_p, squeeze_p)):
+            continue
+        if any(out in d for d in (b.inline, b.inplace, b.hoisted, b.stacked, b.tviews, b.folded)) or out in b.skipped:
+            continue
+        b.ys_direct[out] = name
+
+
 def _reads(b: _Body, v, target) -> bool:
     """Whether inlined value `v` (transitively) reads `target`."""
     e = b.inline.get(v)
@@ -677,6 +694,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         b.xs_arg[v] = a
     _plan_inlining(b, j, carry_in)
     _plan_products(b, j, nc, nk, carry_in)
+    _plan_ys_rows(b, j, nk, ys_names)
     for e in j.eqns:
         if not eqn_supported(e):
             raise Unsupported(e.primitive.name)
@@ -697,6 +715,8 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
 
     # Outputs of the step: ys first (they may read carries), then carries (staged when they alias an input).
     for out, name in zip(j.outvars[nk:], ys_names):
+        if type(out) is Var and b.ys_direct.get(out) == name:
+            continue  # already in place
         if type(out) is Literal or out.aval.ndim == 0:
             b.step.append(f"{name}[i] = {src(out)}")
         else:
