@@ -192,6 +192,11 @@ class _Body:
             shape = e.outvars[0].aval.shape
             src = [idx[d] if x.aval.shape[k] == shape[d] else "0" for k, d in enumerate(e.params["broadcast_dimensions"])]
             return self.elem(x, src) if (type(x) is Var and x.aval.ndim) else self.elem(x, [])
+        if prim is slice_p:
+            strides = e.params.get("strides") or (1,) * len(idx)
+            src = [f"{s0} + {st} * {j}" if st != 1 else (f"{s0} + {j}" if s0 else j)
+                   for s0, st, j in zip(e.params["start_indices"], strides, idx)]
+            return self.elem(e.invars[0], src)
         if prim is transpose_p:
             src = [None] * len(idx)
             for d, p in enumerate(e.params["permutation"]):
@@ -474,7 +479,7 @@ _STRUCTURAL = frozenset(_EMITTERS)
 
 
 # Pure index maps: expanding them where they are read costs nothing, whatever reads them.
-_INDEX_MAPS = frozenset({broadcast_in_dim_p, transpose_p})
+_INDEX_MAPS = frozenset({broadcast_in_dim_p, transpose_p, slice_p})
 
 
 def _outer_product(e) -> bool:
@@ -509,7 +514,7 @@ def _plan_inlining(b: _Body, j, carry_in: list) -> None:
         (reader,) = readers[out]
         if blas_product(reader) or reader.outvars[0] in b.tviews:
             continue  # BLAS reads stored operands (directly or through a transposed view)
-        if e.primitive in _INDEX_MAPS and reader.primitive is not reshape_p:
+        if e.primitive in _INDEX_MAPS and reader.primitive not in (reshape_p, squeeze_p):
             b.inline[out] = e
         elif ((_index_aligned(e) or _outer_product(e)) and _index_aligned(reader)
               and reader.outvars[0].aval.shape == out.aval.shape):
