@@ -644,17 +644,16 @@ def _plan_transposed_products(b: _Body, j) -> None:
     """BLAS products with few rows and more columns (a batch of 16 times 512 gates) computed as their transpose,
     B' @ A' into an (n, m) buffer read through the view `.T`: OpenBLAS's small-matrix path runs the wide-and-short
     shape about 3x slower than its transpose on one core (measured: 16x128 @ 128x512 in 80 us, the transposed
-    form in 25 us). Only for values read element by element (no reshape, BLAS or output reads the view)."""
+    form in 25 us). Only for values read element by element (no reshape or BLAS product reads the view)."""
     readers: dict = {}
     for e in j.eqns:
         for v in e.invars:
             if type(v) is Var:
                 readers.setdefault(v, []).append(e)
-    outputs = {v for v in j.outvars if type(v) is Var}
     for e in j.eqns:
         out = e.outvars[0] if e.outvars else None
-        if out is None or out.aval.ndim != 2 or out in outputs:
-            continue
+        if out is None or out.aval.ndim != 2:
+            continue  # (outputs are copied out element by element: they may be computed transposed too)
         if not ((blas_product(e) and out not in b.skipped and out not in b.hoisted and out not in b.stacked)
                 or (out in b.folded and out not in b.stacked)):
             continue
