@@ -158,3 +158,24 @@ def test_blas_product_rule():
     assert not loops.blas_product(eqn_of((4, 8), (8, 4)))               # small: an explicit loop
     assert not loops.blas_product(eqn_of((16, 128), (128, 512), np.int32))
     assert not loops.blas_product(eqn_of((2, 16, 128), (2, 128, 512)))  # batched
+
+
+@needs_numba
+def test_loop_kernel_products_run_on_one_scipy_blas_thread_whatever_was_set_before(rng):
+    """The products inside a loop kernel call the OpenBLAS SciPy ships; a whole-step function may have left it on
+    two threads, and OpenBLAS's sums differ between thread counts for some shapes, so the kernel call sets one."""
+    from fluxion._src.backends.compiler import blas, threads
+    get, set_ = blas.scipy_controls()
+    if set_ is None:
+        pytest.skip("SciPy's OpenBLAS exposes no thread controls")
+    params, xs = _lstm_data(rng, np.float32, 5)
+    before = get()
+    try:
+        set_(2)
+        threads._local.__dict__.pop("scipy_blas", None)
+        got, want, _ = _compiled(_lstm_loss, params, xs)
+        assert get() == 1
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    finally:
+        set_(before)
+        threads._local.__dict__.pop("scipy_blas", None)

@@ -234,8 +234,8 @@ def test_large_products_use_the_configured_ceiling_whatever_the_load(monkeypatch
 
 @pytest.mark.parametrize("m", [32, 512])
 def test_whole_step_functions_choose_blas_threads_by_their_products_sizes(monkeypatch, m):
-    from fluxion._src.backends.compiler import wholestep
-    if wholestep._scipy_blas()[1] is None:
+    from fluxion._src.backends.compiler import blas, wholestep
+    if blas.scipy_controls()[1] is None:
         pytest.skip("SciPy's OpenBLAS has no thread controls here")
     a, b = np.ones((m, 784), np.float32), np.ones((784, 128), np.float32)
     closed = fluxion.make_jaxpr(lambda a, b: a @ b)(a, b)

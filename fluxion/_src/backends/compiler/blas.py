@@ -2,13 +2,14 @@
 SciPy ships (`scipy_controls`).
 
 Generated functions set the count before each BLAS call (`threads.blas_for`), from the call's size and the
-configured limits (never the machine's load, which would change the bits of some products), and restore it on exit. If this NumPy's BLAS does not expose the functions (another BLAS,
-or a NumPy built differently), `available()` is False and BLAS keeps its own thread count.
+configured limits (never the machine's load, which would change the bits of some products), and restore it on
+exit. If this NumPy's BLAS does not expose the functions (another BLAS, or a NumPy built differently), `available()` is False and BLAS keeps its own thread count.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 
@@ -39,9 +40,10 @@ def _find_controls(libdir: str = os.path.join(os.path.dirname(np.__file__), ".."
 _get_threads, _set_threads = _find_controls()
 
 
+@functools.cache
 def scipy_controls():
     """(get, set) of the thread count of the OpenBLAS SciPy ships -- the BLAS Numba's `np.dot` calls, which the
-    whole-step tier uses -- or (None, None)."""
+    whole-step tier and the scan loop kernels use -- or (None, None). Looked up once."""
     try:
         import scipy
     except ImportError:

@@ -30,7 +30,8 @@ from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_
 from ...lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
                               rev_p, slice_p, squeeze_p, transpose_p)
 from ...lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
-from . import contractions, conv, ir, memory, windowed
+from . import contractions, conv, ir, memory, threads, windowed
+from .fusion import loops
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
 Lowering = Callable[..., list]
@@ -463,6 +464,8 @@ def _scan_kernel_call(g, eqn, ins, outs, kernel) -> list:
         g.line(f"{name} = {empty}({(p['length'],) + a.shape!r}, {g.bind(a.dtype, a.dtype.name)})")
     for name, a in zip(couts, carry_avals):
         g.line(f"{name} = {empty}({a.shape or (1,)!r}, {g.bind(a.dtype, a.dtype.name)})")
+    if any(loops.blas_product(e) for e in eqn.params["jaxpr"].jaxpr.eqns):
+        g.line(f"{g.bind(threads.scipy_blas_serial, 'scipy_blas_serial')}()")
     g.line(f"{g.bind(kernel, 'scan_kernel')}({', '.join(args + ys + couts)})")
     for o, c, a in zip(outs[:nk], couts, carry_avals):
         g.line(f"{o} = {c}" if a.ndim else f"{o} = {c}.reshape(())")

@@ -243,6 +243,17 @@ def blas_for(parallel: bool) -> None:
         state["blas"] = n
 
 
+def scipy_blas_serial() -> None:
+    """Sets the OpenBLAS SciPy ships -- the one `np.dot` calls inside Numba code -- to one thread, before a scan's
+    loop kernel runs. Its products are per-step sized (below `BLAS_MIN_WORK` for the workloads loop kernels take),
+    and their bits must not depend on what ran before (a whole-step function may have left two threads set)."""
+    get, set_ = blas.scipy_controls()
+    if set_ is not None and _local.__dict__.get("scipy_blas") != 1:
+        if get() != 1:
+            set_(1)
+        _local.scipy_blas = 1
+
+
 def _set_numba_threads(n: int) -> None:
     if getattr(_local, "numba", None) == n:
         return

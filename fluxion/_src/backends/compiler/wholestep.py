@@ -315,15 +315,6 @@ def build(program: ClosedJaxpr) -> WholeStepSpec:
     return WholeStepSpec(source, [np.ascontiguousarray(c) for c in consts])
 
 
-_scipy_blas_controls: list = []
-
-
-def _scipy_blas():
-    if not _scipy_blas_controls:
-        _scipy_blas_controls.append(blas.scipy_controls())
-    return _scipy_blas_controls[0]
-
-
 def _one_thread() -> int:
     return 1
 
@@ -339,7 +330,7 @@ def entry_function(native: Callable, consts: list, fallback: Callable, program: 
     native_args = [f"a{k}[()]" if v.aval.ndim == 0 else f"a{k}" for k, v in enumerate(j.invars)]
     native_args += [f"_c{k}" for k in range(len(consts))]
     consts = [c[()] if c.ndim == 0 else c for c in consts]
-    blas_get, blas_set = _scipy_blas()
+    blas_get, blas_set = blas.scipy_controls()
     dots = [e for e in j.eqns if e.primitive is dot_general_p]
     steer = blas_set is not None and bool(dots)
     threaded = any(threads.blas_parallel(threads.blas_work(e)) for e in dots)
@@ -351,8 +342,8 @@ def entry_function(native: Callable, consts: list, fallback: Callable, program: 
            f"        _fallbacks[0] += 1\n"
            f"        return _fallback({params})\n")
     fallbacks = [0]
-    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks, "_current": threads.ceiling if threaded else _one_thread,
-                "_blas_get": blas_get, "_blas_set": blas_set}
+    ns: dict = {"_native": native, "_fallback": fallback, "_fallbacks": fallbacks,
+                "_current": threads.ceiling if threaded else _one_thread, "_blas_get": blas_get, "_blas_set": blas_set}
     ns.update({f"_c{k}": c for k, c in enumerate(consts)})
     exec(compile(src, "<fluxion whole-step entry>", "exec"), ns)  # noqa: S102 -- generated from the arity
     fn = ns["whole_step"]
