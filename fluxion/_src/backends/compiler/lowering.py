@@ -318,7 +318,12 @@ LOWERINGS[reduce_min_p] = _reduce("minimum", False, True)
 def _dot_general(g, eqn, ins, outs):
     form = contractions.matmul_form(eqn)
     if form is None:
-        return lower_impl(g, eqn, ins, outs)
+        plan = contractions.batched_product(eqn)
+        if plan is None:
+            return lower_impl(g, eqn, ins, outs)
+        fn = g.bind(contractions.batched_matmul, "batched_matmul")
+        g.line(f"{outs[0]} = {fn}({ins[0]}, {ins[1]}, {g.bind(plan, 'product')})")
+        return [FRESH]
     expr = form.replace("dot(", f"{g.bind(np.dot, 'dot')}(").replace(
         "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(contractions.swap, 'swap')}(")
     g.line(f"{outs[0]} = {expr.format(a=ins[0], b=ins[1])}")
