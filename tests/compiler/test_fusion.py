@@ -73,6 +73,22 @@ def test_a_cycle_through_an_outside_equation_is_not_fused():
             seen.update(j.eqns[m].outvars)
 
 
+def test_an_equation_joins_the_groups_it_can_when_joining_all_would_form_a_cycle():
+    # The backward pass of an activation: `g * r` reads a forward residual `r` (its group feeds the cumsum that
+    # produces `g`) and `h`, computed after the cumsum. Joining both groups is a cycle; joining `h`'s is not, so the
+    # backward chain is one kernel with `r` read from memory.
+    def f(x):
+        t = jnp.tanh(x)
+        r = 1.0 - t * t                      # forward group: residual r, output t
+        g = jnp.cumsum(t)                    # outside (not fusible): stands for the product between the passes
+        h = jnp.exp(g) * 3.0                 # a group after the outside equation
+        return jnp.sum(h * r * 2.0, axis=0)  # `h * r` reads h's group and r's group
+    j, gs = _groups(f, np.ones(BIG, np.float32))
+    back = [g for g in gs if "cumsum" not in _names(j, g) and "reduce_sum" in _names(j, g)]
+    assert len(back) == 1 and _names(j, back[0])[:2] == ["exp", "mul"] and "tanh" not in _names(j, back[0])
+    assert len(gs) == 2
+
+
 def test_reduction_patterns():
     assert groups.reduction_pattern((100, 8), (0, 1)) == "R"
     assert groups.reduction_pattern((100, 8), (1,)) == "KR"
@@ -291,6 +307,21 @@ def test_fused_group_writes_values_needed_outside_and_reuses_dead_buffers(rng):
 
     got, want, exe = _fused(standardize, x)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@needs_numba
+def test_backward_chain_joined_past_a_cycle_computes_the_same_values(rng):
+    x = (rng.standard_normal(BIG) * 0.01).astype(np.float32)
+
+    def f(x):
+        t = jnp.tanh(x)
+        g = jnp.cumsum(t)
+        return jnp.sum(jnp.exp(g * 1e-3) * 3.0 * (1.0 - t * t) * 2.0, axis=0), t
+
+    got, want, exe = _fused(f, x)
+    assert exe.source.count("fused kernel") == 2
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-5)
 
 
 @needs_compiler

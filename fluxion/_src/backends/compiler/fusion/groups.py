@@ -8,7 +8,8 @@ their results, and member values read outside the group, are the group's outputs
 memory.
 
 Groups are grown greedily in program order: an equation joins (and merges) the groups producing its operands unless
-that would create a cycle (an outside equation that needs one group's result and feeds the other). Groups whose
+that would create a cycle (an outside equation that needs one group's result and feeds the other); then it joins
+those of them it can join without one. Groups whose
 domain is smaller than the size threshold (unless they are long: `fluxion_small_group_min_ops` operations, so that one
 kernel call, about 2 us with its argument checks, replaces that many NumPy calls of about 0.7 us each on small
 arrays), or that would replace a single cheap NumPy call, are dissolved.
@@ -237,8 +238,25 @@ class Grouping:
                 cands = cands[:1]
             if cands and self._join(idx, cands, domain, None):
                 continue
+            if len(cands) > 1:
+                # Joining them all would form a cycle -- typically a backward-pass equation reading a forward
+                # group's residual and a value computed after that group's results went through a product. Join
+                # the candidates that can be joined instead of none, so the backward chain stays one kernel.
+                chosen = self._acyclic_subset(idx, cands)
+                if chosen and self._join(idx, chosen, domain, None):
+                    continue
             self._new_group(idx, domain)
         return self._finish()
+
+    def _acyclic_subset(self, idx: int, cands: list[Group]) -> list[Group]:
+        """The candidates, in order, that `idx` can join together without a cycle (greedy)."""
+        members, chosen = {idx}, []
+        for g in cands:
+            trial = members | set(g.members)
+            if self._acyclic(trial):
+                members = trial
+                chosen.append(g)
+        return chosen
 
     def _add_reduction(self, idx: int, eqn) -> None:
         v = eqn.invars[0]
