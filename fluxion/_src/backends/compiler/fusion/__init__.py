@@ -42,7 +42,7 @@ from . import kernel as _kernel
 from . import loops as _loops
 from . import onehot as _onehot
 from . import runtime
-from .rewrite import vector_dots_as_reductions
+from .rewrite import recompute_residuals, vector_dots_as_reductions
 
 # In check mode (`check`), groups of any size are fused, and kernels use threads from this much work on, so that
 # small test programs exercise serial and parallel kernels alike.
@@ -64,7 +64,7 @@ def parallel_min_work() -> int:
 
 def prepare(closed: ClosedJaxpr) -> ClosedJaxpr:
     """The program the fused tier generates code for: `closed` after the rewrites in `rewrite`."""
-    return vector_dots_as_reductions(closed)
+    return recompute_residuals(vector_dots_as_reductions(closed))
 
 
 def available() -> bool:

@@ -29,7 +29,7 @@ from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_e
                                 ne_p, neg_p, not_p, or_p, select_n_p, sign_p, sqrt_p, square_p, sub_p, xor_p)
 from ....lax.reductions import reduce_sum_p
 from ....lax.structural import broadcast_in_dim_p, iota_p
-from .. import ir
+from .. import blas, ir
 from . import scalar
 from .scalar import REDUCTIONS
 
@@ -135,6 +135,13 @@ class Grouping:
                 self.producer[v] = i
         self.group_of: dict[int, Group] = {}
         self.groups: list[Group] = []
+        # Position of the last BLAS equation (a product) before each equation, -1 if none.
+        self.last_barrier: list[int] = []
+        last = -1
+        for i, e in enumerate(self.eqns):
+            self.last_barrier.append(last)
+            if e.primitive in blas.BLAS_PRIMITIVES:
+                last = i
 
     # -- cycle check -----------------------------------------------------------------------------------------------
     def _depends_on(self, v: Any, members: set, lo: int) -> bool:
@@ -232,6 +239,12 @@ class Grouping:
                     cands.append(g)
             if prim is broadcast_in_dim_p:
                 cands = []  # its operand has another shape: it is read through the index map, never fused into
+            else:
+                # No group that ended before a product is extended past it. An equation after the product that could
+                # join one reads only values computed before it -- a value recomputed next to its readers
+                # (`rewrite.recompute_residuals`) -- and belongs with those readers, not in the earlier kernel,
+                # which would have to write it to memory for them.
+                cands = [g for g in cands if g.members[-1] > self.last_barrier[idx]]
             # Two candidates with different reduction axes cannot share loops.
             axes = {g.red_axes for g in cands if g.red_axes is not None}
             if len(axes) > 1:
