@@ -310,6 +310,26 @@ def test_fused_group_writes_values_needed_outside_and_reuses_dead_buffers(rng):
 
 
 @needs_numba
+@pytest.mark.parametrize("rows", [BIG // 37, BIG // 37 + 3])
+def test_column_sums_with_elementwise_outputs_run_row_by_row(rng, rows):
+    # A column-wise float32 sum that also writes its elementwise values (a bias gradient next to the activation
+    # gradient) loops over rows one at a time; a pure column sum reads four rows per step (`kernel._rows_unrolled`).
+    x = rng.standard_normal((rows, 37)).astype(np.float32)
+    y = rng.standard_normal((rows, 37)).astype(np.float32)
+
+    def with_output(x, y):
+        g = x * y * 0.5 + y * (1.0 - x * x)
+        return g, jnp.sum(g, axis=0)
+
+    got, want, exe = _fused(with_output, x, y)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
+    assert "m % 4" not in exe.source
+    _, _, pure = _fused(lambda x, y: jnp.sum(x * y * 0.5 + y, axis=0), x, y)
+    assert "m % 4" in pure.source
+
+
+@needs_numba
 def test_backward_chain_joined_past_a_cycle_computes_the_same_values(rng):
     x = (rng.standard_normal(BIG) * 0.01).astype(np.float32)
 
