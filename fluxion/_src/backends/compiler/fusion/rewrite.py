@@ -115,7 +115,7 @@ class _Residuals:
                 # residuals `1 - tanh(x)**2` and `(1 + tanh(x)) / 2` a tanh-based gelu keeps, a product's result
                 # in place of `0.5 * x` and `3 * x**2`): it is written in place of the residual, and the
                 # residuals sharing it cost one read between them.
-                if x is v or leaves or x.aval.shape != v.aval.shape or e.primitive.multiple_results:
+                if x is v or leaves or e.primitive.multiple_results:
                     return False
                 leaves.append(x)
                 return True
