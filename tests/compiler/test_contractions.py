@@ -111,3 +111,122 @@ def test_vector_dot_detection():
     assert not contractions.is_vector_dot(_eqn((7,), (7,), vdot, np.int32))
     assert not contractions.is_vector_dot(_eqn((4, 7), (7,), (((1,), (0,)), ((), ()))))
     assert not contractions.is_vector_dot(_eqn((7,), (5,), (((), ()), ((), ()))))  # an outer product
+
+
+# Batched products run as one `matmul` over operand views (`batched_product`/`batched_matmul`), checked against the
+# backend implementation (which copies into contiguous (batch, m, k) and (batch, k, n) arrays).
+# (lhs shape, rhs shape, dimension numbers)
+BATCHED_CASES = [
+    ((2, 4, 3), (2, 3, 5), (((2,), (1,)), ((0,), (0,)))),                # plain batched matrix product
+    ((4, 2, 3), (3, 5, 2), (((2,), (0,)), ((1,), (2,)))),                # batch dims not leading
+    ((3, 5, 2, 4), (3, 5, 2, 4), (((3,), (3,)), ((0, 2), (0, 2)))),      # attention scores q.k (heads inside)
+    ((3, 2, 5, 5), (3, 5, 2, 4), (((3,), (1,)), ((0, 1), (0, 2)))),      # attention output p.v
+    ((3, 2, 5, 5), (3, 5, 2, 4), (((2,), (1,)), ((0, 1), (0, 2)))),      # p transposed (its gradient)
+    ((2, 3, 4, 5), (5, 2, 3), (((3, 1), (0, 2)), ((0,), (1,)))),         # two contracted dims, batch inside rhs
+    ((2, 4, 3, 6), (2, 3), (((2,), (1,)), ((0,), (0,)))),                # two lhs free dims, no rhs free dim
+    ((2, 3), (3, 2, 4, 7), (((1,), (0,)), ((0,), (1,)))),                # no lhs free dim, batch inside rhs
+    ((2, 3), (2, 3), (((1,), (1,)), ((0,), (0,)))),                      # batched vector dot
+    ((2, 4, 3), (2, 5), (((), ()), ((0,), (0,)))),                       # batched outer product (k = 1)
+    ((1, 1, 1), (1, 1, 1), (((2,), (1,)), ((0,), (0,)))),                # all ones
+    ((0, 4, 3), (0, 3, 5), (((2,), (1,)), ((0,), (0,)))),                # empty batch
+    ((2, 4, 0), (2, 0, 5), (((2,), (1,)), ((0,), (0,)))),                # empty contraction: zeros
+    ((2, 0, 3), (2, 3, 5), (((2,), (1,)), ((0,), (0,)))),                # empty free dim
+]
+
+
+def _layouts(rng, shape, dtype):
+    """The operand as a C array, as a transposed view (the same values) and as a strided slice of a larger array."""
+    x = rng.standard_normal(shape).astype(dtype)
+    yield "contiguous", x
+    perm = tuple(reversed(range(len(shape))))
+    yield "transposed", np.ascontiguousarray(np.transpose(x, perm)).transpose(perm)
+    big = np.zeros(tuple(2 * d + 1 for d in shape), dtype)
+    view = big[tuple(slice(1, None, 2) for _ in shape)]
+    view[...] = x
+    yield "sliced", view
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lhs, rhs, dims", BATCHED_CASES)
+def test_batched_matmul_computes_the_backends_product(rng, lhs, rhs, dims, dtype):
+    eqn = _eqn(lhs, rhs, dims, dtype)
+    plan = contractions.batched_product(eqn)
+    assert plan is not None
+    for (la, a), (lb, b) in itertools.product(_layouts(rng, lhs, dtype), _layouts(rng, rhs, dtype)):
+        a = a.copy() if la == "contiguous" else a  # each pair gets fresh values through the generator anyway
+        got = contractions.batched_matmul(a, b, plan)
+        want = _backend(eqn, np.ascontiguousarray(a), np.ascontiguousarray(b))
+        assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous, (la, lb)
+        tol = 1e-6 if dtype == np.float32 else 1e-13
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{la} x {lb}")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, "bfloat16", np.complex64])
+def test_batched_product_leaves_other_dtypes_to_the_backend(dtype):
+    import fluxion.numpy as jnp
+    dt = jnp.dtype(dtype)
+    assert contractions.batched_product(_eqn((2, 4, 3), (2, 3, 5), (((2,), (1,)), ((0,), (0,))), dt)) is None
+
+
+def test_batched_product_not_for_unbatched_or_widened_products():
+    assert contractions.batched_product(_eqn((4, 3), (3, 5), (((1,), (0,)), ((), ())))) is None
+    dims = (((2,), (1,)), ((0,), (0,)))
+    closed = closed_of(lambda a, b: lax.dot_general(a, b, dims, preferred_element_type=np.float32),
+                       np.ones((2, 4, 3), np.float16), np.ones((2, 3, 5), np.float16))
+    assert closed.jaxpr.eqns[0].outvars[0].aval.dtype == np.float32
+    assert contractions.batched_product(closed.jaxpr.eqns[0]) is None
+
+
+def test_blas_ready_layouts():
+    x = np.zeros((3, 4, 5), np.float32)
+    assert contractions.blas_ready(x)
+    assert contractions.blas_ready(np.swapaxes(x, 1, 2))           # read with BLAS's transpose flag
+    assert contractions.blas_ready(x[:, :, :3])                    # a leading dimension longer than the row
+    assert not contractions.blas_ready(x[:, :, ::2])               # no unit-stride axis
+    assert not contractions.blas_ready(np.transpose(x, (2, 0, 1)))  # the batch axis has the unit stride
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, "bfloat16"])
+@pytest.mark.parametrize("lhs, rhs, dims", BATCHED_CASES[:8])
+def test_jitted_batched_products_match_eager(rng, lhs, rhs, dims, dtype):
+    import fluxion
+    import fluxion.numpy as jnp
+    dt = jnp.dtype(dtype)
+    a = jnp.asarray((rng.standard_normal(lhs) * 3).astype(dt))
+    b = jnp.asarray((rng.standard_normal(rhs) * 3).astype(dt))
+    f = lambda a, b: lax.dot_general(a, b, dims)  # noqa: E731
+    # Operands that reach the product transposed, as in attention's gradients.
+    g = lambda a, b: lax.dot_general(jnp.transpose(jnp.transpose(a)), b * 2, dims)  # noqa: E731
+    for fn in (f, g):
+        want = np.asarray(fn(a, b))
+        got = np.asarray(fluxion.jit(fn)(a, b))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        tol = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}.get(np.dtype(dt), 0)
+        if np.dtype(dt).name == "bfloat16":
+            tol = 1e-2
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("lhs, rhs, dims", BATCHED_CASES[:6])
+def test_jitted_batched_product_gradients_match_finite_differences(rng, lhs, rhs, dims):
+    import fluxion
+    from fluxion._src.test_util import check_grads
+    a = rng.standard_normal(lhs)
+    b = rng.standard_normal(rhs)
+    f = fluxion.jit(lambda a, b: fluxion.numpy.sin(lax.dot_general(a, b, dims)))
+    check_grads(f, (a, b), order=1, modes=("rev",))
+
+
+def test_generated_code_runs_attention_products_through_batched_matmul(rng):
+    from fluxion._src.backends import compiler
+    from compiler_helpers import assert_same_values, reference
+    q, k = rng.standard_normal((2, 5, 3, 4)).astype(np.float32), rng.standard_normal((2, 5, 3, 4)).astype(np.float32)
+
+    def f(q, k):
+        s = lax.dot_general(q, k, (((3,), (3,)), ((0, 2), (0, 2))))  # (batch, heads, q, k)
+        return lax.dot_general(s, k, (((3,), (1,)), ((0, 1), (0, 2))))
+
+    closed = closed_of(f, q, k)
+    exe = compiler.compile_closed(closed, fuse=False)
+    assert exe.source.count("batched_matmul(") == 2
+    assert_same_values(list(exe(q, k)), reference(closed, q, k), exact=False)

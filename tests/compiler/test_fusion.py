@@ -73,6 +73,22 @@ def test_a_cycle_through_an_outside_equation_is_not_fused():
             seen.update(j.eqns[m].outvars)
 
 
+def test_an_equation_joins_the_groups_it_can_when_joining_all_would_form_a_cycle():
+    # The backward pass of an activation: `g * r` reads a forward residual `r` (its group feeds the cumsum that
+    # produces `g`) and `h`, computed after the cumsum. Joining both groups is a cycle; joining `h`'s is not, so the
+    # backward chain is one kernel with `r` read from memory.
+    def f(x):
+        t = jnp.tanh(x)
+        r = 1.0 - t * t                      # forward group: residual r, output t
+        g = jnp.cumsum(t)                    # outside (not fusible): stands for the product between the passes
+        h = jnp.exp(g) * 3.0                 # a group after the outside equation
+        return jnp.sum(h * r * 2.0, axis=0)  # `h * r` reads h's group and r's group
+    j, gs = _groups(f, np.ones(BIG, np.float32))
+    back = [g for g in gs if "cumsum" not in _names(j, g) and "reduce_sum" in _names(j, g)]
+    assert len(back) == 1 and _names(j, back[0])[:2] == ["exp", "mul"] and "tanh" not in _names(j, back[0])
+    assert len(gs) == 2
+
+
 def test_reduction_patterns():
     assert groups.reduction_pattern((100, 8), (0, 1)) == "R"
     assert groups.reduction_pattern((100, 8), (1,)) == "KR"
@@ -184,8 +200,8 @@ def test_parallel_kernels_match_serial_ones_bit_for_bit_on_any_thread_count(rng,
             exe = compiler.compile_closed(closed, fuse=True, sync=True)
         assert exe.kernels and all(k.parallel == parallel for k in exe.kernels)
         if parallel and axes != 1:  # chunked reductions read through views starting at the chunk
-            assert "= in0[lo:hi]" in exe.source  # (column sums also read the rows 4 at a time from `m = hi - lo`)
-            assert ("range(hi - lo)" if axes is None else "range(m - m % 4, m)") in exe.source
+            assert "= in0[lo:hi]" in exe.source  # (this group writes y * 3.0 as well, so its column sums read the
+            assert "range(hi - lo)" in exe.source  # rows one at a time: see test_column_sums_with_elementwise_...)
         for n in (1, threads.CORES):
             with fluxion.config.override("fluxion_num_threads", n):
                 assert threads.current() == n
@@ -315,6 +331,63 @@ def test_fused_group_writes_values_needed_outside_and_reuses_dead_buffers(rng):
 
     got, want, exe = _fused(standardize, x)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@needs_numba
+@pytest.mark.parametrize("rows", [BIG // 37, BIG // 37 + 3])
+def test_column_sums_with_elementwise_outputs_run_row_by_row(rng, rows):
+    # A column-wise float32 sum that also writes its elementwise values (a bias gradient next to the activation
+    # gradient) loops over rows one at a time; a pure column sum reads four rows per step (`kernel._rows_unrolled`).
+    x = rng.standard_normal((rows, 37)).astype(np.float32)
+    y = rng.standard_normal((rows, 37)).astype(np.float32)
+
+    def with_output(x, y):
+        g = x * y * 0.5 + y * (1.0 - x * x)
+        return g, jnp.sum(g, axis=0)
+
+    got, want, exe = _fused(with_output, x, y)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
+    assert "m % 4" not in exe.source
+    _, _, pure = _fused(lambda x, y: jnp.sum(x * y * 0.5 + y, axis=0), x, y)
+    assert "m % 4" in pure.source
+
+
+@needs_numba
+def test_kernels_write_computed_operands_into_other_buffers(rng):
+    # A computed operand dying at a kernel is not overwritten by it (an output in an input's buffer keeps LLVM from
+    # vectorizing the kernel: the masked softmax of attention ran 30x slower in place). Donated arguments still are
+    # (test_memory's donation test).
+    import re
+    q = rng.standard_normal((4, 128, 4, 16)).astype(np.float32)
+    mask = np.tril(np.ones((128, 128), bool))[None, None].repeat(4, 0)  # per batch row, shared by the heads
+
+    def f(q):
+        s = lax.dot_general(q, q, (((3,), (3,)), ((0, 2), (0, 2))))  # (4, 4, 128, 128), dies in the kernel
+        masked = jnp.where(mask, s, -1e30)
+        return masked, jnp.max(masked, axis=-1)
+
+    got, want, exe = _fused(f, q)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
+    main = exe.source.split("# ----")[0]
+    assert "_kernel_" in main
+    assert not re.search(r"^\s*v\d+ = v\d+$", main, re.M), main  # no output adopts an operand's buffer
+
+
+@needs_numba
+def test_backward_chain_joined_past_a_cycle_computes_the_same_values(rng):
+    x = (rng.standard_normal(BIG) * 0.01).astype(np.float32)
+
+    def f(x):
+        t = jnp.tanh(x)
+        g = jnp.cumsum(t)
+        return jnp.sum(jnp.exp(g * 1e-3) * 3.0 * (1.0 - t * t) * 2.0, axis=0), t
+
+    got, want, exe = _fused(f, x)
+    assert exe.source.count("fused kernel") == 2
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-5)
 
 
 @needs_compiler

@@ -6,7 +6,8 @@ order: the lhs's, then the rhs's, after the batch dimensions in the result). Eve
 analysis (`Contraction`):
 
 * the NumPy path (`lowering`) calls `matmul`/`dot` when the product is a plain (batched) matrix or vector product
-  (`matmul_form`);
+  (`matmul_form`), and runs other batched products as one `matmul` over views of the operands (`batched_product`,
+  `batched_matmul`) instead of the backend's copies into contiguous (batch, m, k) and (batch, k, n) arrays;
 * loop kernels (`fusion.loops`) compute each result element with an explicit loop over the contracted indices
   (`operand_indices`), and expand products contracting a single element inline (`contracted_size` 1);
 * the fused tier (`fusion.rewrite`) turns large dot products of two vectors into a fused sum (`is_vector_dot`).
@@ -138,3 +139,79 @@ def is_vector_dot(eqn) -> bool:
     return (x.aval.ndim == 1 and y.aval.ndim == 1 and c.lhs_contract == (0,) and c.rhs_contract == (0,)
             and not c.lhs_batch and not c.rhs_batch and computes_in_operand_dtype(eqn)
             and x.aval.dtype in (np.float32, np.float64))
+
+
+class BatchedProduct:
+    """How a batched `dot_general` runs as one `np.matmul` over views of its operands (see `batched_product`).
+
+    Attributes:
+      lhs_perm, rhs_perm: the operand transposes putting dimensions in (batch..., free, contracted) and
+        (batch..., contracted, free) order.
+      lhs_shape, rhs_shape: those transposes reshaped to (batch..., m, k) and (batch..., k, n), the free and
+        contracted dimensions each merged into one.
+      out_shape: the result's shape (batch..., lhs free..., rhs free...), a view of matmul's (batch..., m, n).
+    """
+
+    __slots__ = ("lhs_perm", "lhs_shape", "out_shape", "rhs_perm", "rhs_shape")
+
+    def __init__(self, eqn):
+        lhs, rhs = eqn.invars
+        ls, rs = lhs.aval.shape, rhs.aval.shape
+        c = Contraction(eqn)
+        batch = tuple(ls[d] for d in c.lhs_batch)
+        m = math.prod(ls[d] for d in c.lhs_free)
+        n = math.prod(rs[d] for d in c.rhs_free)
+        k = math.prod(ls[d] for d in c.lhs_contract)
+        self.lhs_perm = (*c.lhs_batch, *c.lhs_free, *c.lhs_contract)
+        self.rhs_perm = (*c.rhs_batch, *c.rhs_contract, *c.rhs_free)
+        self.lhs_shape = (*batch, m, k)
+        self.rhs_shape = (*batch, k, n)
+        self.out_shape = tuple(eqn.outvars[0].aval.shape)
+
+    def __repr__(self) -> str:
+        return (f"BatchedProduct(lhs {self.lhs_perm} -> {self.lhs_shape}, rhs {self.rhs_perm} -> {self.rhs_shape}, "
+                f"out {self.out_shape})")
+
+
+def batched_product(eqn) -> BatchedProduct | None:
+    """The plan for running a batched float32/float64 `dot_general` as `batched_matmul`, or None.
+
+    Only products with batch dimensions whose operands and result share one float32/float64 dtype qualify (those
+    without batch dimensions go through `np.tensordot`, which already hands strided layouts to BLAS). The backend
+    implementation copies both operands into (batch, m, k) and (batch, k, n) C-contiguous arrays; `batched_matmul`
+    computes the same products from views wherever the layout allows, which BLAS reads through its transpose flags
+    and leading dimensions.
+    """
+    lhs, rhs = eqn.invars
+    if lhs.aval.dtype not in (np.float32, np.float64) or not computes_in_operand_dtype(eqn):
+        return None
+    c = Contraction(eqn)
+    if not c.lhs_batch:
+        return None
+    return BatchedProduct(eqn)
+
+
+def blas_ready(x: np.ndarray) -> bool:
+    """Whether NumPy's `matmul` hands each matrix of `x` (its last two axes) to BLAS as is: one of the two axes
+    has unit stride and the other a stride of whole elements at least as long as the unit-stride axis. Other
+    layouts make `matmul` fall back to its slow loop without BLAS, so `batched_matmul` copies them first."""
+    r, c = x.shape[-2:]
+    sr, sc = x.strides[-2:]
+    size = x.itemsize
+    return (sc == size and sr % size == 0 and sr >= size * c) or (sr == size and sc % size == 0 and sc >= size * r)
+
+
+def batched_matmul(lhs, rhs, plan: BatchedProduct) -> np.ndarray:
+    """`dot_general` of `lhs` and `rhs` by `plan` (from `batched_product`): one `np.matmul` over the batch.
+
+    The transposes and reshapes are views where NumPy can express them as such (it copies otherwise); an operand
+    whose matrices BLAS cannot read in place is made contiguous, as the backend implementation does always.
+    Returns a C-contiguous array of `plan.out_shape`.
+    """
+    a = np.transpose(lhs, plan.lhs_perm).reshape(plan.lhs_shape)
+    b = np.transpose(rhs, plan.rhs_perm).reshape(plan.rhs_shape)
+    if not blas_ready(a):
+        a = np.ascontiguousarray(a)
+    if not blas_ready(b):
+        b = np.ascontiguousarray(b)
+    return np.matmul(a, b).reshape(plan.out_shape)

@@ -25,12 +25,12 @@ from ...lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, as
                                cbrt_p, ceil_p, clamp_p, convert_element_type_p, cos_p, cosh_p, div_p, eq_p, exp2_p,
                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
                                lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
-from ...lax.indexing import scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
+from ...lax.indexing import gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
 from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
 from ...lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
                               rev_p, slice_p, squeeze_p, transpose_p)
 from ...lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
-from . import contractions, conv, ir, memory, threads, windowed
+from . import contractions, conv, ir, memory, rows, threads, windowed
 from .fusion import loops
 from .memory import FRESH, STRIDED, UNKNOWN, VIEW
 
@@ -354,7 +354,12 @@ LOWERINGS[reduce_min_p] = _reduce("minimum", False, True)
 def _dot_general(g, eqn, ins, outs):
     form = contractions.matmul_form(eqn)
     if form is None:
-        return lower_impl(g, eqn, ins, outs)
+        plan = contractions.batched_product(eqn)
+        if plan is None:
+            return lower_impl(g, eqn, ins, outs)
+        fn = g.bind(contractions.batched_matmul, "batched_matmul")
+        g.line(f"{outs[0]} = {fn}({ins[0]}, {ins[1]}, {g.bind(plan, 'product')})")
+        return [FRESH]
     expr = form.replace("dot(", f"{g.bind(np.dot, 'dot')}(").replace(
         "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(contractions.swap, 'swap')}(")
     g.line(f"{outs[0]} = {expr.format(a=ins[0], b=ins[1])}")
@@ -426,9 +431,18 @@ def _scatter_inplace_impl(prim: Primitive):
 _SCATTER_INPLACE: dict = {}
 
 
+@register(gather_p)
+def _gather(g, eqn, ins, outs):
+    return rows.lower_gather(g, eqn, ins, outs, lower_impl)
+
+
 @register(scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p)
 def _scatter(g, eqn, ins, outs):
     prim = eqn.primitive
+    if prim is scatter_add_p:
+        kinds = rows.lower_scatter_add(g, eqn, ins, outs)
+        if kinds is not None:
+            return kinds
     if prim not in _SCATTER_INPLACE:
         _SCATTER_INPLACE[prim] = _scatter_inplace_impl(prim)
     impl = _SCATTER_INPLACE[prim]

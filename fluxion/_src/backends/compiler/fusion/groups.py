@@ -8,7 +8,8 @@ their results, and member values read outside the group, are the group's outputs
 memory.
 
 Groups are grown greedily in program order: an equation joins (and merges) the groups producing its operands unless
-that would create a cycle (an outside equation that needs one group's result and feeds the other). Groups whose
+that would create a cycle (an outside equation that needs one group's result and feeds the other); then it joins
+those of them it can join without one. Groups whose
 domain is smaller than the size threshold (unless they are long: `fluxion_small_group_min_ops` operations, so that one
 kernel call, about 2 us with its argument checks, replaces that many NumPy calls of about 0.7 us each on small
 arrays), or that would replace a single cheap NumPy call, are dissolved.
@@ -28,7 +29,7 @@ from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_e
                                 ne_p, neg_p, not_p, or_p, select_n_p, sign_p, sqrt_p, square_p, sub_p, xor_p)
 from ....lax.reductions import reduce_sum_p
 from ....lax.structural import broadcast_in_dim_p, iota_p
-from .. import ir
+from .. import blas, ir
 from . import scalar
 from .scalar import REDUCTIONS
 
@@ -134,6 +135,13 @@ class Grouping:
                 self.producer[v] = i
         self.group_of: dict[int, Group] = {}
         self.groups: list[Group] = []
+        # Position of the last BLAS equation (a product) before each equation, -1 if none.
+        self.last_barrier: list[int] = []
+        last = -1
+        for i, e in enumerate(self.eqns):
+            self.last_barrier.append(last)
+            if e.primitive in blas.BLAS_PRIMITIVES:
+                last = i
 
     # -- cycle check -----------------------------------------------------------------------------------------------
     def _depends_on(self, v: Any, members: set, lo: int) -> bool:
@@ -231,14 +239,37 @@ class Grouping:
                     cands.append(g)
             if prim is broadcast_in_dim_p:
                 cands = []  # its operand has another shape: it is read through the index map, never fused into
+            else:
+                # No group that ended before a product is extended past it. An equation after the product that could
+                # join one reads only values computed before it -- a value recomputed next to its readers
+                # (`rewrite.recompute_residuals`) -- and belongs with those readers, not in the earlier kernel,
+                # which would have to write it to memory for them.
+                cands = [g for g in cands if g.members[-1] > self.last_barrier[idx]]
             # Two candidates with different reduction axes cannot share loops.
             axes = {g.red_axes for g in cands if g.red_axes is not None}
             if len(axes) > 1:
                 cands = cands[:1]
             if cands and self._join(idx, cands, domain, None):
                 continue
+            if len(cands) > 1:
+                # Joining them all would form a cycle -- typically a backward-pass equation reading a forward
+                # group's residual and a value computed after that group's results went through a product. Join
+                # the candidates that can be joined instead of none, so the backward chain stays one kernel.
+                chosen = self._acyclic_subset(idx, cands)
+                if chosen and self._join(idx, chosen, domain, None):
+                    continue
             self._new_group(idx, domain)
         return self._finish()
+
+    def _acyclic_subset(self, idx: int, cands: list[Group]) -> list[Group]:
+        """The candidates, in order, that `idx` can join together without a cycle (greedy)."""
+        members, chosen = {idx}, []
+        for g in cands:
+            trial = members | set(g.members)
+            if self._acyclic(trial):
+                members = trial
+                chosen.append(g)
+        return chosen
 
     def _add_reduction(self, idx: int, eqn) -> None:
         v = eqn.invars[0]
