@@ -62,7 +62,6 @@ import collections
 import importlib.util
 import itertools
 import json
-import linecache
 import logging
 import os
 import queue
@@ -75,6 +74,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from ....config import config, set_default_environment
+from .. import sources
 from . import cachedir, numba_pool
 
 logger = logging.getLogger("fluxion.jit")
@@ -125,7 +125,7 @@ def _execute(source: str, digest: str, filename: str, cached: bool) -> Any:
             raise RuntimeError(f"kernel {digest} does not use Numba's cache as expected")
         source = source.replace(marker, ", cache=False,", 1)
         # Registered so tracebacks and Numba's error messages show the kernel's lines.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        sources.register(filename, source)
     name = _module_name(digest)
     mod = types.ModuleType(name)
     mod.__file__ = filename
@@ -502,7 +502,7 @@ def release_kernels() -> None:
         _generation += 1
         for digest in list(_loaded.keys()) + list(_failed):
             sys.modules.pop(_module_name(digest), None)
-            linecache.cache.pop(f"<fluxion kernel {digest}>", None)
+            sources.drop(f"<fluxion kernel {digest}>")
         _loaded.clear()
         _failed.clear()
         if not _numba_ready.is_set():  # a queued prewarm is dropped below: the next `jit` may start another
