@@ -209,7 +209,7 @@ def test_clear_caches_releases_kernels_and_programs(rng):
     gc.collect()
     assert f._cache_size() == 0 and compiled() is None
     assert dispatcher() is None, "the kernel's dispatcher outlived clear_caches"
-    assert source_file not in linecache.cache
+    assert linecache.getlines(source_file) == []   # the entry may stay, emptied (see compiler.sources)
     loads = _kernel_loads()
     np.testing.assert_array_equal(np.asarray(f(x)), want)  # traced and compiled again (from the disk cache)
     assert _kernel_loads() == loads + 1
