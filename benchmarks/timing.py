@@ -21,11 +21,12 @@ STEADY_FACTOR = 1.2    # "steady": a call within this factor of the steady media
 
 
 def kernels_idle() -> bool:
-    """Whether fluxion's background kernel compiler has no job queued or running and every program it knows has
-    reached its final tier or given up (True without fluxion).
+    """Whether fluxion's background kernel compiler has no job queued or running and no program it knows is still
+    waiting for its first fused tier (True without fluxion).
 
     Both are needed: the queue can be empty between a program's first call and the moment its kernels are queued,
-    and a row timed then would compare fluxion's NumPy path with itself.
+    and a row timed then would compare fluxion's NumPy path with itself. A program on its serial tier counts as
+    settled (its threaded variants, when it gets any, are queued jobs).
     """
     compiler = sys.modules.get("fluxion._src.backends.compiler")
     if compiler is None:
@@ -35,7 +36,7 @@ def kernels_idle() -> bool:
     runtime = sys.modules.get("fluxion._src.backends.compiler.fusion.runtime")
     if runtime is None:
         return True
-    return all(p["status"] in ("final", "failed") for p in runtime.stats()["programs"])
+    return all(p["status"] != "pending" for p in runtime.stats()["programs"])
 
 
 def program_statuses() -> list[str]:
