@@ -31,12 +31,7 @@ def kernels_idle() -> bool:
     compiler = sys.modules.get("fluxion._src.backends.compiler")
     if compiler is None:
         return True
-    if not compiler.wait_for_kernels(0):
-        return False
-    runtime = sys.modules.get("fluxion._src.backends.compiler.fusion.runtime")
-    if runtime is None:
-        return True
-    return all(p["status"] != "pending" for p in runtime.stats()["programs"])
+    return bool(compiler.wait_for_kernels(0)) and "pending" not in program_statuses()
 
 
 def program_statuses() -> list[str]:

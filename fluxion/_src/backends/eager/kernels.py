@@ -63,17 +63,22 @@ def _compile_select(itemsize: int) -> None:
     _ready[itemsize] = kernel
 
 
+def _compile_once(started: set, key, compile_fn: Callable) -> None:
+    """Runs `compile_fn(key)` on a background thread, once per `key` (`started` records the keys begun)."""
+    with _lock:
+        if key in started:
+            return
+        started.add(key)
+    threading.Thread(target=compile_fn, args=(key,), name="fluxion-eager-kernels", daemon=True).start()
+
+
 def select_kernel(itemsize: int) -> Callable | None:
     """The compiled `select(pred_u8, on_false, on_true, out)` over flat integer views of `itemsize` bytes, or None
     while it compiles (the first call starts the compile)."""
     kernel = _ready.get(itemsize)
     if kernel is not None or itemsize not in _INT:
         return kernel
-    with _lock:
-        if itemsize in _started:
-            return None
-        _started.add(itemsize)
-    threading.Thread(target=_compile_select, args=(itemsize,), name="fluxion-eager-kernels", daemon=True).start()
+    _compile_once(_started, itemsize, _compile_select)
     return None
 
 
@@ -156,11 +161,7 @@ def binary_kernel(op: str, layout: str, dtype: np.dtype) -> Callable | None:
     kernel = _binary_ready.get(key)
     if kernel is not None or dtype not in _BINARY_DTYPES:
         return kernel
-    with _lock:
-        if key in _binary_started:
-            return None
-        _binary_started.add(key)
-    threading.Thread(target=_compile_binary, args=(key,), name="fluxion-eager-kernels", daemon=True).start()
+    _compile_once(_binary_started, key, _compile_binary)
     return None
 
 
