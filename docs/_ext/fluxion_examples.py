@@ -20,6 +20,7 @@ import io
 import importlib.util
 import re
 import shlex
+import sys
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent.parent
@@ -33,6 +34,21 @@ TEXT = {"text", "output"}  # printed output shown verbatim (for example a comman
 
 class ExampleError(Exception):
     """A guide's code block failed: the message names the page, the block's first line and what went wrong."""
+
+
+class _Runner(doctest.DocTestRunner):
+    """A doctest runner whose failure report says when `sys.stdout` was not doctest's capture while the example ran.
+
+    An example's printed output reaches doctest only through `sys.stdout`; code that swaps `sys.stdout` from another
+    thread (a non-thread-safe `redirect_stdout`) makes the output vanish ("Got nothing"). One CI build showed that
+    for the threads example of guarantees.md and it has not been reproduced since; the report names the object that
+    held `sys.stdout`, so a recurrence says who swapped it.
+    """
+
+    def report_failure(self, out, test, example, got):
+        super().report_failure(out, test, example, got)
+        if sys.stdout is not self._fakeout:
+            out(f"sys.stdout was replaced while the example ran: {sys.stdout!r}\n")
 
 
 def code_blocks(text: str) -> list[tuple[str, str, int]]:
@@ -91,9 +107,13 @@ def run_page(path: Path, text: str | None = None) -> int:
         if lang in PYTHON:
             if code.lstrip().startswith(">>>"):
                 test = parser.get_doctest(code, namespace, f"{path.stem}:{line}", str(path), line)
-                runner = doctest.DocTestRunner(optionflags=flags, verbose=False)
+                runner = _Runner(optionflags=flags, verbose=False)
                 report = []
+                stdout = sys.stdout
                 runner.run(test, out=report.append, clear_globs=False)
+                if sys.stdout is not stdout:
+                    swapped, sys.stdout = sys.stdout, stdout
+                    raise ExampleError(f"{where}: sys.stdout was left replaced by {swapped!r} after the block ran")
                 namespace.update(test.globs)  # DocTest works on a copy; later blocks see this one's names
                 if runner.failures or runner.tries == 0:
                     raise ExampleError(f"{where}: doctest failed\n" + "".join(report))
