@@ -40,6 +40,21 @@ def program_statuses() -> list[str]:
     return [] if runtime is None else [p["status"] for p in runtime.stats()["programs"]]
 
 
+def kernel_compiles(since: float) -> dict:
+    """What fluxion's kernel compiler did after the `perf_counter` reading `since` (empty without fluxion, or when it
+    made no kernel ready): `kernel_cpu_s`, the compiling thread's CPU seconds in all (unlike wall-clock times, not
+    inflated by other programs sharing the cores), and `kernel_cpu`, each kernel's CPU seconds in the order they
+    were made ready, suffixed `p` for a multi-threaded variant, `w` for a whole-step function, `l` for a load from
+    the disk cache."""
+    runtime = sys.modules.get("fluxion._src.backends.compiler.fusion.runtime")
+    done = [] if runtime is None else [k for k in runtime.stats()["kernels"] if k["ready_at"] >= since]
+    if not done:
+        return {}
+    tags = [f"{k['cpu_seconds']:.3f}" + ("w" if k["whole_step"] else "p" if k["parallel"] else "")
+            + ("l" if k["outcome"] == "loaded" else "") for k in done]
+    return {"kernel_cpu_s": round(sum(k["cpu_seconds"] for k in done), 3), "kernel_cpu": " ".join(tags)}
+
+
 def settle(fn: Callable, quick: bool, seconds: float = SETTLE_SECONDS, min_calls: int = 3) -> dict:
     """Calls `fn` until `seconds` have passed, `min_calls` calls were made and fluxion's compiler is idle.
 
@@ -130,6 +145,7 @@ def time_to_steady(fn: Callable, quick: bool, after_idle: float = 1.0, cap: floa
     steady = statistics.median(timeit(fn, 1 if quick else number_for(fn, 0.2), repeat=2 if quick else REPEAT))
     first = next((i for i, d in enumerate(durations) if d <= STEADY_FACTOR * steady), None)
     info = {"first_call_s": round(durations[0], 4), "steady_ms": round(steady * 1e3, 4), "calls": len(ends)}
+    info.update(kernel_compiles(t0))
     statuses = program_statuses()
     if any(s != "final" for s in statuses):
         info["tiers"] = statuses   # a program without its final tier: the row does not show fluxion's fused speed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -161,6 +162,57 @@ def test_a_warm_serial_tier_is_in_place_at_the_first_call(rng, monkeypatch):
     np.testing.assert_allclose(np.asarray(f(x)), _selu_numpy(x), rtol=1e-5, atol=1e-6)
     record = runtime.stats()["programs"][-1]
     assert record["status"] == "final" and record["compiles"] == 1  # only the threaded variant was compiled
+
+
+@pytest.mark.usefixtures("fresh")
+def test_stats_record_each_kernel_compiled_then_loaded_with_its_times(rng, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # serial kernels only: one record per tier's kernel
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    seen = len(runtime.stats()["kernels"])
+
+    def new_records():
+        return runtime.stats()["kernels"][seen:]
+
+    f = fluxion.jit(_selu)
+    f(x)
+    assert runtime.wait_for_kernels(120)
+    exe = _executable(f)
+    assert exe.tier == 1
+    (first,) = new_records()
+    (kernel,) = exe.kernels
+    assert first["digest"] == kernel.digest and first["outcome"] == "compiled"
+    assert first["parallel"] is False and first["whole_step"] is False
+    assert first["source_chars"] == len(kernel.source)
+    assert first["seconds"] > 0 and first["cpu_seconds"] > 0
+    program = runtime.stats()["programs"][-1]
+    assert program["compiles"] == 1 and 0 < program["kernel_cpu_seconds"]
+    assert program["started"] < first["ready_at"] <= program["tier_at"]
+    # A second process's view: nothing in memory, the machine code on disk.
+    fluxion.clear_caches()
+    runtime.release_kernels()
+    f = fluxion.jit(_selu)
+    f(x)
+    assert runtime.wait_for_kernels(120)
+    np.testing.assert_allclose(np.asarray(f(x)), _selu_numpy(x), rtol=1e-5, atol=1e-6)
+    second = new_records()[1:]
+    assert [(k["digest"], k["outcome"]) for k in second] == [(kernel.digest, "loaded")]
+    # A kernel already in memory adds no record.
+    f2 = fluxion.jit(lambda v: _selu(v))
+    f2(x)
+    assert runtime.wait_for_kernels(120)
+    assert len(new_records()) == 2
+
+
+def test_stats_never_wait_for_a_kernel_being_compiled():
+    """`load_kernel` holds the runtime's lock for a whole compilation (seconds); a caller polling `stats()` (a
+    benchmark's loop, a progress display) must not stall behind it."""
+    got: list = []
+    with runtime._lock:  # what a compilation in progress holds
+        reader = threading.Thread(target=lambda: got.append(runtime.stats()), daemon=True)
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive(), "stats() waited for the kernel lock"
+    assert {"programs", "kernels", "loads", "compiles"} <= set(got[0])
 
 
 def _executable_optimized(x):

@@ -52,8 +52,8 @@ In memory, a kernel lives as long as an executable uses it: the table of loaded 
 `release_kernels` (called by `fluxion.clear_caches()`) empties it, forgets failures and drops the background
 compilations not started yet. Numba keeps a compiled kernel's machine code in its LLVM engine for the life of the
 process (it never unloads code); what a released kernel frees is its dispatcher and the compiler's records behind it.
-`stats()` counts kernel loads and Numba compilations and records each program's time to its fused tier, for tests,
-benchmarks and users.
+`stats()` counts kernel loads and Numba compilations and records each program's time to its fused tier and each
+kernel's compile or load time (wall clock and CPU), for tests, benchmarks and users.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ from . import cachedir, numba_pool
 
 logger = logging.getLogger("fluxion.jit")
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # held while a kernel loads or compiles (seconds): one load at a time
+# Guards the records `stats()` returns, apart from `_lock` so that reading them never waits for a compilation.
+_records_lock = threading.Lock()
 # digest -> Numba dispatcher, for as long as some executable (or caller) holds the dispatcher.
 _loaded: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
 _failed: dict = {}            # digest -> error message
@@ -195,17 +197,36 @@ def load_kernel(digest: str, source: str) -> Any:
         # NUMBA_NUM_THREADS changed after Numba started its threads: adopt a lower value, or warn once and raise
         # (not remembered as this kernel's failure: restoring the variable lets it compile).
         numba_pool.reconcile()
+        compiles, t, cpu = _stats["compiles"], time.perf_counter(), time.thread_time()
         try:
             fn = _load(digest, source)
         except Exception as err:  # noqa: BLE001 -- any Numba failure falls back to NumPy
             msg = f"fused kernel {digest} failed to compile: {type(err).__name__}: {err}"
             _failed[digest] = msg
+            _record_kernel(digest, source, "failed", t, cpu)
             logger.warning("%s; using the NumPy path", msg)
             raise RuntimeError(msg) from err
+        _record_kernel(digest, source, "compiled" if _stats["compiles"] > compiles else "loaded", t, cpu)
         global _numba_loaded
         _loaded[digest] = fn
         _numba_loaded = True
         return fn
+
+
+# Records of the kernels made ready (see `stats`), newest last.
+MAX_KERNEL_RECORDS = 256
+_kernels: "collections.deque[dict]" = collections.deque(maxlen=MAX_KERNEL_RECORDS)
+
+
+def _record_kernel(digest: str, source: str, outcome: str, t: float, cpu: float) -> None:
+    """Appends a `stats()["kernels"]` record for kernel `digest`, made ready (or failed) since the `perf_counter`
+    reading `t` and the calling thread's `thread_time` reading `cpu`. Called under `_lock`."""
+    now = time.perf_counter()
+    record = {"digest": digest, "whole_step": digest.startswith("w"), "parallel": ", parallel=True," in source,
+              "source_chars": len(source), "outcome": outcome, "seconds": round(now - t, 6),
+              "cpu_seconds": round(time.thread_time() - cpu, 6), "ready_at": now}
+    with _records_lock:
+        _kernels.append(record)
 
 
 # Programs with fewer kernels to compile than this compile them on the background thread alone: a helper process
@@ -435,12 +456,22 @@ def stats() -> dict:
       `kernel_seconds` (time spent making its kernels ready), `status` (`"pending"`, `"serial"` while the
       multi-threaded variants are still being compiled, `"final"`, or `"failed"`), and the `time.perf_counter()`
       readings `started`, `tier_at` and `final_at` (None until reached), so that a caller who noted the clock before
-      its first call (tracing included) can tell its own time to tier.
+      its first call (tracing included) can tell its own time to tier. `kernel_cpu_seconds` is the CPU time of the
+      thread that made them ready (`time.thread_time`): unlike the wall-clock seconds it does not grow when other
+      programs share the cores, so it tells what compiling the tier costs on a loaded machine (helper processes'
+      CPU time is not included);
+    * `kernels`: one record per kernel made ready or failed (the last `MAX_KERNEL_RECORDS`, oldest first), a dict
+      with `digest`, `whole_step` (a whole-step function rather than a fused kernel), `parallel` (a multi-threaded
+      variant), `source_chars` (the length of its generated source), `outcome` (`"compiled"` by Numba in this
+      process, `"loaded"` from the disk cache's machine code, or `"failed"`), and `seconds` and `cpu_seconds` (wall
+      clock and calling thread's CPU time of that load or compilation), and `ready_at`, the `time.perf_counter()`
+      reading when it was done. A kernel found in memory adds no record.
 
     The records are copies: later progress shows in the next call's result."""
-    with _lock:
+    with _records_lock:
         programs = [dict(r) for r in _programs]
-    return {**_stats, "programs": programs}
+        kernels = [dict(r) for r in _kernels]
+    return {**_stats, "programs": programs, "kernels": kernels}
 
 
 # Records of the programs' tiers (see `stats`).
@@ -456,23 +487,27 @@ class TierRecord:
     def __init__(self, function: str, t0: float):
         self.t0 = t0
         self.entry = {"function": function, "kernels": 0, "loads": 0, "compiles": 0, "seconds_to_tier": None,
-                      "seconds_to_final": None, "kernel_seconds": 0.0, "status": "pending", "started": t0,
-                      "tier_at": None, "final_at": None}
-        with _lock:
+                      "seconds_to_final": None, "kernel_seconds": 0.0, "kernel_cpu_seconds": 0.0,
+                      "status": "pending", "started": t0, "tier_at": None, "final_at": None}
+        with _records_lock:
             _programs.append(self.entry)
             del _programs[:-MAX_PROGRAM_RECORDS]
 
     def counters(self) -> tuple:
-        """A snapshot of the global counters, for `add`."""
-        return _stats["loads"], _stats["compiles"] + _stats["process_compiles"], time.perf_counter()
+        """A snapshot of the global counters and the clocks, for `add` (called on the thread that then makes the
+        kernels ready)."""
+        return (_stats["loads"], _stats["compiles"] + _stats["process_compiles"], time.perf_counter(),
+                time.thread_time())
 
     def add(self, before: tuple) -> None:
-        """Adds what happened since `before` (a `counters()` snapshot) to this program's counts."""
-        loads, compiles, t = before
+        """Adds what happened since `before` (a `counters()` snapshot taken on this thread) to this program's
+        counts."""
+        loads, compiles, t, cpu = before
         e = self.entry
         e["loads"] += _stats["loads"] - loads
         e["compiles"] += _stats["compiles"] + _stats["process_compiles"] - compiles
         e["kernel_seconds"] = round(e["kernel_seconds"] + time.perf_counter() - t, 6)
+        e["kernel_cpu_seconds"] = round(e["kernel_cpu_seconds"] + time.thread_time() - cpu, 6)
 
     def reached(self, kernels: int, final: bool) -> None:
         """The program now runs a fused tier of `kernels` distinct kernels (`final`: no better variant will
