@@ -34,7 +34,15 @@ How soon that is (the "time to tier", reported per program by `stats()`) is what
   `fluxion_jit_prewarm`) pays them on the background thread ahead of the first call, in the time programs spend
   between decorating a function and calling it;
 * a serial kernel then takes 0.3-1.3 s (typing, lowering and LLVM in roughly equal parts), a multi-threaded one
-  1.3-2.2 s (Numba's parfor passes add 1.1-1.4 s). So a program's first fused tier uses serial kernels only, and the
+  1.3-2.2 s (Numba's parfor passes add 1.1-1.4 s). In CPU time of the compiling thread (`stats()["kernels"]`,
+  which machine load does not inflate), the standardization's kernels took 0.61-0.72 s (its first column sum:
+  0.25 s typing, of which ~0.2 s is Numba typing `np.empty`, `min`/`max`, stepped ranges and slices for the first
+  time, 0.22 s lowering, 0.23 s LLVM), 0.12-0.20 s (the elementwise kernel: about Numba's fixed cost per kernel)
+  and 0.43-0.55 s (the column sum of squares); their multi-threaded variants 1.4-1.7, 0.48-0.62 and 1.2-1.7 s.
+  Rewriting the reduction's source with the same arithmetic (no window slices, hoisted loads, one-row block
+  partials), `NUMBA_OPT` 1 or 2, `no_cfunc_wrapper` or disabling the parfor passes the kernels do not use each
+  changed these by under 5%: the cost is Numba's pipeline per kernel, not the size of the text. So a program's
+  first fused tier uses serial kernels only, and the
   threaded variants follow as a job of lower priority (`LATER_TIER`: the first tiers of programs compiled meanwhile
   go first), only where more than one thread can run (`fusion.parallel_possible`);
 * Numba compiles one kernel at a time (a process-wide lock) and holds the GIL for most of it, slowing the caller's
