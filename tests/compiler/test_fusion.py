@@ -512,6 +512,57 @@ def test_large_vector_dot_runs_as_a_fused_reduction(rng):
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "strided views"])
+@pytest.mark.usefixtures("without_fusion_check")
+def test_vector_dot_has_the_same_bits_serial_threaded_and_on_any_thread_count(rng, dtype, layout):
+    with fluxion.config.override("jax_enable_x64", dtype == np.float64):
+        _check_vector_dot_bits(rng, dtype, layout)
+
+
+def _check_vector_dot_bits(rng, dtype, layout):
+    # The dot product's fused sum splits into `kernel.REDUCTION_CHUNKS` chunks by the length alone, combined in
+    # chunk order: the serial kernel, the threaded one on one thread and on every core agree bit for bit (the
+    # default-threading benchmark runs it on the cores the load leaves, so its bits must not depend on them).
+    from fluxion._src.backends.compiler import threads
+    from fluxion._src.backends.compiler.fusion import rewrite
+    n = rewrite.DOT_REDUCE_MIN_ELEMENTS + 1_234          # not a multiple of the chunk count or the block
+    if layout == "contiguous":
+        args = (rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype) + 0.25)
+
+        def f(x, y):
+            return jnp.dot(x, y)
+    else:  # every other element of a longer vector, and a reversed one
+        args = (rng.standard_normal(2 * n).astype(dtype), rng.standard_normal(n).astype(dtype) + 0.25)
+
+        def f(x, y):
+            return jnp.dot(x[::2], y[::-1])
+    closed = closed_of(f, *args)
+    results = {}
+    for parallel in (False, True):
+        with fluxion.config.override("fluxion_parallel_min_work", 0 if parallel else 1 << 62):
+            exe = compiler.compile_closed(closed, fuse=True, sync=True)
+        assert "dot" not in exe.module.source()
+        assert exe.kernels and all(k.parallel == parallel for k in exe.kernels)
+        for k in (1, threads.CORES):
+            with fluxion.config.override("fluxion_num_threads", k):
+                assert threads.current() == k
+                (results[(parallel, k)],) = [np.asarray(o) for o in exe(*args)]
+    first = results[(False, 1)]
+    assert first.dtype == dtype and first.shape == ()
+    for got in results.values():
+        np.testing.assert_array_equal(got.view(first.dtype), first)
+        assert got.tobytes() == first.tobytes()
+    x, y = (a.astype(np.float64) for a in args)
+    if layout != "contiguous":
+        x, y = x[::2], y[::-1]
+    exact, scale = np.dot(x, y), np.dot(np.abs(x), np.abs(y))
+    # float32: blocks of float32 adds combined in float64 (well below sdot's error); float64: float64 throughout.
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    assert abs(float(first) - exact) <= tol * scale
+
+
+@needs_numba
 def test_one_hot_comparisons_become_a_scatter_kernel_with_the_same_values(rng):
     labels = rng.integers(-3, 13, BIG // 10).astype(np.int32)          # out-of-range labels give zero rows
     cases = {
