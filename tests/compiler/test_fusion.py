@@ -563,6 +563,49 @@ def _check_vector_dot_bits(rng, dtype, layout):
 
 
 @needs_numba
+def test_threaded_chunked_reductions_skip_the_parallel_region_on_one_thread_and_stay_cacheable(rng, tmp_path):
+    # Full and column-wise reductions read their thread count (`mathlib._num_threads`) and loop over the same chunks
+    # serially on one thread; Numba's own `get_num_threads` would make the kernel uncacheable (a recompile of
+    # seconds in every process), so compiling one must not warn, and must leave Numba's index in the cache.
+    import warnings
+
+    from fluxion._src.backends.compiler import threads
+    from fluxion._src.backends.compiler.fusion import cachedir, runtime
+    x = rng.standard_normal((512, 256)).astype(np.float32)
+    j, gs = _groups(lambda x: (jnp.sum(x * x), jnp.sum(x * 2.0, axis=0)), x)
+    specs = [kernel.build(j.eqns, g.members, set(j.outvars), g.domain, g.red_axes, parallel=True,
+                          version=fusion.MATHLIB_VERSION) for g in gs]
+    assert sorted(len(sp.outputs[0][1]) for sp in specs) == [1, 1] and len(specs) == 2
+    for sp in specs:
+        assert kernel.NUM_THREADS_IMPORT in sp.source and "if _num_threads() == 1:" in sp.source
+        assert "numba.prange(nch)" in sp.source
+    serial = [kernel.build(j.eqns, g.members, set(j.outvars), g.domain, g.red_axes, parallel=False,
+                           version=fusion.MATHLIB_VERSION) for g in gs]
+    assert not any("_num_threads" in sp.source for sp in serial)
+    cachedir.reset()
+    runtime.release_kernels()
+    try:
+        with fluxion.config.override("fluxion_cache_dir", str(tmp_path)), warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fns = [runtime.load_kernel(sp.digest, sp.source) for sp in specs + serial]
+        assert not [m for m in w if "cache" in str(m.message).lower()], [str(m.message) for m in w]
+        assert any(name.endswith(".nbi") for _, _, files in os.walk(tmp_path) for name in files)
+        outs = {}
+        for k, (fn, sp) in enumerate(zip(fns, specs + serial)):
+            for n in (1, threads.CORES):
+                threads._set_numba_threads(n)
+                args = [np.ascontiguousarray(np.asarray(x).reshape(m)) for _, _, m in sp.inputs]
+                res = [np.empty(m, v.aval.dtype) for v, m in sp.outputs]
+                fn(*args, *res, *sp.extents)
+                outs.setdefault(k % 2, []).append(b"".join(r.tobytes() for r in res))
+        assert all(len(set(v)) == 1 for v in outs.values())  # serial, threaded on 1 and on every thread: same bits
+    finally:
+        threads._set_numba_threads(threads.current())
+        runtime.release_kernels()
+        cachedir.reset()
+
+
+@needs_numba
 def test_one_hot_comparisons_become_a_scatter_kernel_with_the_same_values(rng):
     labels = rng.integers(-3, 13, BIG // 10).astype(np.int32)          # out-of-range labels give zero rows
     cases = {
