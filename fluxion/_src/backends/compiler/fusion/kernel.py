@@ -11,7 +11,9 @@ Loop structures (K = kept dimensions, R = reduced ones, after merging):
 * `KR` (row-wise reductions): `prange` over kept indices, scalar accumulators over the reduced dimensions;
 * `R` (full reductions) and `RK` (column-wise): the first reduced dimension is split into a fixed number of chunks
   (`prange`), each with its own partial accumulators, combined afterwards in chunk order -- so results do not
-  depend on the number of threads.
+  depend on the number of threads. A threaded kernel called on one thread (`mathlib._num_threads() == 1`: the load
+  left one core) runs the same chunks in a plain loop: entering a parallel region costs about 2.5 us even then
+  (measured through `jit` on one thread, a float32 sum of x*y over 2**16 elements: 10.2 us threaded, 7.6 serial).
 
 Sizes. A kernel's source holds no extent above `SMALL_EXTENT`: it reads them from its array arguments (`n0 =
 in0.shape[0]`), so one compiled kernel -- and one disk-cache entry, keyed by the hash of the source -- serves every
