@@ -512,6 +512,100 @@ def test_large_vector_dot_runs_as_a_fused_reduction(rng):
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "strided views"])
+@pytest.mark.usefixtures("without_fusion_check")
+def test_vector_dot_has_the_same_bits_serial_threaded_and_on_any_thread_count(rng, dtype, layout):
+    with fluxion.config.override("jax_enable_x64", dtype == np.float64):
+        _check_vector_dot_bits(rng, dtype, layout)
+
+
+def _check_vector_dot_bits(rng, dtype, layout):
+    # The dot product's fused sum splits into `kernel.REDUCTION_CHUNKS` chunks by the length alone, combined in
+    # chunk order: the serial kernel, the threaded one on one thread and on every core agree bit for bit (the
+    # default-threading benchmark runs it on the cores the load leaves, so its bits must not depend on them).
+    from fluxion._src.backends.compiler import threads
+    from fluxion._src.backends.compiler.fusion import rewrite
+    n = rewrite.DOT_REDUCE_MIN_ELEMENTS + 1_234          # not a multiple of the chunk count or the block
+    if layout == "contiguous":
+        args = (rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype) + 0.25)
+
+        def f(x, y):
+            return jnp.dot(x, y)
+    else:  # every other element of a longer vector, and a reversed one
+        args = (rng.standard_normal(2 * n).astype(dtype), rng.standard_normal(n).astype(dtype) + 0.25)
+
+        def f(x, y):
+            return jnp.dot(x[::2], y[::-1])
+    closed = closed_of(f, *args)
+    results = {}
+    for parallel in (False, True):
+        with fluxion.config.override("fluxion_parallel_min_work", 0 if parallel else 1 << 62):
+            exe = compiler.compile_closed(closed, fuse=True, sync=True)
+        assert "dot" not in exe.module.source()
+        assert exe.kernels and all(k.parallel == parallel for k in exe.kernels)
+        for k in (1, threads.CORES):
+            with fluxion.config.override("fluxion_num_threads", k):
+                assert threads.current() == k
+                (results[(parallel, k)],) = [np.asarray(o) for o in exe(*args)]
+    first = results[(False, 1)]
+    assert first.dtype == dtype and first.shape == ()
+    for got in results.values():
+        np.testing.assert_array_equal(got.view(first.dtype), first)
+        assert got.tobytes() == first.tobytes()
+    x, y = (a.astype(np.float64) for a in args)
+    if layout != "contiguous":
+        x, y = x[::2], y[::-1]
+    exact, scale = np.dot(x, y), np.dot(np.abs(x), np.abs(y))
+    # float32: blocks of float32 adds combined in float64 (well below sdot's error); float64: float64 throughout.
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    assert abs(float(first) - exact) <= tol * scale
+
+
+@needs_numba
+def test_threaded_chunked_reductions_skip_the_parallel_region_on_one_thread_and_stay_cacheable(rng, tmp_path):
+    # Full and column-wise reductions read their thread count (`mathlib._num_threads`) and loop over the same chunks
+    # serially on one thread; Numba's own `get_num_threads` would make the kernel uncacheable (a recompile of
+    # seconds in every process), so compiling one must not warn, and must leave Numba's index in the cache.
+    import warnings
+
+    from fluxion._src.backends.compiler import threads
+    from fluxion._src.backends.compiler.fusion import cachedir, runtime
+    x = rng.standard_normal((512, 256)).astype(np.float32)
+    j, gs = _groups(lambda x: (jnp.sum(x * x), jnp.sum(x * 2.0, axis=0)), x)
+    specs = [kernel.build(j.eqns, g.members, set(j.outvars), g.domain, g.red_axes, parallel=True,
+                          version=fusion.MATHLIB_VERSION) for g in gs]
+    assert sorted(len(sp.outputs[0][1]) for sp in specs) == [1, 1] and len(specs) == 2
+    for sp in specs:
+        assert kernel.NUM_THREADS_IMPORT in sp.source and "if _num_threads() == 1:" in sp.source
+        assert "numba.prange(nch)" in sp.source
+    serial = [kernel.build(j.eqns, g.members, set(j.outvars), g.domain, g.red_axes, parallel=False,
+                           version=fusion.MATHLIB_VERSION) for g in gs]
+    assert not any("_num_threads" in sp.source for sp in serial)
+    cachedir.reset()
+    runtime.release_kernels()
+    try:
+        with fluxion.config.override("fluxion_cache_dir", str(tmp_path)), warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fns = [runtime.load_kernel(sp.digest, sp.source) for sp in specs + serial]
+        assert not [m for m in w if "cache" in str(m.message).lower()], [str(m.message) for m in w]
+        assert any(name.endswith(".nbi") for _, _, files in os.walk(tmp_path) for name in files)
+        outs = {}
+        for k, (fn, sp) in enumerate(zip(fns, specs + serial)):
+            for n in (1, threads.CORES):
+                threads._set_numba_threads(n)
+                args = [np.ascontiguousarray(np.asarray(x).reshape(m)) for _, _, m in sp.inputs]
+                res = [np.empty(m, v.aval.dtype) for v, m in sp.outputs]
+                fn(*args, *res, *sp.extents)
+                outs.setdefault(k % 2, []).append(b"".join(r.tobytes() for r in res))
+        assert all(len(set(v)) == 1 for v in outs.values())  # serial, threaded on 1 and on every thread: same bits
+    finally:
+        threads._set_numba_threads(threads.current())
+        runtime.release_kernels()
+        cachedir.reset()
+
+
+@needs_numba
 def test_one_hot_comparisons_become_a_scatter_kernel_with_the_same_values(rng):
     labels = rng.integers(-3, 13, BIG // 10).astype(np.int32)          # out-of-range labels give zero rows
     cases = {

@@ -17,7 +17,7 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion._src.backends import compiler
 from fluxion._src.backends.compiler import disk_cache, fusion, threads
-from fluxion._src.backends.compiler.fusion import cachedir, runtime
+from fluxion._src.backends.compiler.fusion import cachedir, rewrite, runtime
 from fluxion._src.config import THREAD_LIMIT_VARIABLES
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compiler_helpers.py is here
@@ -344,6 +344,10 @@ def test_threads_beat_the_whole_step_tier_only_for_large_kernels_without_blas(mo
     with config.override("fluxion_num_threads", None):
         threads._monitor.next_check = 0.0
         assert compiler.threads_beat_whole_step(_fused_program(_selu, big))
+        # A large vector dot (a fused sum after `fusion.prepare`) splits across cores the same way: the benchmark's
+        # dot(x, x) over 1e7 float32 ran serial on the whole-step tier before this check existed.
+        v = np.ones(rewrite.DOT_REDUCE_MIN_ELEMENTS, np.float32)
+        assert compiler.threads_beat_whole_step(_fused_program(jnp.dot, v, v))
         # Small kernels: the whole-step tier's saved dispatch is worth more than threads.
         assert not compiler.threads_beat_whole_step(_fused_program(_selu, np.ones((64, 64), np.float32)))
         # A program calling BLAS keeps its kernels serial (see fusion.Planner): nothing for threads to win.

@@ -32,7 +32,8 @@ import math
 
 import numpy as np
 from llvmlite import ir as llvm_ir
-from numba import njit, types
+from numba import get_num_threads, njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 # When any helper changes, bump `fusion.MATHLIB_VERSION`: it is written into every kernel's source, so kernels
@@ -268,6 +269,20 @@ def _ieee_minmax(name: str):
 # row-wise max over (33, 1500) float32 took 116 us with branches, 19 us with the intrinsic.
 _fmax = _ieee_minmax("llvm.maximum")
 _fmin = _ieee_minmax("llvm.minimum")
+
+
+@intrinsic
+def _num_threads(typingctx):
+    """The calling thread's Numba thread count (`numba.get_num_threads()`, which `compiler.threads.enter` sets),
+    read through the threading layer's `get_num_threads` symbol, the one Numba's parallel regions call. Numba's own
+    `get_num_threads` compiles a ctypes pointer into the kernel, which Numba then refuses to cache on disk."""
+    get_num_threads()  # starts the threading layer, which registers the symbol with LLVM
+
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, llvm_ir.FunctionType(cgutils.intp_t, []),
+                                            "get_num_threads")
+        return builder.call(fn, [])
+    return types.intp(), codegen
 
 
 @njit(error_model="numpy")
