@@ -15,9 +15,10 @@ import fluxion
 import fluxion.numpy as jnp
 from fluxion import lax
 from fluxion._src.backends import compiler
-from fluxion._src.backends.compiler import blas, contractions, conv, convkernels, fusion, ir, threads
+from fluxion._src.backends.compiler import blas, contractions, conv, convkernels, fusion, ir, threads, windowed
 from fluxion._src.backends.compiler.fusion import runtime
 from fluxion._src.backends.eager import convolution as eager_conv
+from fluxion._src.backends.eager import windowed as eager_windowed
 from fluxion._src.config import THREAD_LIMIT_VARIABLES
 
 pytestmark = pytest.mark.skipif(not compiler.enabled(), reason="jit compiler disabled (FLUXION_JIT_COMPILER=0)")
@@ -209,6 +210,73 @@ def test_a_jitted_conv_step_has_the_same_bits_under_any_load(monkeypatch, rng, c
     want = np.concatenate([np.ravel(v) for v in fluxion.tree_util.tree_leaves(
         fluxion.value_and_grad(loss)(params, x))])
     np.testing.assert_allclose(np.frombuffer(outs[0][2], np.float32), want, rtol=2e-4, atol=2e-6)
+
+
+# --- windowed reductions --------------------------------------------------------------------------------------
+
+# operand shape, window, strides, padding, window dilation: max pooling, average pooling (a sum) with padding (the
+# padded-table kernel), a dilated window, a 3-D operand (lifted to 4-D, one row), one long first axis.
+WINDOWS = {
+    "2x2 pooling": ((37, 14, 14, 8), (1, 2, 2, 1), (1, 2, 2, 1), ((0, 0),) * 4, (1, 1, 1, 1)),
+    "padded 3x3": ((21, 9, 11, 6), (1, 3, 3, 1), (1, 1, 2, 1), ((0, 0), (1, 1), (1, 2), (0, 0)), (1, 1, 1, 1)),
+    "dilated, strided first axis": ((40, 8, 8, 4), (2, 2, 1, 1), (3, 1, 1, 1), ((0, 0),) * 4, (2, 1, 2, 1)),
+    "rank 3": ((30, 30, 30), (2, 2, 2), (1, 1, 1), ((0, 0),) * 3, (1, 1, 1)),
+    "long first axis": ((5000, 3, 7, 2), (3, 1, 2, 1), (1, 1, 1, 1), ((1, 1), (0, 0), (0, 0), (0, 0)), (1, 1, 1, 1)),
+}
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(windowed, "THREADED_MIN_WORK", 1 << 10)
+    monkeypatch.setattr(windowed, "CHUNK_ELEMENTS", 1 << 9)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("case", list(WINDOWS))
+def test_threaded_window_reductions_give_the_same_bits_under_any_load(monkeypatch, rng, conv_kernels, used,
+                                                                      small_chunks, case, kind, dtype):
+    shape, dims, strides, padding, dil = WINDOWS[case]
+    x = (rng.standard_normal(shape) * 10).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x.reshape(-1)[::97] = np.nan   # max and min propagate NaN
+    params = dict(window_dimensions=dims, window_strides=strides, padding=padding, window_dilation=dil)
+    eager = {"sum": eager_windowed.reduce_window_sum, "max": eager_windowed.reduce_window_max,
+             "min": eager_windowed.reduce_window_min}[kind]
+    want = eager(x, base_dilation=(1,) * x.ndim, **params)
+    op = {"sum": np.add, "max": np.maximum, "min": np.minimum}[kind]
+    ident = eager_windowed.identity(kind, x.dtype)
+    outs = _under_loads(monkeypatch, lambda: windowed.reduce_window(x, op=op, identity=ident, out_shape=want.shape,
+                                                                    **params))
+    assert all(o == outs[0] for o in outs)
+    got = np.frombuffer(outs[0][2], dtype).reshape(want.shape)
+    if kind == "sum" and np.dtype(dtype).kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(got, want)
+    if case != "rank 3":   # one row after lifting: nothing to split
+        assert len(used) == 4 and max(used) == min(QUIET, threads.CORES) and min(used) == 1
+    # The tap-by-tap NumPy path gives the same bits (sums in tap order).
+    with monkeypatch.context() as m:
+        for k in convkernels.ALL:
+            m.setattr(k, "get", lambda block=False: None)
+        numpy_path = windowed.reduce_window(x, op=op, identity=ident, out_shape=want.shape, **params)
+    np.testing.assert_array_equal(got, numpy_path)
+
+
+@needs_kernels
+def test_jitted_pooling_gradient_has_the_same_bits_under_any_load(monkeypatch, rng, conv_kernels, small_chunks):
+    x = rng.standard_normal((12, 10, 10, 4)).astype(np.float32)
+
+    def loss(x):
+        y = lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        z = lax.reduce_window(x, 0.0, lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+        return jnp.sum(y ** 2) + jnp.sum(jnp.sin(z))
+    f = fluxion.jit(fluxion.value_and_grad(loss))
+    outs = _under_loads(monkeypatch, lambda: np.concatenate([np.ravel(v) for v in f(x)]))
+    assert all(o == outs[0] for o in outs)
+    want = np.concatenate([np.ravel(v) for v in fluxion.value_and_grad(loss)(x)])
+    np.testing.assert_allclose(np.frombuffer(outs[0][2], np.float32), want, rtol=1e-5, atol=1e-4)
 
 
 # --- stacks of small matrices ----------------------------------------------------------------------------------
