@@ -6,7 +6,10 @@ machine is quiet (all cores) and busy (one thread), as `test_threads` does for p
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -110,6 +113,27 @@ def test_chunks_inside_chunks_run_on_the_thread_that_asked(monkeypatch):
         return body
     threads.run_chunks(4, make_body)
     assert len(inner) == 16
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_runs_chunks_with_a_pool_of_its_own(monkeypatch):
+    _load_says(monkeypatch, QUIET)
+    threads.run_chunks(8, lambda: lambda i: None)   # the parent's pool threads exist now
+    pid = os.fork()
+    if pid == 0:   # the child: its pool must not be the parent's (whose threads it does not have)
+        signal.alarm(20)
+        done = []
+
+        def make_body():
+            def body(i):
+                time.sleep(0.005)   # long enough for the pool thread to take chunks too
+                done.append((i, threading.get_ident()))
+            return body
+        threads.run_chunks(20, make_body)
+        ok = sorted(i for i, _ in done) == list(range(20))
+        os._exit(0 if ok and len({t for _, t in done}) == min(QUIET, threads.CORES) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 # --- convolutions ----------------------------------------------------------------------------------------------

@@ -34,6 +34,11 @@ two spatial dimensions run on the Numba kernels of `convkernels`:
 Until the kernels are compiled (and for other forms: grouping, three spatial dimensions, other dtypes), undilated
 convolutions use the NumPy patch-matrix path of `patch_conv`, and the rest the backend's general implementation.
 
+Threads: the chunks of every kernel path are independent (a chunk's patch matrix or transformed tiles, its
+products, its outputs), so they run on the chunk threads (`threads.run_chunks`, as many as the load allows), each
+product on one BLAS thread; the weight gradients' per-chunk products are summed in chunk order once all are done.
+The bits are those of the serial loop whatever the thread count.
+
 Numerics: float32 products summed in float32 by BLAS, as the general implementation does, up to summation order;
 Winograd's transforms round differently (measured on the CNN's second layer against a float64 result: largest
 float32 error 1.7e-5 for outputs up to 81, against 4.8e-5 for the patch matrix product).

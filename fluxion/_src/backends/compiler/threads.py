@@ -349,6 +349,16 @@ def _mark_pool_thread() -> None:
     _local.in_pool = True
 
 
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist (its queued chunks would wait forever): start afresh."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def run_chunks(count: int, make_body) -> int:
     """Runs `body(i)` for every chunk `i` in `range(count)`, on up to `current()` threads: this one and pool threads
     (see the module docstring). `make_body()` is called once per participating thread and returns its `body` (so

@@ -34,7 +34,7 @@ import numpy as np
 
 from ....config import config, thread_limit
 from ....core import ClosedJaxpr, Var
-from .. import blas, ir, memory
+from .. import ir, memory
 from ..memory import FRESH
 from . import check
 from . import groups as _groups
