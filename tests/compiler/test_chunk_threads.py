@@ -333,7 +333,8 @@ def test_stacked_products_give_the_same_bits_under_any_load(monkeypatch, rng, us
     got = np.frombuffer(outs[0][2], dtype).reshape(outs[0][1])
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got, np.einsum(spec, a.astype(np.float64), b.astype(np.float64)), **tol)
-    assert len(used) == 4 and max(used) == min(QUIET, threads.CORES) and min(used) == 1
+    # Quiet: the matrices on the chunk threads; busy: one np.matmul over the stack (the same per-matrix calls).
+    assert used == [min(QUIET, threads.CORES)] * 2 if threads.CORES > 1 else not used
 
 
 @pytest.mark.skipif(not blas.available(), reason="this NumPy's BLAS has no thread controls")
