@@ -247,13 +247,13 @@ def threads_beat_whole_step(program: ClosedJaxpr) -> bool:
     which is serial, would (so the program keeps its fused tier).
 
     The whole-step function saves the Python dispatch of every node; threads save the fraction (1 - 1/n) of the
-    work of the kernels that use them, on n = `threads.ceiling()` cores. Only programs without BLAS have threaded
-    kernels (see `fusion.Planner`), and only where threads can run (`fusion.parallel_possible`), so in practice
-    this keeps the fused tier for a few large elementwise or reduction kernels (a selu over 1e6 elements: the
-    whole-step tier ran it on one core while the other stayed idle) and the whole-step tier for programs of many
-    small operations (a training step)."""
-    from . import blas, fusion, threads
-    if not fusion.parallel_possible() or blas.uses_blas(program):  # the latter's kernels are serial anyway
+    work of the kernels that use them, on n = `threads.ceiling()` cores. Only programs without multi-threaded BLAS
+    calls have threaded kernels (see `fusion.Planner`), and only where threads can run (`fusion.parallel_possible`),
+    so in practice this keeps the fused tier for a few large elementwise or reduction kernels (a selu over 1e6
+    elements: the whole-step tier ran it on one core while the other stayed idle) and the whole-step tier for
+    programs of many small operations (a training step)."""
+    from . import fusion, threads
+    if not fusion.parallel_possible() or threads.multithreaded_blas(program):  # the latter's kernels are serial
         return False
     planner = fusion.Planner(load=False, allow_parallel=True)
     pairs, _ = planner.specs(program)

@@ -8,6 +8,7 @@ analysis (`Contraction`):
 * the NumPy path (`lowering`) calls `matmul`/`dot` when the product is a plain (batched) matrix or vector product
   (`matmul_form`), and runs other batched products as one `matmul` over views of the operands (`batched_product`,
   `batched_matmul`) instead of the backend's copies into contiguous (batch, m, k) and (batch, k, n) arrays;
+  batched products of small matrices run their matrices on the chunk threads (`stacked_matmul`);
 * loop kernels (`fusion.loops`) compute each result element with an explicit loop over the contracted indices
   (`operand_indices`), and expand products contracting a single element inline (`contracted_size` 1);
 * the fused tier (`fusion.rewrite`) turns large dot products of two vectors into a fused sum (`is_vector_dot`).
@@ -150,9 +151,10 @@ class BatchedProduct:
       lhs_shape, rhs_shape: those transposes reshaped to (batch..., m, k) and (batch..., k, n), the free and
         contracted dimensions each merged into one.
       out_shape: the result's shape (batch..., lhs free..., rhs free...), a view of matmul's (batch..., m, n).
+      stacked: whether the matrices run on the chunk threads (`stacked_matmul`, `threads.stacked_blas`).
     """
 
-    __slots__ = ("lhs_perm", "lhs_shape", "out_shape", "rhs_perm", "rhs_shape")
+    __slots__ = ("lhs_perm", "lhs_shape", "out_shape", "rhs_perm", "rhs_shape", "stacked")
 
     def __init__(self, eqn):
         lhs, rhs = eqn.invars
@@ -167,6 +169,8 @@ class BatchedProduct:
         self.lhs_shape = (*batch, m, k)
         self.rhs_shape = (*batch, k, n)
         self.out_shape = tuple(eqn.outvars[0].aval.shape)
+        from . import threads  # imported here: threads -> fusion -> loops -> this module
+        self.stacked = threads.stacked_blas(eqn)
 
     def __repr__(self) -> str:
         return (f"BatchedProduct(lhs {self.lhs_perm} -> {self.lhs_shape}, rhs {self.rhs_perm} -> {self.rhs_shape}, "
@@ -214,4 +218,32 @@ def batched_matmul(lhs, rhs, plan: BatchedProduct) -> np.ndarray:
         a = np.ascontiguousarray(a)
     if not blas_ready(b):
         b = np.ascontiguousarray(b)
-    return np.matmul(a, b).reshape(plan.out_shape)
+    return (stacked_matmul(a, b) if plan.stacked else np.matmul(a, b)).reshape(plan.out_shape)
+
+
+def stacked_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.matmul(a, b)` for stacks of matrices with the same leading (batch) dimensions, the stack split along its
+    first axis between the chunk threads (`threads.run_chunks`), each matrix product on one BLAS thread.
+
+    NumPy multiplies a stack one matrix at a time, so each matrix's product is the same BLAS call whichever thread
+    makes it: the bits do not depend on the thread count. Generated code calls this for batched products whose
+    matrices are below `threads.BLAS_MIN_WORK` multiply-adds and whose total is above it (`threads.stacked_blas`:
+    the transformer's attention products, 32 x 4 matrices of 128 x 64 x 128): OpenBLAS would split each of those between its threads at a cost that a
+    matrix of that size does not repay (see `threads`), and whole matrices per thread keep both cores busy.
+    Other stacks (no batch dimension, broadcast batch dimensions, one leading matrix) go to `np.matmul` as is.
+    """
+    if a.ndim < 3 or a.shape[:-2] != b.shape[:-2] or a.shape[0] < 2:
+        return np.matmul(a, b)
+    from . import blas, threads
+    if blas.available():
+        threads.blas_for(False)
+    if threads.current() <= 1:
+        return np.matmul(a, b)   # the same per-matrix BLAS calls, without a Python call per matrix
+    out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a.dtype, b.dtype))
+
+    def make_body():
+        def body(i):
+            np.matmul(a[i], b[i], out=out[i])
+        return body
+    threads.run_chunks(a.shape[0], make_body)
+    return out

@@ -360,8 +360,10 @@ def _dot_general(g, eqn, ins, outs):
         fn = g.bind(contractions.batched_matmul, "batched_matmul")
         g.line(f"{outs[0]} = {fn}({ins[0]}, {ins[1]}, {g.bind(plan, 'product')})")
         return [FRESH]
+    # Stacks of small matrices run whole matrices on the chunk threads (`contractions.stacked_matmul`).
+    matmul = contractions.stacked_matmul if threads.stacked_blas(eqn) else np.matmul
     expr = form.replace("dot(", f"{g.bind(np.dot, 'dot')}(").replace(
-        "matmul(", f"{g.bind(np.matmul, 'matmul')}(").replace("swap(", f"{g.bind(contractions.swap, 'swap')}(")
+        "matmul(", f"{g.bind(matmul, matmul.__name__)}(").replace("swap(", f"{g.bind(contractions.swap, 'swap')}(")
     g.line(f"{outs[0]} = {expr.format(a=ins[0], b=ins[1])}")
     return [FRESH if eqn.outvars[0].aval.ndim else UNKNOWN]
 

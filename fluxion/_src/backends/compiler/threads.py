@@ -36,8 +36,25 @@ change results:
   number of cores other programs keep busy; kernels use the cores they leave (at least one). The first decision,
   before there is an interval to measure, counts the runnable tasks in `/proc/loadavg`. Where neither file exists
   (not Linux), all cores are used. The option `fluxion_num_threads` (`FLUXION_NUM_THREADS=N`) fixes the count.
-  Programs that call BLAS keep their kernels serial (`fusion.Planner`), and the whole-step tier, which is serial,
-  is not used where a program's threaded kernels would save more (`compiler.threads_beat_whole_step`).
+  Programs with multi-threaded BLAS calls keep their kernels serial (`fusion.Planner`, `multithreaded_blas`):
+  after a call, OpenBLAS's idle threads spin (yielding) and after a parallel region OpenMP's spin too, so two pools
+  taking turns in one program wait for each other's threads. Programs whose BLAS calls all run on one thread --
+  small products, and the convolutions and stacks of small matrices that run on the chunk threads below -- use
+  threaded kernels: measured on the ResNet step on the loaded 2-core machine (in one process, alternating), 157
+  ms against 191 with serial kernels. The whole-step tier, which is serial, is not used where a program's threaded
+  kernels would save more (`compiler.threads_beat_whole_step`).
+
+* Chunked kernels on Python threads (`run_chunks`): the convolution and windowed-reduction lowerings work through
+  an operand in fixed chunks (a few batch items: a Numba kernel builds a patch matrix or Winograd transform, a
+  one-thread BLAS product consumes it while it is in cache). Their chunks are independent and each is computed the
+  same way whichever thread takes it, and chunk results that are summed are summed in chunk order after all are
+  done, so the bits do not depend on the thread count: like fused kernels, they use `current()` threads -- the
+  calling thread and up to `CORES - 1` pool threads, which take the next chunk when they finish one. A parallel
+  OpenBLAS call per chunk did not pay: the chunks' products are small (the ResNet step's Winograd products are
+  16 of (256, 32) @ (32, 32) per image), and two BLAS threads per such call cost more than they saved (the ResNet
+  stem's chunked products took 24 ms on two BLAS threads against 0.9 ms on one, on a loaded machine). So a chunked
+  lowering sets BLAS to one thread (`blas_for(False)`) and threads the chunks instead; BLAS and the chunk threads
+  never run at once, and neither runs inside a Numba parallel region.
 
 Upper bounds: the standard variables `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` and
 `NUMBA_NUM_THREADS` (`config.thread_limit`) cap every count fluxion sets, the fixed one included: a user who pins
@@ -54,16 +71,18 @@ code at once may see each other's settings.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ...config import config, thread_limit
 from ...lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
 from ...lax.reductions import dot_general_p
-from . import blas
+from . import blas, ir
 from .fusion import runtime
 
 # Seconds between two readings of the machine's load.
@@ -223,6 +242,37 @@ def blas_work(eqn) -> int:
     return int(np.prod(shape[:-2], dtype=np.int64)) * n ** 3
 
 
+def stacked_blas(eqn) -> bool:
+    """Whether a batched `dot_general` runs its matrices on the chunk threads, each on one BLAS thread
+    (`contractions.stacked_matmul`): its total work is at least `BLAS_MIN_WORK` multiply-adds but each matrix's is
+    below it (a size-only decision, as for BLAS calls)."""
+    if eqn.primitive is not dot_general_p:
+        return False
+    (_, _), (lhs_batch, _) = eqn.params["dimension_numbers"]
+    if not lhs_batch:
+        return False
+    shape = eqn.invars[0].aval.shape
+    batch = int(np.prod([shape[d] for d in lhs_batch], dtype=np.int64))
+    work = blas_work(eqn)
+    return batch > 1 and blas_parallel(work) and not blas_parallel(work // batch)
+
+
+def multithreaded_blas(closed) -> bool:
+    """Whether some BLAS call of the program (or of a sub-program) runs on several OpenBLAS threads: a product or
+    factorization of at least `BLAS_MIN_WORK` multiply-adds, other than the stacks of small matrices and the
+    convolutions that run on the chunk threads with one BLAS thread per call (`stacked_blas`, `conv.supported`).
+    Such programs keep their fused kernels serial (see the module docstring)."""
+    from . import conv  # imported here: conv imports this module
+    for e in ir.all_eqns(closed.jaxpr):
+        if e.primitive not in blas.BLAS_PRIMITIVES or stacked_blas(e):
+            continue
+        if e.primitive is conv_general_dilated_p and conv.supported(e):
+            continue
+        if blas_parallel(blas_work(e)):
+            return True
+    return False
+
+
 def blas_parallel(work: int) -> bool:
     """Whether a BLAS call of `work` multiply-adds may use several threads (`BLAS_MIN_WORK`)."""
     return work >= BLAS_MIN_WORK
@@ -280,3 +330,69 @@ def leave(previous: int) -> None:
     if previous and _local.__dict__.get("blas", previous) != previous:
         blas.set_threads(previous)
         _local.blas = previous
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _chunk_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(CORES - 1, 1), thread_name_prefix="fluxion-chunks",
+                                       initializer=_mark_pool_thread)
+        return _pool
+
+
+def _mark_pool_thread() -> None:
+    _local.in_pool = True
+
+
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist (its queued chunks would wait forever): start afresh."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def run_chunks(count: int, make_body) -> int:
+    """Runs `body(i)` for every chunk `i` in `range(count)`, on up to `current()` threads: this one and pool threads
+    (see the module docstring). `make_body()` is called once per participating thread and returns its `body` (so
+    that each thread has its own scratch buffers). Chunks are handed out one at a time in increasing order; which
+    thread runs which chunk varies, so `body` must write each chunk's result to a place of its own. Returns the
+    number of threads used. Exceptions raised by a body are re-raised here after every thread has stopped.
+
+    Called from a pool thread (a chunked lowering inside another), or with one thread allowed, everything runs
+    here in order."""
+    n = min(current(), count)
+    if n <= 1 or _local.__dict__.get("in_pool"):
+        body = make_body()
+        for i in range(count):
+            body(i)
+        return 1
+    counter = itertools.count()
+    failed = []
+
+    def participant():
+        try:
+            body = make_body()
+            for i in counter:
+                if i >= count or failed:
+                    return
+                body(i)
+        except BaseException as err:  # noqa: BLE001 -- handed to the caller, which re-raises it
+            failed.append(err)
+
+    pool = _chunk_pool()
+    futures = [pool.submit(participant) for _ in range(n - 1)]
+    participant()
+    for f in futures:
+        if not f.cancel():  # a pool thread that has not started (busy with another caller's chunks) is not awaited
+            f.result()
+    if failed:
+        raise failed[0]
+    return n

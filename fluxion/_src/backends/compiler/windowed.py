@@ -22,10 +22,15 @@ from ..eager.windowed import identity as _window_identity
 from ...core import Literal, Var
 from ...lax.structural import pad_p
 from ...lax.windowed import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
-from . import convkernels, ir
+from . import convkernels, ir, threads
 from .memory import FRESH, STRIDED
 
 MAX_TAPS = 64
+# The kernels run on the chunk threads (`threads.run_chunks`, split along the first axis, rows of outputs each
+# computed whole by one thread, so the bits do not depend on the split) from this much work (output elements x
+# taps: the `fluxion_parallel_min_work` default of fused kernels), in chunks of about this many outputs.
+THREADED_MIN_WORK = 1 << 18
+CHUNK_ELEMENTS = 1 << 15
 
 # The dtypes the Numba kernel is compiled for, and its code for each tap-combining ufunc.
 _KERNEL_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
@@ -55,9 +60,28 @@ def _kernel_reduce(x, op, window_dimensions, window_strides, window_dilation, ou
     lift = 4 - x.ndim
     x4 = np.ascontiguousarray(x).reshape((1,) * lift + x.shape)
     out = np.empty((1,) * lift + tuple(out_shape), x.dtype)
-    fn(x4, out, _OP_CODES[op], *((1,) * lift + tuple(window_dimensions)), *((1,) * lift + tuple(window_strides)),
-       *((1,) * lift + tuple(window_dilation)))
+    dims, strides, dils = ((1,) * lift + tuple(v) for v in (window_dimensions, window_strides, window_dilation))
+    code = _OP_CODES[op]
+
+    def rows(lo, hi):  # outputs lo .. hi - 1 along the first axis read operand rows from lo * stride on
+        fn(x4[lo * strides[0]:], out[lo:hi], code, *dims, *strides, *dils)
+    _by_rows(out, int(np.prod(dims)), rows)
     return out.reshape(out_shape)
+
+
+def _by_rows(out, taps, rows) -> None:
+    """Calls `rows(lo, hi)` over chunks of `out`'s first axis, on the chunk threads when the work is large enough
+    (`THREADED_MIN_WORK`); one call for all rows otherwise."""
+    n = out.shape[0]
+    per_row = max(int(np.prod(out.shape[1:])), 1)
+    if n < 2 or out.size * taps < THREADED_MIN_WORK:
+        rows(0, n)
+        return
+    chunk = max(1, -(-CHUNK_ELEMENTS // per_row))
+
+    def make_body():
+        return lambda k: rows(k * chunk, min(n, (k + 1) * chunk))
+    threads.run_chunks(-(-n // chunk), make_body)
 
 
 def _taps_table(n_out, n_taps, size, stride, dil, ldil, lo):
@@ -85,7 +109,12 @@ def _tables_reduce(x, op, identity, window_dimensions, window_strides, window_di
         out.shape[:3], (1,) * lift + tuple(window_dimensions[:-1]), x4.shape[:3],
         (1,) * lift + tuple(window_strides[:-1]), (1,) * lift + tuple(window_dilation[:-1]),
         (1,) * lift + tuple(ldils[:-1]), (0,) * lift + tuple(lows[:-1]))]
-    fn(x4, out, _OP_CODES[op], x.dtype.type(identity), *tables)
+    code, init = _OP_CODES[op], x.dtype.type(identity)
+    t0, t1, t2 = tables
+
+    def rows(lo, hi):  # the tables hold absolute operand indices: only the first one is cut
+        fn(x4, out[lo:hi], code, init, t0[lo:hi], t1, t2)
+    _by_rows(out, int(np.prod(window_dimensions)), rows)
     return out.reshape(out_shape)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ....config import config, thread_limit
 from ....core import ClosedJaxpr, Var
-from .. import blas, ir, memory
+from .. import ir, memory
 from ..memory import FRESH
 from . import check
 from . import groups as _groups
@@ -144,7 +144,8 @@ class Planner:
       allow_parallel: if False, every kernel is serial, and `deferred_parallel` tells whether some group would
         have used threads (the quicker-to-compile first tier: see the module docstring).
       min_elements: fuse groups from this many elements (default: `min_elements()`).
-      serial: never use threads (default: when the program calls BLAS, decided on the first program planned).
+      serial: never use threads (default: when the program makes multi-threaded BLAS calls,
+        `threads.multithreaded_blas`, decided on the first program planned).
     """
 
     def __init__(self, kernels: list | None = None, load: bool = True, allow_parallel: bool = True,
@@ -161,9 +162,10 @@ class Planner:
         """The kernels `closed` (not its sub-jaxprs) would use: (group, spec) pairs, and the node schedule."""
         j = closed.jaxpr
         if self.serial is None:
-            # Programs that call BLAS keep their kernels on one thread: BLAS runs on its own threads, and two
-            # thread pools taking turns in one program wait for each other's threads (see `threads`).
-            self.serial = blas.uses_blas(closed)
+            # Programs with multi-threaded BLAS calls keep their kernels on one thread: two thread pools taking
+            # turns in one program wait for each other's threads (see `threads`).
+            from .. import threads  # imported here: threads imports this package's runtime
+            self.serial = threads.multithreaded_blas(closed)
         limit = min_elements() if self.min_elements is None else self.min_elements
         gs = _groups.Grouping(j.eqns, j.outvars, limit).run()
         if not gs:
