@@ -401,3 +401,51 @@ def test_where_with_one_operand_is_a_type_error_like_jax(args):
         jnp.where(True, *args)
     with pytest.raises(TypeError, match="give both x and y"):
         fnp.where(True, *args)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# jax_numpy_rank_promotion: "raise" refuses and "warn" reports implicit rank promotion where JAX does
+# ---------------------------------------------------------------------------------------------------------------
+
+_M23, _V3 = np.ones((2, 3), np.float32), np.arange(3.0, dtype=np.float32)
+
+# name -> (call(m, x, y), x, y, whether JAX rank-promotes there). `where`, `matmul` and Python scalars never count.
+_RANK_CASES = {
+    "add": (lambda m, x, y: m.add(x, y), _M23, _V3, True),
+    "operator_add": (lambda m, x, y: x + y, _M23, _V3, True),
+    "operator_lt": (lambda m, x, y: x < y, _V3, _M23, True),
+    "arctan2": (lambda m, x, y: m.arctan2(x, y), _M23, _V3, True),
+    "power": (lambda m, x, y: m.power(x, y), _M23, _V3, True),
+    "maximum": (lambda m, x, y: m.maximum(x, y), _M23, _V3, True),
+    "logaddexp": (lambda m, x, y: m.logaddexp(x, y), _M23, _V3, True),
+    "where": (lambda m, x, y: m.where(x > 0, x, y), _M23, _V3, False),
+    "matmul": (lambda m, x, y: m.matmul(x, y), _M23, _V3, False),
+    "scalar": (lambda m, x, y: x * 2.0 + m.float32(1), _M23, _V3, False),
+    "same_rank_broadcast": (lambda m, x, y: m.subtract(x[:, :1], y[None]), _M23, _V3, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RANK_CASES))
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_rank_promotion_option_matches_jax(name, use_jit):
+    import warnings
+    call, x, y, promotes = _RANK_CASES[name]
+    for mode in ("raise", "warn"):
+        for lib, m, jit, state in ((jax, jnp, jax.jit, jax.numpy_rank_promotion),
+                                   (fluxion, fnp, fluxion.jit, fluxion.numpy_rank_promotion)):
+            f = (lambda a, b: call(m, a, b))
+            f = jit(f) if use_jit else f
+            with state(mode), warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                if promotes and mode == "raise":
+                    with pytest.raises(ValueError, match=r"\(2, 3\) \(3,\)|\(3,\) \(2, 3\)") as e:
+                        f(m.asarray(x), m.asarray(y))
+                    assert "jax_numpy_rank_promotion='raise'" in str(e.value)
+                    continue
+                f(m.asarray(x), m.asarray(y))
+            # (JAX warns when it traces, so a cached trace from an earlier case may not warn again: only
+            # fluxion's count is checked.)
+            promoted = [w for w in seen if "rank promotion" in str(w.message)]
+            if lib is fluxion:
+                assert len(promoted) == (1 if promotes and mode == "warn" else 0), (mode, seen)
+    _check_same(call(fnp, fnp.asarray(x), fnp.asarray(y)), call(jnp, jnp.asarray(x), jnp.asarray(y)))
