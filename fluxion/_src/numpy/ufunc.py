@@ -235,7 +235,8 @@ class ufunc:  # noqa: N801  (JAX's class name)
 
     def reduceat(self, a, indices, axis: int = 0, dtype=None, out=None):
         """Reductions of the slices a[indices[i]:indices[i+1]] along `axis` (the last one runs to the end; where
-        indices[i] >= indices[i+1], the element a[indices[i]] itself). `indices` may be traced.
+        indices[i] >= indices[i+1], the element a[indices[i]] itself). `indices` may be traced. `dtype` casts `a`
+        first, as in NumPy (JAX 0.10 ignores it).
 
         Raises:
           ValueError: not a binary ufunc; `a` is 0-d; `indices` is not 1-d; `axis` is None or a tuple.
