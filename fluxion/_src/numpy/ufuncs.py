@@ -2004,7 +2004,8 @@ def _install_fast_operators():
     from ..array_methods import ArrayOps
     every = dtypes.supported_dtypes
     numeric = every - {dtypes.bool_}
-    inexact = frozenset(d for d in every if dtypes.is_inexact(d))
+    # Complex division is XLA's algorithm in the backend (eager/complex_math.py), not NumPy's ufunc.
+    inexact = frozenset(d for d in every if dtypes.is_inexact(d) and np.dtype(d).kind != "c")
     table = {
         "__add__": (ew.add_p, numeric), "__sub__": (ew.sub_p, numeric), "__mul__": (ew.mul_p, numeric),
         "__truediv__": (ew.div_p, inexact),
