@@ -1,4 +1,4 @@
-"""Complex exp, sin, cos, tan, tanh, sign, rsqrt and division with XLA's results at infinite, NaN and signed-zero
+"""Complex exp, expm1, sin, cos, tan, sinh, cosh, tanh, sign, rsqrt and division with XLA's results at infinite, NaN and signed-zero
 parts (NumPy's ufuncs follow C99's Annex G there, which XLA does not).
 
 Each function takes and returns a complex NumPy array and works on the real and imaginary parts:
@@ -6,6 +6,9 @@ Each function takes and returns a complex NumPy array and works on the real and 
 - sin, cos: JAX's own lowering, sin(a + bi) = sin(a) cosh(b) + i cos(a) sinh(b) with cosh and sinh from expm1(b)
   and expm1(-b), and a zero real part (imaginary part for cos) kept exact where a == 0;
 - exp: e^a cos(b) + i e^a sin(b), with an exact zero imaginary part where b == 0 (so exp(inf + 0j) is inf + 0j);
+  expm1 likewise, its real part expm1(a) cos(b) - 2 sin(b/2)^2 (exactly 0 at 0);
+- sinh, cosh: sinh(a) cos(b) + i cosh(a) sin(b) and cosh(a) cos(b) + i sinh(a) sin(b), with exact zeros where a
+  zero part makes the product zero (a == 0 with b finite, b == 0);
 - tanh: (tanh(a) (1 + tan(b)^2) + i tan(b) (1 - tanh(a)^2)) / (1 + tanh(a)^2 tan(b)^2), zero imaginary part where
   b == 0, and +-1 + 0j where a is infinite and b is not finite; tan(z) = -i tanh(iz);
 - sign: z / |z| (0 at 0), NaN when either part is NaN;
@@ -66,6 +69,33 @@ def exp(x):
     with np.errstate(**_QUIET):
         e = np.exp(a)
         return _join(e * np.cos(b), np.where(b == 0, a.dtype.type(0), e * np.sin(b)), x.dtype)
+
+
+def expm1(x):
+    # Real part expm1(a) cos(b) - 2 sin(b/2)^2 (= e^a cos(b) - 1 without cancellation near 0), exact 0 at 0.
+    a, b = x.real, x.imag
+    zero, two = a.dtype.type(0), a.dtype.type(2)
+    with np.errstate(**_QUIET):
+        s = np.sin(b / two)
+        re = np.expm1(a) * np.cos(b) - two * s * s
+        im = np.exp(a) * np.sin(b)
+        return _join(np.where((a == 0) & (b == 0), zero, re), np.where(b == 0, zero, im), x.dtype)
+
+
+def sinh(x):
+    a, b = x.real, x.imag
+    zero = a.dtype.type(0)
+    with np.errstate(**_QUIET):
+        re, im = np.sinh(a) * np.cos(b), np.cosh(a) * np.sin(b)
+        return _join(np.where((a == 0) & np.isfinite(b), zero, re), np.where(b == 0, zero, im), x.dtype)
+
+
+def cosh(x):
+    a, b = x.real, x.imag
+    zero = a.dtype.type(0)
+    with np.errstate(**_QUIET):
+        re, im = np.cosh(a) * np.cos(b), np.sinh(a) * np.sin(b)
+        return _join(re, np.where(((a == 0) & np.isfinite(b)) | (b == 0), zero, im), x.dtype)
 
 
 def tanh(x):

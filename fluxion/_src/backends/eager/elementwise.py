@@ -68,11 +68,11 @@ def _nan_parts_give_nan(fn):
     return impl
 
 
-COMPLEX_NAN_PRIMITIVES = frozenset({ew.abs_p, ew.log_p, ew.log1p_p, ew.sqrt_p, ew.exp_p, ew.sin_p, ew.cos_p,
-                                    ew.tan_p, ew.tanh_p})
+COMPLEX_NAN_PRIMITIVES = frozenset({ew.abs_p, ew.log_p, ew.log1p_p, ew.sqrt_p, ew.exp_p, ew.expm1_p, ew.sin_p,
+                                    ew.cos_p, ew.tan_p, ew.sinh_p, ew.cosh_p, ew.tanh_p})
 """Primitives whose complex implementations give XLA's results where NumPy's ufuncs do not: NaN for any NaN part
-(abs, log, log1p, sqrt), and XLA's formulas at infinite, NaN and zero parts (exp, sin, cos, tan, tanh: see
-`complex_math`). Generated code calls the implementation, not the ufunc, for complex operands of these."""
+(abs, log, log1p, sqrt), and XLA's formulas at infinite, NaN and zero parts (exp, expm1, sin, cos, tan, sinh,
+cosh, tanh: see `complex_math`). Generated code calls the implementation, not the ufunc, for complex operands of these."""
 
 
 def _complex_as_xla(real_fn, complex_fn):
@@ -92,7 +92,7 @@ _register(ew.exp_p, _complex_as_xla(np.exp, complex_math.exp))
 _register(ew.exp2_p, np.exp2)
 _register(ew.log_p, _nan_parts_give_nan(np.log))
 _register(ew.log1p_p, _nan_parts_give_nan(np.log1p))
-_register(ew.expm1_p, np.expm1)
+_register(ew.expm1_p, _complex_as_xla(np.expm1, complex_math.expm1))
 _register(ew.tanh_p, _complex_as_xla(np.tanh, complex_math.tanh))
 _register(ew.sin_p, _complex_as_xla(np.sin, complex_math.sin))
 _register(ew.cos_p, _complex_as_xla(np.cos, complex_math.cos))
@@ -100,8 +100,8 @@ _register(ew.tan_p, _complex_as_xla(np.tan, complex_math.tan))
 _register(ew.asin_p, np.arcsin)
 _register(ew.acos_p, np.arccos)
 _register(ew.atan_p, np.arctan)
-_register(ew.sinh_p, np.sinh)
-_register(ew.cosh_p, np.cosh)
+_register(ew.sinh_p, _complex_as_xla(np.sinh, complex_math.sinh))
+_register(ew.cosh_p, _complex_as_xla(np.cosh, complex_math.cosh))
 _register(ew.asinh_p, np.arcsinh)
 _register(ew.acosh_p, np.arccosh)
 _register(ew.atanh_p, np.arctanh)
