@@ -33,9 +33,12 @@ Options of JAX (environment variables in capitals, e.g. `JAX_ENABLE_X64=1`, read
   jax_softmax_custom_jvp (True; JAX's default is False): `nn.softmax` differentiates with its closed-form custom JVP;
     False differentiates through its operations. fluxion keeps the custom rule on by default: its derivatives of
     those operations are not JAX's op for op, so only the closed form gives JAX's backward program size.
-  Recorded without effect: jax_numpy_rank_promotion ("allow"),
-    jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None), jax_platform_name ("cpu"),
-    jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
+  jax_numpy_rank_promotion ("allow"): "raise" makes `fluxion.numpy`'s binary elementwise functions (and Array's
+    operators) raise ValueError when nonscalar operands of different ranks would be broadcast together, "warn" issues
+    a UserWarning there instead (eagerly on every call; under `jit` when tracing); `where`, products and scalars are
+    exempt, as in JAX.
+  Recorded without effect: jax_numpy_dtype_promotion ("standard"), jax_default_matmul_precision (None),
+    jax_platform_name ("cpu"), jax_platforms ("cpu"), jax_default_prng_impl ("threefry2x32"), jax_check_tracer_leaks (False),
     jax_persistent_cache_min_compile_time_secs (1.0), jax_default_device, jax_transfer_guard,
     jax_transfer_guard_host_to_device, jax_transfer_guard_device_to_host, jax_transfer_guard_device_to_device
     (None), jax_enable_checks, jax_debug_key_reuse, jax_explain_cache_misses,

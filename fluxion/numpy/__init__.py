@@ -50,33 +50,29 @@ from .._src.numpy.shape import (_bitcast_view as _bitcast_view, append as append
                                 size as size, split as split, squeeze as squeeze, stack as stack,
                                 swapaxes as swapaxes, tile as tile, trace as trace, transpose as transpose,
                                 tril as tril, triu as triu, vsplit as vsplit, vstack as vstack)
-from .._src.numpy.ufuncs import (abs as abs, absolute as absolute, acos as acos, acosh as acosh, add as add,  # noqa: A004
+from .._src.numpy.ufuncs import (abs as abs, absolute as absolute, acos as acos, acosh as acosh,  # noqa: A004
                                  angle as angle, arccos as arccos, arccosh as arccosh, arcsin as arcsin,
                                  arcsinh as arcsinh, arctan as arctan, arctan2 as arctan2, arctanh as arctanh,
                                  around as around, asin as asin, asinh as asinh, atan as atan, atan2 as atan2,
-                                 atanh as atanh, bitwise_and as bitwise_and, bitwise_invert as bitwise_invert,
+                                 atanh as atanh, bitwise_invert as bitwise_invert,
                                  bitwise_left_shift as bitwise_left_shift, bitwise_not as bitwise_not,
-                                 bitwise_or as bitwise_or, bitwise_right_shift as bitwise_right_shift,
-                                 bitwise_xor as bitwise_xor, cbrt as cbrt, ceil as ceil, clip as clip, conj as conj,
-                                 conjugate as conjugate, copysign as copysign, cos as cos, cosh as cosh,
+                                 bitwise_right_shift as bitwise_right_shift, cbrt as cbrt, ceil as ceil, clip as clip,
+                                 conj as conj, conjugate as conjugate, copysign as copysign, cos as cos, cosh as cosh,
                                  deg2rad as deg2rad, degrees as degrees, divide as divide, divmod as divmod,
                                  equal as equal, exp as exp, exp2 as exp2, expm1 as expm1, fabs as fabs, fix as fix,
-                                 float_power as float_power, floor as floor, floor_divide as floor_divide,
-                                 fmax as fmax, fmin as fmin, fmod as fmod, greater as greater,
-                                 greater_equal as greater_equal, heaviside as heaviside, hypot as hypot, imag as imag,
-                                 invert as invert, isfinite as isfinite, isinf as isinf, isnan as isnan,
-                                 isneginf as isneginf, isposinf as isposinf, ldexp as ldexp, left_shift as left_shift,
-                                 less as less, less_equal as less_equal, log as log, log10 as log10, log1p as log1p,
-                                 log2 as log2, logaddexp as logaddexp, logaddexp2 as logaddexp2,
-                                 logical_and as logical_and, logical_not as logical_not, logical_or as logical_or,
-                                 logical_xor as logical_xor, maximum as maximum, minimum as minimum, mod as mod,
-                                 multiply as multiply, nan_to_num as nan_to_num, negative as negative,
-                                 nextafter as nextafter, not_equal as not_equal, positive as positive,
-                                 power as power, rad2deg as rad2deg, radians as radians, real as real,
-                                 reciprocal as reciprocal, remainder as remainder, right_shift as right_shift,
-                                 rint as rint, round as round, sign as sign, signbit as signbit, sin as sin,
-                                 sinc as sinc, sinh as sinh, sqrt as sqrt, square as square, subtract as subtract,
-                                 tan as tan, tanh as tanh, true_divide as true_divide, trunc as trunc, where as where)
+                                 float_power as float_power, floor as floor, floor_divide as floor_divide, fmax as fmax,
+                                 fmin as fmin, fmod as fmod, greater as greater, greater_equal as greater_equal,
+                                 heaviside as heaviside, hypot as hypot, imag as imag, invert as invert,
+                                 isfinite as isfinite, isinf as isinf, isnan as isnan, isneginf as isneginf,
+                                 isposinf as isposinf, ldexp as ldexp, left_shift as left_shift, less as less,
+                                 less_equal as less_equal, log as log, log10 as log10, log1p as log1p, log2 as log2,
+                                 logical_not as logical_not, mod as mod, nan_to_num as nan_to_num,
+                                 nextafter as nextafter, not_equal as not_equal, positive as positive, power as power,
+                                 rad2deg as rad2deg, radians as radians, real as real, reciprocal as reciprocal,
+                                 remainder as remainder, right_shift as right_shift, rint as rint, round as round,
+                                 sign as sign, signbit as signbit, sin as sin, sinc as sinc, sinh as sinh, sqrt as sqrt,
+                                 square as square, tan as tan, tanh as tanh, true_divide as true_divide, trunc as trunc,
+                                 where as where)
 
 from .._src.numpy.indexing import (IndexUpdateHelper as _IndexUpdateHelper, bincount as bincount, choose as choose,
                                    diag_indices as diag_indices, diag_indices_from as diag_indices_from,
@@ -128,6 +124,12 @@ from .._src.numpy.type_api import (ComplexWarning as ComplexWarning, broadcast_s
                                    can_cast as can_cast, character as character, flexible as flexible,
                                    isdtype as isdtype, iterable as iterable, object_ as object_)
 from .._src.numpy.ufunc import frompyfunc as frompyfunc, ufunc as ufunc
+# The functions JAX makes `ufunc` objects (with reduce/accumulate/outer/at/reduceat).
+from .._src.numpy.ufunc_objects import (add as add, bitwise_and as bitwise_and, bitwise_or as bitwise_or,
+                                        bitwise_xor as bitwise_xor, logaddexp as logaddexp, logaddexp2 as logaddexp2,
+                                        logical_and as logical_and, logical_or as logical_or,
+                                        logical_xor as logical_xor, maximum as maximum, minimum as minimum,
+                                        multiply as multiply, negative as negative, subtract as subtract)
 from .._src.numpy.histograms import (histogram as histogram, histogram2d as histogram2d,
                                      histogram_bin_edges as histogram_bin_edges, histogramdd as histogramdd)
 

@@ -283,6 +283,26 @@ _EAGER = {"sum": eager_windowed.reduce_window_sum, "max": eager_windowed.reduce_
           "min": eager_windowed.reduce_window_min}
 
 
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("path", ["kernels", "numpy"])
+def test_reduce_window_max_min_order_negative_zero_below_positive_zero(rng, kind, dtype, path, monkeypatch):
+    """A -0/+0 tie gives +0 for max and -0 for min, as in XLA (and the eager path), on the kernels and the NumPy
+    fallback, with explicit and absorbed padding."""
+    if path == "numpy":
+        _switch_off(monkeypatch)
+    for trial in range(12):
+        shape = (1, 5, 6, 3)
+        x = rng.choice(np.array([0.0, -0.0, -1.0, 2.0, -0.0], dtype), size=shape)
+        params = dict(window_dimensions=(1, 2, 3, 1), window_strides=(1, 1, 2, 1),
+                      padding=((0, 0), (trial % 2, 1), (1, trial % 3), (0, 0)), window_dilation=(1, 1, 1 + trial % 2, 1))
+        want = _EAGER[kind](x, base_dilation=(1,) * 4, **params)
+        ident = eager_windowed.identity(kind, x.dtype)
+        got = windowed.reduce_window(x, op=_UFUNCS[kind], identity=ident, out_shape=want.shape, **params)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.float16])
 def test_reduce_window_kernel_matches_the_numpy_implementation(rng, kind, dtype):

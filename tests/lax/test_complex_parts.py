@@ -69,3 +69,73 @@ def test_complex_is_still_linear_in_its_parts_under_grad():
         gx, gy = m.grad(f, argnums=(0, 1))(x, y)
         np.testing.assert_allclose(np.asarray(gx), 2 * x, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(gy), 2 * y, rtol=1e-6)
+
+
+# -- XLA's formulas at special parts: exp, expm1, sin, cos, tan, sinh, cosh, tanh, sign, rsqrt, division ------
+
+_SPECIAL = np.array([0.0, -0.0, 1.0, -2.5, 0.5, 1e30, -1e30, 3e38, np.inf, -np.inf, np.nan])
+
+
+def _grid(dtype):
+    """Every (real, imag) pair of _SPECIAL as a complex array of `dtype`, and all ordered pairs of a smaller set
+    (numerator, denominator) for division."""
+    rdt = np.finfo(dtype).dtype
+    re, im = np.meshgrid(_SPECIAL.astype(rdt), _SPECIAL.astype(rdt), indexing="ij")
+    z = np.empty(re.size, dtype)
+    z.real, z.imag = re.ravel(), im.ravel()
+    num, den = np.meshgrid(z[::2], z, indexing="ij")
+    return z, num.ravel(), den.ravel()
+
+
+def _close_parts(got, want, cancelling=None):
+    """Part by part: NaN where XLA has NaN, equal infinities, equal signs of exact zeros, and finite values within
+    float rounding of XLA's relative to the result's magnitude (XLA contracts some products into fused multiply-adds
+    and flushes subnormal results to zero, which moves a cancelling part by a few ulps of the magnitude, and can
+    give its zero the other sign: `cancelling` marks the entries where that can happen)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    eps = np.finfo(want.dtype).eps
+    mag = np.maximum(np.abs(np.nan_to_num(want.real, posinf=0, neginf=0)),
+                     np.abs(np.nan_to_num(want.imag, posinf=0, neginf=0)))
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_array_equal(np.isinf(g) & (g > 0), np.isinf(w) & (w > 0))
+        np.testing.assert_array_equal(np.isinf(g) & (g < 0), np.isinf(w) & (w < 0))
+        fin = np.isfinite(w) & np.isfinite(g)
+        tol = 16 * eps * mag + np.finfo(want.dtype).tiny  # a flushed subnormal is within `tiny` of it
+        assert np.all(np.abs(g[fin] - w[fin]) <= tol[fin]), np.flatnonzero(fin)[np.abs(g[fin] - w[fin]) > tol[fin]]
+        zeros = (g == 0) & (w == 0) & (True if cancelling is None else ~cancelling)
+        np.testing.assert_array_equal(np.signbit(g[zeros]), np.signbit(w[zeros]))
+
+
+# name -> (m -> function of one complex array), or of (numerator, denominator) for "divide"
+SPECIAL_CASES = {
+    "exp": lambda m: m.numpy.exp,
+    "expm1": lambda m: m.numpy.expm1,
+    "sinh": lambda m: m.numpy.sinh,
+    "cosh": lambda m: m.numpy.cosh,
+    "sin": lambda m: m.numpy.sin,
+    "cos": lambda m: m.numpy.cos,
+    "tan": lambda m: m.numpy.tan,
+    "tanh": lambda m: m.numpy.tanh,
+    "sign": lambda m: m.numpy.sign,
+    "rsqrt": lambda m: m.lax.rsqrt,
+    "divide": lambda m: lambda a, b: a / b,
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL_CASES))
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_special_values_match_jax(name, dtype):
+    jax = pytest.importorskip("jax")
+    z, num, den = _grid(dtype)
+    args = (num, den) if name == "divide" else (z,)
+    with jax.enable_x64(dtype == np.complex128), fluxion.config.override("jax_enable_x64", dtype == np.complex128):
+        want = np.asarray(jax.jit(SPECIAL_CASES[name](jax))(*args))
+        fn = SPECIAL_CASES[name](fluxion)
+        fargs = [jnp.asarray(a) for a in args]
+        # Division of operands whose parts are all finite and nonzero can cancel (a + b * (d / c) == 0).
+        parts = np.stack([num.real, num.imag, den.real, den.imag]) if name == "divide" else None
+        cancelling = None if parts is None else np.all(np.isfinite(parts) & (parts != 0), axis=0)
+        _close_parts(fn(*fargs), want, cancelling)
+        _close_parts(fluxion.jit(fn)(*fargs), want, cancelling)

@@ -136,6 +136,39 @@ def test_windowed_max_min_eager_order_negative_zero_below_positive_zero(is_max):
     _same_bits(got, _reference_reduce(windows, 0, is_max))
 
 
+# (window, strides, padding) of reduce_window cases over a zero-heavy (1, 4, 8, 1) operand; one case pads explicitly
+# with lax.pad first (the compiler absorbs that pad into the reduction).
+_WINDOW_CASES = {
+    "valid_2x2": ((1, 2, 2, 1), (1, 1, 1, 1), "VALID", None),
+    "strided_padded": ((1, 2, 2, 1), (1, 1, 2, 1), ((0, 0), (1, 0), (0, 1), (0, 0)), None),
+    "pad_then_reduce": ((1, 2, 2, 1), (1, 1, 1, 1), "VALID", ((0, 0, 0), (1, 0, 1), (0, 1, 0), (0, 0, 0))),
+    "dilated_3": ((1, 3, 1, 1), (1, 1, 1, 1), "SAME", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_WINDOW_CASES))
+@pytest.mark.parametrize("is_max", [True, False], ids=["max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_windowed_max_min_signed_zeros_match_jax_eager_and_jit(name, is_max, dtype):
+    jax = pytest.importorskip("jax")
+    window, strides, padding, pad_cfg = _WINDOW_CASES[name]
+    x = np.array([0.0, -0.0, -0.0, 0.0, -0.0, -0.0, -2.0, -0.0, 3.0, -0.0, 0.0, 0.0] * 3, dtype)[:32]
+    x = x.reshape(1, 4, 8, 1)
+    init = dtype(-np.inf if is_max else np.inf)
+
+    def program(lx):
+        def f(a):
+            if pad_cfg is not None:
+                a = lx.pad(a, init, pad_cfg)
+            return lx.reduce_window(a, init, lx.max if is_max else lx.min, window, strides, padding)
+        return f
+    want = np.asarray(jax.jit(program(jax.lax))(x))
+    _same_bits(program(lax)(jnp.asarray(x)), want)
+    _same_bits(fluxion.jit(program(lax))(jnp.asarray(x)), want)
+    with config.override("fluxion_jit_sync_kernels", True):  # the compiled Numba kernels
+        _same_bits(fluxion.jit(program(lax))(jnp.asarray(x)), want)
+
+
 @pytest.mark.parametrize("transform", ["pmap", "vmap"])
 def test_pmax_pmin_across_replicas_order_negative_zero_below_positive_zero(transform):
     x = np.array([[-0.0, 0.0, -0.0, 0.0], [0.0, -0.0, -0.0, 1.0]], F32)  # one row per replica

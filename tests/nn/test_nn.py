@@ -273,3 +273,34 @@ def test_activations_match_jax():
                                    atol=1e-6, err_msg=name)
     y = np.array([0, 2, 5, -1, 9])
     np.testing.assert_array_equal(nn.one_hot(y, 6, axis=0), jax.nn.one_hot(y, 6, axis=0))
+
+
+# name -> call(nn module, x): activations whose intermediate results overflow to +-inf on huge finite inputs, which
+# XLA computes silently; fluxion must not warn either, even under a user's "error" warning filter.
+_HUGE_CASES = {
+    "selu": lambda m, x: m.selu(x),
+    "elu": lambda m, x: m.elu(x),
+    "elu_huge_alpha": lambda m, x: m.elu(x, float(np.finfo(x.dtype).max)),
+    "celu_tiny_alpha": lambda m, x: m.celu(x, 1e-3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HUGE_CASES))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("size", [6, 1 << 17])  # op by op, and the large-operand (fused) eager path
+def test_activations_on_huge_inputs_do_not_warn(name, dtype, size):
+    import warnings
+    jax = pytest.importorskip("jax")
+    top = np.finfo(dtype).max
+    x = np.resize(np.array([top, -top, top / 2, -1.0, 0.0, 1.0], dtype), size)
+    call = _HUGE_CASES[name]
+    want = np.asarray(call(jax.nn, x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for f in (lambda a: call(nn, a), fluxion.jit(lambda a: call(nn, a))):
+            got = np.asarray(f(jnp.asarray(x)))
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-6)
+        # Only overflow is silenced, and only inside the activation: invalid operations still report.
+        with pytest.raises(RuntimeWarning, match="invalid"):
+            jnp.asarray(np.array([np.inf], dtype)) * jnp.asarray(np.array([0.0], dtype))

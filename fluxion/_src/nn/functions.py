@@ -213,13 +213,19 @@ def elu(x: Any, alpha: Any = 1.0) -> Any:
 @staged_as_call("celu", fuse_eager=True)
 def celu(x: Any, alpha: Any = 1.0) -> Any:
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha)."""
-    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+    # min(x, 0) / alpha may overflow to -inf for a small alpha (expm1 then gives -1, the limit): XLA does that
+    # silently, so NumPy's overflow warning is off here (only that one: NaN-producing operations still warn).
+    with np.errstate(over="ignore"):
+        return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
 @staged_as_call("selu", fuse_eager=True)
 def selu(x: Any) -> Any:
     """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al. (2017)."""
-    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+    # scale * x overflows to inf for x within 5% of the dtype's largest value, silently in XLA: NumPy's overflow
+    # warning is off here (only that one).
+    with np.errstate(over="ignore"):
+        return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
 @staged_as_call("gelu", fuse_eager=True, stage=False)

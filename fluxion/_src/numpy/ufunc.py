@@ -3,7 +3,7 @@ with NumPy's ufunc methods `reduce`, `accumulate`, `outer`, `at` and `reduceat`.
 
 The scalar function is vectorized with `vectorize` (nested vmap), and the methods of binary ufuncs fold it along an
 axis with `lax.scan`, so everything traces; `at` applies the updates one index at a time (unbuffered, so repeated
-indices compound, as in NumPy), and `reduceat` needs concrete indices.
+indices compound, as in NumPy), and `reduceat` folds every position into the segments that contain it.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import operator
 import numpy as np
 
 from .. import core
-from ..core import Tracer
 from ..lax import control_flow as cf
 from ..lax import elementwise as ew
 from ..lax import structural as st
 from .functional import vectorize
-from .util import arraylike_arg, asarray_arg, broadcast_to_shape, canonicalize_axis
+from .util import arraylike_arg, asarray_arg, broadcast_shapes, broadcast_to_shape, canonicalize_axis
 
 
 class ufunc:  # noqa: N801  (JAX's class name)
@@ -40,6 +39,8 @@ class ufunc:  # noqa: N801  (JAX's class name)
         self.nargs = self.nin if nargs is None else operator.index(nargs)
         self.identity = identity
         self.__name__ = name or getattr(func, "__name__", "ufunc")
+        # The object stands for `func` in `fluxion.numpy` (jnp.add is one), so it shows func's documentation.
+        self.__doc__ = getattr(func, "__doc__", None)
         self._reduce, self._accumulate, self._at, self._reduceat = reduce, accumulate, at, reduceat
 
     def __repr__(self):
@@ -52,7 +53,17 @@ class ufunc:  # noqa: N801  (JAX's class name)
             raise NotImplementedError(f"where argument of {self}")
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional argument(s) but {len(args)} were given")
+        for i, x in enumerate(args):
+            if isinstance(x, (list, tuple)):
+                # JAX's ufuncs refuse sequences: converting a long Python list on every call is a hidden cost.
+                raise TypeError(f"{self.__name__} requires ndarray or scalar arguments, got {type(x)} at position {i}.")
         return self._call(*args)
+
+    def _result_dtype(self, a):
+        """The dtype f(x, x) has for elements x of `a` (the dtype reduce and accumulate fold in by default)."""
+        from .. import api
+        one = st.full((), 1, core.get_aval(a).dtype)
+        return api.eval_shape(self._func, one, one).dtype
 
     def _binary_only(self, method):
         if self.nin != 2 or self.nout != 1:
@@ -70,17 +81,20 @@ class ufunc:  # noqa: N801  (JAX's class name)
         self._binary_only("reduce")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
-        if self._reduce is not None and where is None and initial is None:
-            return self._reduce(a, axis=axis, dtype=dtype, keepdims=keepdims)
         a = arraylike_arg(a, f"{self.__name__}.reduce")
-        if dtype is not None:
-            a = ew.convert_element_type(a, dtype)
-        nd = core.get_aval(a).ndim
         if where is not None:
-            where = broadcast_to_shape(asarray_arg(where), core.get_aval(a).shape)
+            where = asarray_arg(where)
             if initial is None and self.identity is None:
                 raise ValueError(f"reduction operation {self.__name__!r} does not have an identity, so to use a "
                                  "where mask one has to specify 'initial'.")
+            if core.get_aval(where).dtype != np.bool_:
+                raise ValueError(f"where argument must have dtype=bool; got dtype={core.get_aval(where).dtype}")
+        if self._reduce is not None:
+            return self._reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+        a = ew.convert_element_type(a, self._result_dtype(a) if dtype is None else dtype)
+        nd = core.get_aval(a).ndim
+        if where is not None:
+            where = broadcast_to_shape(where, core.get_aval(a).shape)
         if axis is None or isinstance(axis, tuple):
             # Several axes fold as one: moved to the front and merged in C order.
             axes = tuple(range(nd)) if axis is None else tuple(canonicalize_axis(x, nd) for x in axis)
@@ -143,8 +157,7 @@ class ufunc:  # noqa: N801  (JAX's class name)
         if self._accumulate is not None:
             return self._accumulate(a, axis=axis, dtype=dtype)
         a = arraylike_arg(a, f"{self.__name__}.accumulate")
-        if dtype is not None:
-            a = ew.convert_element_type(a, dtype)
+        a = ew.convert_element_type(a, self._result_dtype(a) if dtype is None else dtype)
         ax = canonicalize_axis(axis, core.get_aval(a).ndim)
         a = moveaxis(a, ax, 0)
         n = core.get_aval(a).shape[0]
@@ -169,73 +182,104 @@ class ufunc:  # noqa: N801  (JAX's class name)
         return self._call(A, B)
 
     def at(self, a, indices, b=None, /, *, inplace: bool = True):
-        """Copy of `a` with a[i] = f(a[i], b) (or f(a[i]) for unary ufuncs) applied for each index in turn, so a
-        repeated index is updated repeatedly (NumPy's unbuffered semantics).
+        """Copy of `a` with a[idx] = f(a[idx], b) (or f(a[idx]) for unary ufuncs) applied for each index in turn,
+        so a repeated index is updated repeatedly (NumPy's unbuffered semantics).
+
+        `indices` is what `a[indices]` takes: an integer (array), a slice, or a tuple of them; the integer arrays
+        are broadcast together and walked element by element, and `b` is broadcast to the broadcast index shape
+        followed by the shape each step selects. The result has the dtype `f` gives for `a` and `b`.
 
         Raises:
-          ValueError: inplace=True (arrays are immutable).
+          NotImplementedError: inplace=True (arrays are immutable), as in JAX.
+          ValueError: a binary ufunc without `b`.
         """
         if inplace:
-            raise ValueError(f"{self.__name__}.at cannot modify arrays in-place, because JAX arrays are immutable. "
-                             "Pass inplace=False to instead return an updated array.")
+            raise NotImplementedError(
+                f"{self.__name__}.at cannot modify arrays in-place, because JAX arrays are immutable. Pass "
+                f"inplace=False and use the returned array: arr = jnp.{self.__name__}.at(arr, ind, val, inplace=False)")
+        if self.nin == 2 and b is None:
+            raise ValueError(f"{self.__name__}.at needs a second operand b")
+        args = () if b is None else (b,)
         if self._at is not None:
-            return self._at(a, indices, b)
-        a = arraylike_arg(a, f"{self.__name__}.at")
-        idx = asarray_arg(indices, f"{self.__name__}.at")
-        if not isinstance(indices, (core.Array, Tracer, np.ndarray, list, int, np.integer)):
-            raise NotImplementedError(f"{self.__name__}.at supports integer index arrays along the first axis")
-        idx_flat = st.reshape(idx, (core.get_aval(idx).size,))
-        m = core.get_aval(idx_flat).shape[0]
-        dt = core.get_aval(a).dtype
-        if self.nin == 2:
-            if b is None:
-                raise ValueError(f"{self.__name__}.at needs a second operand b")
-            bb = asarray_arg(b)
-            item_shape = (m,) + core.get_aval(a).shape[1:]
-            bb = broadcast_to_shape(bb, core.get_aval(idx).shape + core.get_aval(a).shape[1:])
-            bb = st.reshape(bb, item_shape)
-        else:
-            bb = st.full((m,), 0, dt)
+            return self._at(a, indices, *args)
+        return self._at_via_loop(a, indices, *args)
 
-        def body(i, arr):
-            j = st.dynamic_slice_clamped(idx_flat, (i,), (1,))
-            j = st.reshape(j, ())
-            cur = arr[j]
-            new = self._call(cur, bb[i]) if self.nin == 2 else self._call(cur)
-            return arr.at[j].set(ew.convert_element_type(asarray_arg(new), dt))
+    def _at_via_loop(self, a, indices, *args):
+        from .. import api
+        a = arraylike_arg(a, f"{self.__name__}.at")
+        args = tuple(arraylike_arg(x, f"{self.__name__}.at", 2) for x in args)
+        ones = [st.full((), 1, core.get_aval(x).dtype) for x in (a, *args)]
+        dt = api.eval_shape(self._func, *ones).dtype
+        a = ew.convert_element_type(a, dt)
+        args = tuple(ew.convert_element_type(x, dt) for x in args)
+        index = indices if isinstance(indices, tuple) else (indices,)
+        index = tuple(i if i is None or i is Ellipsis or isinstance(i, slice) else asarray_arg(i) for i in index)
+        arrays = [core.get_aval(i).shape for i in index if not (i is None or i is Ellipsis or isinstance(i, slice))]
+        shape = broadcast_shapes(*arrays) if arrays else ()
+        if shape == ():
+            # One selection (scalars and slices only): a single gather, apply and scatter.
+            new = self._call(a.at[index].get(), *args)
+            return a.at[index].set(ew.convert_element_type(asarray_arg(new), dt))
+        m = int(np.prod(shape, dtype=np.int64))
+        flat = tuple(i if i is None or i is Ellipsis or isinstance(i, slice)
+                     else st.reshape(broadcast_to_shape(i, shape), (m,)) for i in index)
+        if args:
+            bshape = core.get_aval(args[0]).shape[len(shape):]
+            args = (st.reshape(broadcast_to_shape(args[0], shape + bshape), (m,) + bshape),)
+
+        def body(k, arr):
+            step = tuple(i if i is None or i is Ellipsis or isinstance(i, slice) else i[k] for i in flat)
+            new = self._call(arr.at[step].get(), *(x[k] for x in args))
+            return arr.at[step].set(ew.convert_element_type(asarray_arg(new), dt))
         return cf.fori_loop(0, m, body, a)
 
     def reduceat(self, a, indices, axis: int = 0, dtype=None, out=None):
         """Reductions of the slices a[indices[i]:indices[i+1]] along `axis` (the last one runs to the end; where
-        indices[i] >= indices[i+1], the element a[indices[i]] itself), with concrete `indices`.
+        indices[i] >= indices[i+1], the element a[indices[i]] itself). `indices` may be traced. `dtype` casts `a`
+        first, as in NumPy (JAX 0.10 ignores it).
 
         Raises:
-          ValueError: not a binary ufunc. ConcretizationTypeError: traced indices.
+          ValueError: not a binary ufunc; `a` is 0-d; `indices` is not 1-d; `axis` is None or a tuple.
         """
-        from .indexing import _concrete_or_error
-        from .shape import stack
+        from ..lax.derived import dynamic_slice_in_dim
+        from .indexing import take
+        from .shape import concatenate
+        from .ufuncs import greater, less, logical_and, where
         self._binary_only("reduceat")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduceat()")
         if self._reduceat is not None:
             return self._reduceat(a, indices, axis=axis, dtype=dtype)
         a = arraylike_arg(a, f"{self.__name__}.reduceat")
+        ind = asarray_arg(indices, f"{self.__name__}.reduceat")
+        shape = core.get_aval(a).shape
+        if not shape:
+            raise ValueError(f"reduceat: a must have 1 or more dimension, got a.shape={shape}")
+        if core.get_aval(ind).ndim != 1:
+            raise ValueError(f"reduceat: indices must be one-dimensional, got indices.shape={core.get_aval(ind).shape}")
+        if axis is None or isinstance(axis, (tuple, list)):
+            raise ValueError("reduceat requires a single integer axis.")
         if dtype is not None:
             a = ew.convert_element_type(a, dtype)
-        ind = _concrete_or_error(asarray_arg(indices), f"{self.__name__}.reduceat",
-                                 "The indices decide the slices, so they must be concrete.").ravel()
-        ax = canonicalize_axis(axis, core.get_aval(a).ndim)
-        n = core.get_aval(a).shape[ax]
-        pieces = []
-        for k, start in enumerate(ind):
-            start = int(start)
-            stop = int(ind[k + 1]) if k + 1 < len(ind) else n
-            if stop <= start:
-                pieces.append(st.index_in_dim(a, start, ax, False))
-            else:
-                # Each slice folds from its first element (not from `identity`), as in JAX.
-                pieces.append(self._reduce_one(st.slice_in_dim(a, start, stop, 1, ax), ax, None, None, True))
-        return stack(pieces, ax)
+        dt = core.get_aval(a).dtype
+        ax = canonicalize_axis(axis, len(shape))
+        n = shape[ax]
+        result = take(a, ind, axis=ax)
+        # Segment k covers positions start[k] < i < end[k] beyond its first element a[start[k]] (taken above); a
+        # segment whose end is not after its start stays that single element.
+        ind = ew.convert_element_type(ind, np.dtype(np.int32))
+        bounds = concatenate([ind, st.full((1,), n, np.dtype(np.int32))])
+        lane = tuple(-1 if d == ax else 1 for d in range(len(shape)))
+        start = st.reshape(st.slice_in_dim(bounds, 0, core.get_aval(ind).shape[0], 1, 0), tuple(
+            core.get_aval(ind).shape[0] if d == -1 else 1 for d in lane))
+        end = st.reshape(st.slice_in_dim(bounds, 1, core.get_aval(ind).shape[0] + 1, 1, 0),
+                         core.get_aval(start).shape)
+
+        def body(i, acc):
+            row = dynamic_slice_in_dim(a, i, 1, ax)
+            new = ew.convert_element_type(asarray_arg(self._call(acc, row)), dt)
+            return where(logical_and(greater(i, start), less(i, end)), new, acc)
+        return cf.fori_loop(0, n, body, result)
 
 
 def frompyfunc(func, /, nin: int, nout: int, *, identity=None) -> ufunc:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..staged_call import staged_as_call
 from .. import core, dtypes
+from ..config import config
 from ..core import Array
 from ..custom_derivatives import custom_jvp
 from ..lax import elementwise as ew
@@ -484,14 +485,8 @@ def expm1(x, /):
     >>> jnp.expm1(jnp.array([0.0, 1e-10]))
     Array([0.e+00, 1.e-10], dtype=float32)
     """
-    out = _unary(ew.expm1_p, "expm1", x)
-    if dtypes.is_complex(core.get_aval(out).dtype):
-        # expm1(a + bj) has imaginary part exp(a) sin(b): exactly b when b is a (signed) zero, also for a = inf
-        # or nan (JAX and the C99 special cases give inf + 0j, nan + 0j; exp(inf) * 0 would give nan).
-        b = ew.imag(asarray_arg(x, "expm1"))
-        zero = Array(np.asarray(0, core.get_aval(b).dtype), True)
-        out = ew.select_n(ew.eq(b, zero), out, ew.complex(ew.real(out), b))
-    return out
+    # (Complex operands: the backend computes XLA's expm1, see backends/eager/complex_math.py.)
+    return _unary(ew.expm1_p, "expm1", x)
 def log(x, /):
     """The natural logarithm, elementwise.
 
@@ -1339,7 +1334,7 @@ def heaviside(x, h, /):
     >>> jnp.heaviside(jnp.array([-1.0, 0.0, 2.0]), 0.5)
     Array([0. , 0.5, 1. ], dtype=float32)
     """
-    x, h = promote_args_inexact("heaviside", x, h)
+    x, h = promote_args_inexact("heaviside", x, h, rank_promotion=False)
     zero = _zero(x)
     step = ew.select_n(ew.lt(x, zero), ew.select_n(ew.gt(x, zero), h, _one(x) if not core.get_aval(x).shape
                                                     else st.full(core.get_aval(x).shape, 1, core.get_aval(x).dtype)),
@@ -1956,7 +1951,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 @staged_as_call("_where")
 def _where(condition, x, y):
     condition = _to_bool(condition)
-    x, y = promote_args("where", x, y)
+    x, y = promote_args("where", x, y, rank_promotion=False)
     from .util import broadcast_shapes, broadcast_to_shape
     full_shape = broadcast_shapes(core.get_aval(condition).shape, core.get_aval(x).shape, core.get_aval(y).shape)
     condition, x, y = (broadcast_to_shape(v, full_shape) for v in (condition, x, y))
@@ -2003,15 +1998,23 @@ def _install_fast_operators():
     from ..array_methods import ArrayOps
     every = dtypes.supported_dtypes
     numeric = every - {dtypes.bool_}
-    inexact = frozenset(d for d in every if dtypes.is_inexact(d))
+    # Complex division is XLA's algorithm in the backend (eager/complex_math.py), not NumPy's ufunc.
+    inexact = frozenset(d for d in every if dtypes.is_inexact(d) and np.dtype(d).kind != "c")
     table = {
         "__add__": (ew.add_p, numeric), "__sub__": (ew.sub_p, numeric), "__mul__": (ew.mul_p, numeric),
         "__truediv__": (ew.div_p, inexact),
         "__eq__": (ew.eq_p, every), "__ne__": (ew.ne_p, every), "__lt__": (ew.lt_p, every),
         "__le__": (ew.le_p, every), "__gt__": (ew.gt_p, every), "__ge__": (ew.ge_p, every),
     }
-    for name, (prim, ok) in table.items():
-        setattr(Array, name, core.fast_binary_operator(prim, getattr(ArrayOps, name), ok))
+    fast = {name: core.fast_binary_operator(prim, getattr(ArrayOps, name), ok) for name, (prim, ok) in table.items()}
+
+    def install(rank_promotion):
+        # The shortcut leaves broadcasting to NumPy, so it would let rank promotion through: while the option is
+        # "warn" or "raise", Array's operators take the full path (which checks it in promote_args) instead.
+        for name in table:
+            setattr(Array, name, fast[name] if rank_promotion == "allow" else getattr(ArrayOps, name))
+    install(config.jax_numpy_rank_promotion)
+    config.add_hook("jax_numpy_rank_promotion", install)
 
 
 _install_fast_operators()

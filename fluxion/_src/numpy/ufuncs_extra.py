@@ -101,7 +101,7 @@ def spacing(x, /):
 
 
 def _int_args(name, x1, x2):
-    x1, x2 = promote_args(name, arraylike_arg(x1, name), arraylike_arg(x2, name, 1))
+    x1, x2 = promote_args(name, arraylike_arg(x1, name), arraylike_arg(x2, name, 1), rank_promotion=False)
     dt = core.get_aval(x1).dtype
     if not dtypes.is_integer(dt) and dt != dtypes.bool_:
         raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")

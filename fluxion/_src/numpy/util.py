@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import core, dtypes
+from ..config import config
 from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
@@ -99,13 +101,44 @@ def promote_dtypes(*args: Any) -> list:
     return out
 
 
-def promote_args(name: str, *args: Any) -> list:
-    """Promotes dtypes and broadcasts shapes; rank-0 operands stay scalars (elementwise primitives accept them)."""
+def check_rank_promotion(name: str, shapes: Sequence[tuple]) -> None:
+    """Applies the `jax_numpy_rank_promotion` option to operands of `shapes` about to be broadcast together.
+
+    Rank promotion is broadcasting that adds leading dimensions to an operand of lower, nonzero rank: (3,) against
+    (2, 3) is one, while a scalar against anything, or (2, 1) against (1, 3), is not. Under "allow" nothing
+    happens; under "warn" a UserWarning names the function and the shapes; under "raise" the ValueError below.
+
+    Raises:
+      ValueError: the option is "raise" and the nonscalar operands have different ranks.
+    """
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if s}) < 2:
+        return
+    listed = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "raise":
+        raise ValueError(f"{name}: operands of shapes {listed} need implicit rank promotion, which the option "
+                         "jax_numpy_rank_promotion='raise' forbids; add the leading dimensions explicitly "
+                         "(x[None], expand_dims, reshape) or set the option to 'allow' or 'warn'.")
+    warnings.warn(f"{name}: implicit rank promotion of operands of shapes {listed} (NumPy broadcasting); set "
+                  "the option jax_numpy_rank_promotion to 'allow' to silence this warning.", stacklevel=4)
+
+
+def promote_args(name: str, *args: Any, rank_promotion: bool = True) -> list:
+    """Promotes dtypes and broadcasts shapes; rank-0 operands stay scalars (elementwise primitives accept them).
+
+    `rank_promotion=False` is for functions that JAX lets broadcast freely whatever jax_numpy_rank_promotion says
+    (`where`, `heaviside`, `gcd`/`lcm`).
+
+    Raises:
+      ValueError: the shapes do not broadcast, or need rank promotion under jax_numpy_rank_promotion='raise'.
+    """
     args = [a if isinstance(a, (Array, Tracer, bool, int, float, complex)) else asarray_arg(a, name) for a in args]
     args = promote_dtypes(*args)
     shapes = [core.get_aval(a).shape for a in args]
     if all(s == shapes[0] for s in shapes):
         return args
+    if rank_promotion:
+        check_rank_promotion(name, shapes)
     try:
         shape = broadcast_shapes(*shapes)
     except ValueError:
@@ -114,9 +147,9 @@ def promote_args(name: str, *args: Any) -> list:
     return [a if core.get_aval(a).shape == () else broadcast_to_shape(a, shape) for a in args]
 
 
-def promote_args_inexact(name: str, *args: Any) -> list:
+def promote_args_inexact(name: str, *args: Any, rank_promotion: bool = True) -> list:
     """Like `promote_args`, then casts integer/bool results to the default float (as jnp.sin does)."""
-    args = promote_args(name, *args)
+    args = promote_args(name, *args, rank_promotion=rank_promotion)
     dt, weak = dtypes.dtype_and_weak(args[0])
     if not dtypes.is_inexact(dt):
         return [ew._convert_weak(a, dtypes.default_float_dtype(), weak) for a in args]

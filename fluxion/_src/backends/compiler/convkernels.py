@@ -94,7 +94,8 @@ SLICE_MIN_FEATURES = 8
 
 # Windowed reduction of a 4-D operand (already padded), without base dilation: op 0 = sum, 1 = max, 2 = min.
 # Taps are combined in row-major tap order starting from the first tap, as the NumPy lowering does; max and min
-# propagate NaN as XLA does. The innermost loop runs over the last output axis (channels in NHWC pooling).
+# propagate NaN and order -0 below +0 as XLA does (a tie of zeros combines as a + v for max, which is -0 only if
+# both are -0, and as -((-a) - v) for min, which is +0 only if both are +0). The innermost loop runs over the last output axis (channels in NHWC pooling).
 REDUCE_WINDOW = _HEADER + """
 SIGNATURES = [types.void(arr(t, 4, True), arr(t, 4), I, I, I, I, I, I, I, I, I, I, I, I, I)
               for t in FLOATS + (types.int32, types.int64)]
@@ -124,12 +125,12 @@ def kernel(x, out, op, k0, k1, k2, k3, s0, s1, s2, s3, d0, d1, d2, d3):
                                     for i3 in range(n3):
                                         v = src[i3 * s3 + off]
                                         a = dst[i3]
-                                        dst[i3] = v if (v > a or v != v) else a
+                                        dst[i3] = v if (v > a or v != v) else (a + v if v == a and a == 0 else a)
                                 else:
                                     for i3 in range(n3):
                                         v = src[i3 * s3 + off]
                                         a = dst[i3]
-                                        dst[i3] = v if (v < a or v != v) else a
+                                        dst[i3] = v if (v < a or v != v) else (-((-a) - v) if v == a and a == 0 else a)
                                 t += 1
 """
 
@@ -178,12 +179,12 @@ def kernel(x, out, op, init, T0, T1, T2):
                                 for i3 in range(n3):
                                     v = src[i3]
                                     a = dst[i3]
-                                    dst[i3] = v if (v > a or v != v) else a
+                                    dst[i3] = v if (v > a or v != v) else (a + v if v == a and a == 0 else a)
                             else:
                                 for i3 in range(n3):
                                     v = src[i3]
                                     a = dst[i3]
-                                    dst[i3] = v if (v < a or v != v) else a
+                                    dst[i3] = v if (v < a or v != v) else (-((-a) - v) if v == a and a == 0 else a)
                             t += 1
                 if t == 0:
                     for i3 in range(n3):

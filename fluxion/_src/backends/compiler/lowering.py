@@ -99,7 +99,7 @@ def ufunc_for(eqn) -> str | None:
         if prim is sign_p and eqn.outvars[0].aval.dtype.kind in "cf":
             return None  # the backend keeps XLA's sign of zeros (NumPy's ufunc does not)
         if prim in COMPLEX_NAN_PRIMITIVES and eqn.invars[0].aval.dtype.kind == "c":
-            return None  # the backend gives XLA's nan for a nan part beside an infinite one
+            return None  # the backend gives XLA's results at NaN, infinite and zero parts
         return UFUNCS[prim]
     if prim in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
             {v.aval.dtype for v in eqn.invars}) == 1:

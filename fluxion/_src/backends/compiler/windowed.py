@@ -18,6 +18,7 @@ import itertools
 
 import numpy as np
 
+from ..eager import minmax
 from ..eager.windowed import identity as _window_identity
 from ...core import Literal, Var
 from ...lax.structural import pad_p
@@ -147,14 +148,31 @@ def reduce_window(x, *, op, identity, window_dimensions, window_strides, padding
     out = _kernel_reduce(x, op, window_dimensions, window_strides, window_dilation, out_shape)
     if out is not None:
         return out
-    for tap in itertools.product(*(range(w) for w in window_dimensions)):
-        sl = tuple(slice(t * d, t * d + (m - 1) * st + 1, st)
-                   for t, d, st, m in zip(tap, window_dilation, window_strides, out_shape))
+    taps = [tuple(slice(t * d, t * d + (m - 1) * st + 1, st)
+                  for t, d, st, m in zip(tap, window_dilation, window_strides, out_shape))
+            for tap in itertools.product(*(range(w) for w in window_dimensions))]
+    for sl in taps:
         if out is None:
             out = np.array(x[sl], copy=True, order="C")  # the lowering promises a C-contiguous result
         else:
             op(out, x[sl], out=out)
+    if op is not np.add and minmax.floating(out.dtype) and np.equal(out, 0).any():
+        _signed_zeros(out, x, taps, op is np.maximum)
     return out
+
+
+def _signed_zeros(out, x, taps, is_max):
+    """Gives the zeros of a max (min) window reduction XLA's signs, in place: NumPy's maximum keeps the first of
+    -0 and +0. A zero maximum has only values <= 0 in its window, so it is -0 exactly when every sign bit in the
+    window is set (the AND of the signs); a zero minimum is -0 when any is (the OR). Padding holds the identity,
+    -inf for max and +inf for min, which leaves the AND (OR) unchanged."""
+    combine = np.logical_and if is_max else np.logical_or
+    neg = None
+    for sl in taps:
+        s = np.signbit(x[sl])
+        neg = s if neg is None else combine(neg, s, out=neg)
+    zero = np.equal(out, 0)
+    out[zero] = np.where(neg[zero], out.dtype.type(-0.0), out.dtype.type(0.0))
 
 
 def _scalar_value(atom, closed):

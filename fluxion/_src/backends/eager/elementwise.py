@@ -12,7 +12,7 @@ import numpy as np
 import scipy.special as sp
 
 from ...lax import elementwise as ew
-from . import kernels, minmax, register_impl
+from . import complex_math, kernels, minmax, register_impl
 from . import special as _special  # erf_inv evaluated as XLA does (bit-exact random.normal)
 
 _ERR = dict(all="ignore")
@@ -68,8 +68,19 @@ def _nan_parts_give_nan(fn):
     return impl
 
 
-COMPLEX_NAN_PRIMITIVES = frozenset({ew.abs_p, ew.log_p, ew.log1p_p, ew.sqrt_p})
-"""Primitives whose complex implementations give XLA's NaN for any NaN part (NumPy's ufuncs do not)."""
+COMPLEX_NAN_PRIMITIVES = frozenset({ew.abs_p, ew.log_p, ew.log1p_p, ew.sqrt_p, ew.exp_p, ew.expm1_p, ew.sin_p,
+                                    ew.cos_p, ew.tan_p, ew.sinh_p, ew.cosh_p, ew.tanh_p})
+"""Primitives whose complex implementations give XLA's results where NumPy's ufuncs do not: NaN for any NaN part
+(abs, log, log1p, sqrt), and XLA's formulas at infinite, NaN and zero parts (exp, expm1, sin, cos, tan, sinh,
+cosh, tanh: see `complex_math`). Generated code calls the implementation, not the ufunc, for complex operands of these."""
+
+
+def _complex_as_xla(real_fn, complex_fn):
+    """`complex_fn` (from `complex_math`) for complex operands, `real_fn` otherwise."""
+    def impl(x):
+        return complex_fn(x) if np.result_type(x).kind == "c" else real_fn(x)
+    impl.__name__ = getattr(real_fn, "__name__", "impl")
+    return impl
 
 
 # -- NumPy ufuncs that match XLA as they are ----------------------------------------------------------------------
@@ -77,20 +88,20 @@ COMPLEX_NAN_PRIMITIVES = frozenset({ew.abs_p, ew.log_p, ew.log1p_p, ew.sqrt_p})
 _register(ew.neg_p, np.negative)
 _register(ew.floor_p, np.floor)
 _register(ew.ceil_p, np.ceil)
-_register(ew.exp_p, np.exp)
+_register(ew.exp_p, _complex_as_xla(np.exp, complex_math.exp))
 _register(ew.exp2_p, np.exp2)
 _register(ew.log_p, _nan_parts_give_nan(np.log))
 _register(ew.log1p_p, _nan_parts_give_nan(np.log1p))
-_register(ew.expm1_p, np.expm1)
-_register(ew.tanh_p, np.tanh)
-_register(ew.sin_p, np.sin)
-_register(ew.cos_p, np.cos)
-_register(ew.tan_p, np.tan)
+_register(ew.expm1_p, _complex_as_xla(np.expm1, complex_math.expm1))
+_register(ew.tanh_p, _complex_as_xla(np.tanh, complex_math.tanh))
+_register(ew.sin_p, _complex_as_xla(np.sin, complex_math.sin))
+_register(ew.cos_p, _complex_as_xla(np.cos, complex_math.cos))
+_register(ew.tan_p, _complex_as_xla(np.tan, complex_math.tan))
 _register(ew.asin_p, np.arcsin)
 _register(ew.acos_p, np.arccos)
 _register(ew.atan_p, np.arctan)
-_register(ew.sinh_p, np.sinh)
-_register(ew.cosh_p, np.cosh)
+_register(ew.sinh_p, _complex_as_xla(np.sinh, complex_math.sinh))
+_register(ew.cosh_p, _complex_as_xla(np.cosh, complex_math.cosh))
 _register(ew.asinh_p, np.arcsinh)
 _register(ew.acosh_p, np.arccosh)
 _register(ew.atanh_p, np.arctanh)
@@ -166,7 +177,10 @@ _register(ew.polygamma_p, _polygamma)
 # -- implementations that differ from NumPy's defaults -----------------------------------------------------------
 
 def _int_div(x, y):
-    if np.result_type(x).kind in "iu":
+    kind = np.result_type(x).kind
+    if kind == "c":
+        return complex_math.divide(x, y)
+    if kind in "iu":
         y_safe = np.where(y == 0, 1, y)
         q = np.floor_divide(x, y_safe)
         fix = (np.remainder(x, y_safe) != 0) & ((x < 0) != (y_safe < 0))
@@ -217,6 +231,8 @@ _register(ew.round_p, _round)
 def _sign(x):
     # XLA's sign returns the operand itself for -0.0, +0.0 and NaN (NumPy's gives +0.0 for -0.0): copying the
     # operand's sign bit onto NumPy's result gives exactly that.
+    if np.result_type(x).kind == "c":
+        return complex_math.sign(x)  # NaN for a NaN part, as in XLA (NumPy's z / |z| gives +-1j beside an inf)
     out = np.sign(x)
     return np.copysign(out, x) if out.dtype.kind == "f" else out
 
@@ -232,6 +248,8 @@ _register(ew.is_finite_p, _is_finite)
 
 
 def _rsqrt(x):
+    if np.result_type(x).kind == "c":
+        return complex_math.rsqrt(x)
     one = np.asarray(1, np.result_type(x))
     return one / np.sqrt(x)
 
