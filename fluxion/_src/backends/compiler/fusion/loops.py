@@ -135,12 +135,62 @@ def scan_eligible(eqn) -> bool:
     return step_work(j) <= MAX_STEP_WORK
 
 
+class _Nest:
+    """A loop nest of the step writing its results at the loop index (`j0, j1, ...` over `ranges`), kept apart from
+    plain statements until the step is complete so that adjacent nests over the same ranges can share their loops
+    (see `_fuse_nests`)."""
+
+    __slots__ = ("ranges", "body", "reads", "writes")
+
+    def __init__(self, ranges, body, reads, writes):
+        self.ranges = tuple(ranges)  # (start, stop) per axis
+        self.body = list(body)       # statements inside the innermost loop
+        self.reads = list(reads)     # (buffer, read at the loop index through the buffer's own name)
+        self.writes = set(writes)    # buffers written (always at the loop index)
+
+    def lines(self) -> list[str]:
+        code = []
+        for d, (a, z) in enumerate(self.ranges):
+            code.append("    " * d + f"for j{d} in range({f'{a}, ' if a else ''}{z}):")
+        return code + ["    " * len(self.ranges) + ln for ln in self.body]
+
+
+def _fuse_nests(step: list) -> list[str]:
+    """The step's statements with runs of adjacent nests over the same ranges merged into one nest (one pass over
+    the elements instead of one per equation). Merging is exact: a nest joins the run only if it reads no buffer the
+    run wrote other than at the loop index, and writes no buffer the run read at another index -- so every element
+    is read after the writes it depends on and before the writes that replace it, as in separate loops."""
+    out: list[str] = []
+    run = None
+    for st in step + [None]:
+        if isinstance(st, _Nest) and run is not None and st.ranges == run.ranges:
+            bad_read = any(buf in run.writes and not aligned for buf, aligned in st.reads)
+            bad_write = any(buf in st.writes for buf, aligned in run.reads if not aligned)
+            if not bad_read and not bad_write:
+                run.body += st.body
+                run.reads += st.reads
+                run.writes |= st.writes
+                continue
+        if run is not None:
+            out += run.lines()
+            run = None
+        if isinstance(st, _Nest):
+            run = _Nest(st.ranges, st.body, st.reads, st.writes)
+        elif st is not None:
+            out.append(st)
+    return out
+
+
 class _Body:
     """Generates the prologue (buffers) and per-step statements of a body jaxpr."""
 
     def __init__(self):
         self.prologue: list[str] = []
-        self.step: list[str] = []
+        self.head: list[str] = []   # per-step views (rows of ys and stacks), made at the start of the step
+        self.step: list = []        # statements and `_Nest`s
+        self.alias: dict = {}       # reshaped view name -> the name of the buffer it views
+        self._reads = None          # while a nest is generated: the (buffer, aligned) pairs it reads
+        self._idx = None            # ... and its loop indices
         self.names: dict = {}       # var -> source name (array) or scalar local
         self.persistent: set = set()  # vars whose array buffer lives across steps (temps, carries, consts)
         self.views_of: dict = {}    # var -> input var whose buffer it views (reshape of an input)
@@ -174,7 +224,32 @@ class _Body:
         name = self.names[v]
         if v.aval.ndim == 0:
             return name
+        if self._reads is not None:
+            self._reads.append(self._buffer(name, list(idx)))
         return f"{name}[{', '.join(idx)}]"
+
+    def _buffer(self, name: str, idx: list) -> tuple:
+        """(the buffer `name` reads, whether element `idx` of `name` is the nest's element of that buffer)."""
+        if name.endswith(".T"):
+            return name[:-2], False
+        if name in self.alias:
+            return self.alias[name], False
+        return name, idx == self._idx
+
+    def nest(self, shape, target: str, make_body, ranges=None) -> None:
+        """Appends a loop nest over `shape` (or `ranges`) writing `target` at the loop index; `make_body(idx)` gives
+        its statements (the element reads they make are recorded for `_fuse_nests`)."""
+        if not shape:
+            self.step += make_body([])
+            return
+        idx = [f"j{d}" for d in range(len(shape))]
+        self._reads, self._idx = [], idx
+        try:
+            body = make_body(idx)
+            reads = self._reads
+        finally:
+            self._reads, self._idx = None, None
+        self.step.append(_Nest(ranges or [(0, n) for n in shape], body, reads, [self._buffer(target, idx)[0]]))
 
     def loops(self, shape: Sequence[int], inner: list[str], prefix: str = "j") -> tuple[list[str], list[str]]:
         idx = [f"{prefix}{d}" for d in range(len(shape))]
@@ -251,7 +326,7 @@ class _Body:
             target = self.fresh("t")
             self.names[out] = target
             if out in self.ys_direct:  # computed in place in this step's row of its ys output
-                self.step.append(f"{target} = {self.ys_direct[out]}[i]")
+                self.head.append(f"{target} = {self.ys_direct[out]}[i]")
             elif e.primitive not in (reshape_p, squeeze_p):
                 self.prologue.append(f"{target} = np.empty({shape!r}, {np_type(dt)})")
                 self.persistent.add(out)
@@ -262,22 +337,13 @@ class _Body:
         return f"{target} = {expr}" if not shape else f"{target}[{', '.join(idx)}] = {expr}"
 
     def _elementwise(self, e, target, shape, dt):
-        idx = [f"j{d}" for d in range(len(shape))]
-        _, code = self.loops(shape, [self._assign(target, shape, idx, self._element_expr(e, idx))])
-        self.step += code
+        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self._element_expr(e, idx))])
 
     def _copy(self, e, target, shape, dt):
-        idx = [f"j{d}" for d in range(len(shape))]
-        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], idx))])
-        self.step += code
+        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self.elem(e.invars[0], idx))])
 
     def _broadcast_in_dim(self, e, target, shape, dt):
-        x = e.invars[0]
-        idx = [f"j{d}" for d in range(len(shape))]
-        src = [idx[d] if x.aval.shape[k] == shape[d] else "0" for k, d in enumerate(e.params["broadcast_dimensions"])]
-        val = self.elem(x, src) if (type(x) is Var and x.aval.ndim) else self.elem(x, [])
-        _, code = self.loops(shape, [self._assign(target, shape, idx, val)])
-        self.step += code
+        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self._element_expr(e, idx))])
 
     def _reshape(self, e, target, shape, dt):
         x = e.invars[0]
@@ -291,6 +357,7 @@ class _Body:
             return
         src = self.names[x]
         base = self.views_of.get(x, x)
+        self.alias[target] = self.alias.get(src, src[:-2] if src.endswith(".T") else src)
         if x in self.persistent:  # a buffer that lives across steps: one view, made before the loop
             self.prologue.append(f"{target} = {src}.reshape({shape!r})")
             self.persistent.add(e.outvars[0])
@@ -299,30 +366,20 @@ class _Body:
         self.views_of[e.outvars[0]] = base
 
     def _transpose(self, e, target, shape, dt):
-        perm = e.params["permutation"]
-        idx = [f"j{d}" for d in range(len(shape))]
-        src = [None] * len(perm)
-        for d, p in enumerate(perm):
-            src[p] = idx[d]
-        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], src))])
-        self.step += code
+        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self._element_expr(e, idx))])
 
     def _slice(self, e, target, shape, dt):
-        p = e.params
-        strides = p.get("strides") or (1,) * len(shape)
-        idx = [f"j{d}" for d in range(len(shape))]
-        src = [f"{s} + {st} * {j}" for s, st, j in zip(p["start_indices"], strides, idx)]
-        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(e.invars[0], src))])
-        self.step += code
+        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self._element_expr(e, idx))])
 
     def _iota(self, e, target, shape, dt):
-        idx = [f"j{d}" for d in range(len(shape))]
-        _, code = self.loops(shape, [self._assign(target, shape, idx, scalar.cast(dt, idx[e.params["dimension"]]))])
-        self.step += code
+        self.nest(shape, target,
+                  lambda idx: [self._assign(target, shape, idx, scalar.cast(dt, idx[e.params["dimension"]]))])
 
     def _dot_general(self, e, target, shape, dt):
+        self.nest(shape, target, lambda idx: self._dot_body(e, target, shape, dt, idx))
+
+    def _dot_body(self, e, target, shape, dt, idx):
         lhs, rhs = e.invars
-        idx = [f"j{d}" for d in range(len(shape))]
         kidx = [f"k{d}" for d in range(len(e.params["dimension_numbers"][0][0]))]
         li, ri = contractions.operand_indices(e, idx, kidx)
         kl = [lhs.aval.shape[a] for a in e.params["dimension_numbers"][0][0]]
@@ -333,8 +390,7 @@ class _Body:
             inner.append("    " * k + f"for {kidx[k]} in range({n}):")
         inner.append("    " * len(kl) + f"acc += {lname} * {rname}")
         inner.append(self._assign(target, shape, idx, "acc"))
-        _, code = self.loops(shape, inner)
-        self.step += code
+        return inner
 
     def _blas_operand(self, v, transposed: bool) -> str:
         while v in self.tviews:  # read the transposed view's operand instead
@@ -378,7 +434,7 @@ class _Body:
                           "if nsteps > 0:",
                           f"    np.dot({self.xs_arg[lhs]}.reshape((nsteps * {m}, {k})), {rhs_expr}, {h})",
                           f"{h3} = {h}.reshape((nsteps, {m}, {n}))"]
-        self.step.append(f"{x} = {h3}[i]")
+        self.head.append(f"{x} = {h3}[i]")
         self.names[e.outvars[0]] = x
 
     def _stack_operands(self, out) -> None:
@@ -393,9 +449,7 @@ class _Body:
             st = self.stack_of[v] = self.fresh("st")
             shape = v.aval.shape
             self.prologue.append(f"{st} = np.empty((nsteps, {', '.join(map(str, shape))}), {np_type(v.aval.dtype)})")
-            idx = [f"q{d}" for d in range(len(shape))]
-            _, code = self.loops(shape, [f"{st}[i, {', '.join(idx)}] = {self.names[v]}[{', '.join(idx)}]"], "q")
-            self.step += code
+            self.nest(shape, st, lambda idx, st=st, v=v: [f"{st}[i, {', '.join(idx)}] = {self.elem(v, idx)}"])
             stacks.append(st)
         self.accumulated[cv] = (stacks[0], stacks[1], operands[0].aval.shape, operands[1].aval.shape)
 
@@ -421,8 +475,7 @@ class _Body:
         padding may be negative: it crops)."""
         x, fill = e.invars
         idx = [f"j{d}" for d in range(len(shape))]
-        _, code = self.loops(shape, [self._assign(target, shape, idx, self.elem(fill, []))])
-        self.step += code
+        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self.elem(fill, []))])
         src, dst, extents = [], [], []
         for d, (lo, _, interior) in enumerate(e.params["padding_config"]):
             step = interior + 1
@@ -439,10 +492,12 @@ class _Body:
         self.step += code
 
     def _reduce(self, e, target, shape, dt):
+        self.nest(shape, target, lambda idx: self._reduce_body(e, target, shape, dt, idx))
+
+    def _reduce_body(self, e, target, shape, dt, idx):
         x = e.invars[0]
         axes = sorted(e.params["axes"])
         kept = [d for d in range(x.aval.ndim) if d not in axes]
-        idx = [f"j{d}" for d in range(len(shape))]
         ridx = [f"r{d}" for d in range(len(axes))]
         src = [None] * x.aval.ndim
         for d, j in zip(kept, idx):
@@ -462,8 +517,7 @@ class _Body:
             inner.append("    " * k + f"for {ridx[k]} in range({x.aval.shape[d]}):")
         inner.append("    " * len(axes) + upd)
         inner.append(self._assign(target, shape, idx, f"{np_type(dt)}(acc)"))
-        _, code = self.loops(shape, inner)
-        self.step += code
+        return inner
 
 
 
@@ -761,15 +815,17 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     def src(v) -> str:
         return scalar.literal_source(ir.literal_value(v)) if type(v) is Literal else b.names[v]
 
-    def copy_into(dst: str, shape, val: str, lead: str = "") -> list[str]:
-        """Element loops copying array `val` (of `shape`) into `dst[lead, ...]` (Numba's generic slice assignment
-        costs far more than the copy for these small arrays)."""
+    def copy_into(dst: str, shape, val: str, lead: str = "") -> None:
+        """A nest copying array `val` (of `shape`) into `dst[lead, ...]` (Numba's generic slice assignment costs far
+        more than the copy for these small arrays)."""
         if not shape:
-            return [f"{dst}[{lead.rstrip(', ')}] = {val}"] if lead else [f"{dst} = {val}"]
-        idx = [f"q{d}" for d in range(len(shape))]
-        code = ["    " * d + f"for {idx[d]} in range({n}):" for d, n in enumerate(shape)]
-        code.append("    " * len(shape) + f"{dst}[{lead}{', '.join(idx)}] = {val}[{', '.join(idx)}]")
-        return code
+            b.step.append(f"{dst}[{lead.rstrip(', ')}] = {val}" if lead else f"{dst} = {val}")
+            return
+
+        def body(idx):
+            b._reads.append(b._buffer(val, idx))
+            return [f"{dst}[{lead}{', '.join(idx)}] = {val}[{', '.join(idx)}]"]
+        b.nest(shape, dst, body)
 
     # Outputs of the step: ys first (they may read carries), then carries (staged when they alias an input).
     for out, name in zip(j.outvars[nk:], ys_names):
@@ -778,7 +834,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         if type(out) is Literal or out.aval.ndim == 0:
             b.step.append(f"{name}[i] = {src(out)}")
         else:
-            b.step += copy_into(name, out.aval.shape, src(out), "i, ")
+            copy_into(name, out.aval.shape, src(out), "i, ")
     staged = []
     carry_set = set(carry_in)
     for out, cv in zip(j.outvars[:nk], carry_in):
@@ -800,7 +856,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         elif base in carry_set or out in carry_set:
             st = b.fresh("st")
             b.prologue.append(f"{st} = np.empty({cv.aval.shape!r}, {np_type(cv.aval.dtype)})")
-            b.step += copy_into(st, cv.aval.shape, src(out))
+            copy_into(st, cv.aval.shape, src(out))
             staged.append((cv, st))
         else:
             staged.append((cv, src(out)))
@@ -808,7 +864,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
         if cv.aval.ndim == 0:
             b.step.append(f"{b.names[cv]} = {val}")
         else:
-            b.step += copy_into(b.names[cv], cv.aval.shape, val)
+            copy_into(b.names[cv], cv.aval.shape, val)
 
     # The number of steps is read from a per-step array when there is one (xs or ys: their leading axis), so one
     # compiled kernel serves every sequence length; a scan of carries only keeps its length as a constant.
@@ -817,7 +873,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     order = "range(nsteps - 1, -1, -1)" if p["reverse"] else "range(nsteps)"
     lines = [f"nsteps = {steps}", *b.prologue]
     lines.append(f"for i in {order}:")
-    lines += ["    " + ln for ln in b.step]
+    lines += ["    " + ln for ln in b.head + _fuse_nests(b.step)]
     for cv in carry_in:
         if cv in b.accumulated:
             lines += b.accumulate(cv)
