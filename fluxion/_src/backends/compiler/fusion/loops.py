@@ -190,6 +190,7 @@ class _Body:
         self.step: list = []        # statements and `_Nest`s
         self.alias: dict = {}       # reshaped view name -> the name of the buffer it views
         self._reads = None          # while a nest is generated: the (buffer, aligned) pairs it reads
+        self._region: dict = {}     # ... and whether each inlined pad is its operand (True) or its fill (False)
         self._idx = None            # ... and its loop indices
         self.names: dict = {}       # var -> source name (array) or scalar local
         self.persistent: set = set()  # vars whose array buffer lives across steps (temps, carries, consts)
@@ -206,6 +207,8 @@ class _Body:
         self.producer: dict = {}    # var -> the body equation computing it
         self.stack_of: dict = {}    # per-step value -> its stack over steps (see `_stack_operands`)
         self.ys_direct: dict = {}   # per-step output -> its ys argument, whose row i is the value's buffer
+        self.stack_direct: set = set()  # stacked operands computed in their row of the stack (`_plan_stack_rows`)
+        self.colsum: dict = {}      # carry var -> stacked value whose column sums it adds up (`_plan_products`)
         self.tout: set = set()      # products of few rows computed transposed (see `_plan_transposed_products`)
         self.consts: set = set()    # loop-invariant inputs (body constants, the scan's constant operands)
         self.const_t: dict = {}     # constant -> its transposed C-contiguous copy, made before the loop
@@ -277,6 +280,15 @@ class _Body:
             for d, p in enumerate(e.params["permutation"]):
                 src[p] = idx[d]
             return self.elem(e.invars[0], src)
+        if prim is pad_p:  # (see `_region_pad`)
+            x, fill = e.invars
+            lo = [c[0] for c in e.params["padding_config"]]
+            src = [f"{j} - {a}" if a else j for j, a in zip(idx, lo)]
+            inside = self._region.get(e.outvars[0]) if list(idx) == self._idx else None
+            if inside is not None:
+                return self.elem(x, src) if inside else self.elem(fill, [])
+            cond = " and ".join(f"{a} <= ({j}) < {a + n}" for j, a, n in zip(idx, lo, x.aval.shape))
+            return f"({self.elem(x, src)} if {cond} else {self.elem(fill, [])})"
         if prim is dot_general_p:  # only with a single contracted element: an outer-product-like map
             li, ri = contractions.operand_indices(e, idx, ["0"] * len(e.params["dimension_numbers"][0][0]))
             return f"({self.elem(e.invars[0], li)} * {self.elem(e.invars[1], ri)})"
@@ -327,6 +339,8 @@ class _Body:
             self.names[out] = target
             if out in self.ys_direct:  # computed in place in this step's row of its ys output
                 self.head.append(f"{target} = {self.ys_direct[out]}[i]")
+            elif out in self.stack_direct:  # ... or of its stack
+                self.head.append(f"{target} = {self.stack_of[out]}[i]")
             elif e.primitive not in (reshape_p, squeeze_p):
                 self.prologue.append(f"{target} = np.empty({shape!r}, {np_type(dt)})")
                 self.persistent.add(out)
@@ -337,7 +351,60 @@ class _Body:
         return f"{target} = {expr}" if not shape else f"{target}[{', '.join(idx)}] = {expr}"
 
     def _elementwise(self, e, target, shape, dt):
-        self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self._element_expr(e, idx))])
+        def body(idx):
+            return [self._assign(target, shape, idx, self._element_expr(e, idx))]
+        regions = self._pad_regions(e, shape)
+        if regions is None:
+            self.nest(shape, target, body)
+            return
+        for ranges, inside in regions:
+            self._region = inside
+            try:
+                self.nest(shape, target, body, ranges)
+            finally:
+                self._region = {}
+
+    # Regions above which an element loop reading pads tests the bounds per element instead.
+    MAX_PAD_REGIONS = 16
+
+    def _pad_regions(self, e, shape):
+        """The boxes of the output in which every inlined pad the element formula reads at the loop index (through
+        elementwise equations) is entirely its operand or entirely its fill: one loop nest per box then reads each
+        pad without a bounds test (a gradient's sum of pads, each filling one gate's block of columns, becomes one
+        loop per block). None without such pads."""
+        pads = []
+
+        def walk(eq):
+            for v in eq.invars:
+                sub = self.inline.get(v) if type(v) is Var else None
+                if sub is None:
+                    continue
+                if sub.primitive is pad_p:
+                    pads.append(sub)
+                elif _index_aligned(sub):
+                    walk(sub)
+        walk(e)
+        if not pads or not shape:
+            return None
+        cuts = [{0, n} for n in shape]
+        for p in pads:
+            for d, ((lo, _, _), n) in enumerate(zip(p.params["padding_config"], p.invars[0].aval.shape)):
+                cuts[d] |= {min(lo, shape[d]), min(lo + n, shape[d])}
+        spans = [sorted(c) for c in cuts]
+        spans = [[(a, z) for a, z in zip(c, c[1:]) if z > a] for c in spans]
+        if _size([len(s_) for s_ in spans]) > self.MAX_PAD_REGIONS:
+            return None
+        regions = [[]]
+        for s_ in spans:
+            regions = [r + [span] for r in regions for span in s_]
+        out = []
+        for r in regions:
+            inside = {}
+            for p in pads:
+                cfg, xs_ = p.params["padding_config"], p.invars[0].aval.shape
+                inside[p.outvars[0]] = all(lo <= a and z <= lo + n for (a, z), (lo, _, _), n in zip(r, cfg, xs_))
+            out.append((r, inside))
+        return out
 
     def _copy(self, e, target, shape, dt):
         self.nest(shape, target, lambda idx: [self._assign(target, shape, idx, self.elem(e.invars[0], idx))])
@@ -453,6 +520,21 @@ class _Body:
             stacks.append(st)
         self.accumulated[cv] = (stacks[0], stacks[1], operands[0].aval.shape, operands[1].aval.shape)
 
+    def column_sum(self, cv) -> list[str]:
+        """After the loop: carry `cv` += the column sums of its value stacked over steps (`colsum`), accumulated in
+        float64 over all steps' rows."""
+        v = self.colsum[cv]
+        st = self.xs_arg.get(v) or self.stack_of[v]
+        k, r = v.aval.shape
+        acc, rows, c = self.fresh("cs"), self.fresh("rows"), self.names[cv]
+        return [f"{acc} = np.zeros({r}, np.float64)",
+                f"{rows} = {st}.reshape((nsteps * {k}, {r}))",
+                f"for q0 in range(nsteps * {k}):",
+                f"    for q1 in range({r}):",
+                f"        {acc}[q1] += {rows}[q0, q1]",
+                f"for q1 in range({r}):",
+                f"    {c}[q1] = {c}[q1] + {np_type(cv.aval.dtype)}({acc}[q1])"]
+
     def accumulate(self, cv) -> list[str]:
         """After the loop: carry `cv` += A_stack' @ B_stack (the sum over steps of A_t' @ B_t as one product over
         the stacked (steps * k) axis)."""
@@ -536,6 +618,14 @@ _STRUCTURAL = frozenset(_EMITTERS)
 _INDEX_MAPS = frozenset({broadcast_in_dim_p, transpose_p, slice_p})
 
 
+def _region_pad(e) -> bool:
+    """A pad that only places its operand inside a box of fill (no interior or negative padding): element `idx`
+    is the operand's element `idx - lo` inside the box, the fill outside."""
+    x, fill = e.invars
+    return (type(x) is Var and x.aval.ndim > 0 and (type(fill) is Literal or fill.aval.ndim == 0)
+            and all(lo >= 0 and hi >= 0 and interior == 0 for lo, hi, interior in e.params["padding_config"]))
+
+
 def _outer_product(e) -> bool:
     """A `dot_general` contracting a single element: each output element is one product."""
     return e.primitive is dot_general_p and contractions.contracted_size(e) == 1
@@ -559,6 +649,14 @@ def _plan_inlining(b: _Body, j, carry_in: list) -> None:
                 readers.setdefault(v, []).append(e)
     outputs = {v for v in j.outvars if type(v) is Var}
     _plan_blas(b, j, readers, outputs)
+    pads = set()  # pads read once, at the same index, by an element formula: expanded there (`_pad_regions`)
+    for e in j.eqns:
+        out = e.outvars[0] if e.outvars else None
+        if e.primitive is not pad_p or not _region_pad(e) or out in outputs or uses.get(out) != 1:
+            continue
+        (reader,) = readers[out]
+        if _index_aligned(reader) and reader.outvars[0].aval.shape == out.aval.shape:
+            pads.add(out)
     for e in j.eqns:
         out = e.outvars[0] if e.outvars else None
         if out is None or out.aval.ndim == 0 or out in outputs or uses.get(out) != 1:
@@ -568,10 +666,13 @@ def _plan_inlining(b: _Body, j, carry_in: list) -> None:
         (reader,) = readers[out]
         if blas_product(reader) or reader.outvars[0] in b.tviews:
             continue  # BLAS reads stored operands (directly or through a transposed view)
-        if e.primitive in _INDEX_MAPS and reader.primitive not in (reshape_p, squeeze_p):
+        if out in pads:
             b.inline[out] = e
-        elif ((_index_aligned(e) or _outer_product(e)) and _index_aligned(reader)
-              and reader.outvars[0].aval.shape == out.aval.shape):
+        elif e.primitive in _INDEX_MAPS and reader.primitive not in (reshape_p, squeeze_p):
+            b.inline[out] = e
+        elif ((_index_aligned(e) or _outer_product(e))
+              and ((_index_aligned(reader) and reader.outvars[0].aval.shape == out.aval.shape)
+                   or reader.outvars[0] in pads)):
             b.inline[out] = e
     for k, cv in enumerate(carry_in):
         new = j.outvars[k]
@@ -674,6 +775,45 @@ def _plan_products(b: _Body, j, nc: int, nk: int, carry_in: list) -> None:
         b.stacked[other] = (cv, (va, vb))
         b.skipped.add(new)
         b.inplace.pop(new, None)
+    # A carry updated only as `c + reduce_sum(v, axis 0)` with v stacked anyway (an operand of a stacked product, or
+    # xs): `c + column sums of v over all steps`, summed once after the loop (a bias's gradient).
+    stacked_vals = xs_set | {v for _, ops in b.stacked.values() for v in ops}
+    for k, cv in enumerate(carry_in):
+        new = j.outvars[k]
+        if (type(new) is not Var or cv.aval.ndim != 1 or cv.aval.dtype.kind != "f" or outputs.count(new) != 1
+                or uses.get(new, 0) or uses.get(cv, 0) != 1 or cv in outputs or new in b.skipped):
+            continue
+        add = b.producer.get(new)
+        if add is None or add.primitive is not add_p or cv not in add.invars:
+            continue
+        (other,) = [v for v in add.invars if v is not cv] or [None]
+        red = b.producer.get(other) if type(other) is Var else None
+        if (red is None or red.primitive is not reduce_sum_p or tuple(red.params["axes"]) != (0,)
+                or uses.get(other, 0) != 1 or other in outputs or other.aval.shape != cv.aval.shape):
+            continue
+        v = red.invars[0]
+        if type(v) is not Var or v not in stacked_vals or v.aval.ndim != 2 or v.aval.dtype != cv.aval.dtype:
+            continue
+        b.colsum[cv] = v
+        b.skipped |= {new, other}
+        b.inplace.pop(new, None)
+
+
+def _plan_stack_rows(b: _Body) -> None:
+    """Operands of stacked products (other than xs) computed straight into their row of the stack, rather than
+    into a buffer copied there."""
+    for _, operands in b.stacked.values():
+        for v in operands:
+            if v in b.xs_arg or v in b.stack_of or v.aval.ndim == 0 or v not in b.producer:
+                continue
+            if b.producer[v].primitive in (reshape_p, squeeze_p) or v in b.skipped or v in b.tout:
+                continue
+            if any(v in d for d in (b.inline, b.inplace, b.hoisted, b.stacked, b.tviews, b.folded, b.ys_direct)):
+                continue
+            st = b.stack_of[v] = b.fresh("st")
+            b.prologue.append(f"{st} = np.empty((nsteps, {', '.join(map(str, v.aval.shape))}), "
+                              f"{np_type(v.aval.dtype)})")
+            b.stack_direct.add(v)
 
 
 def _plan_ys_rows(b: _Body, j, nk: int, ys_names: list) -> None:
@@ -807,6 +947,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     _plan_products(b, j, nc, nk, carry_in)
     _plan_ys_rows(b, j, nk, ys_names)
     _plan_transposed_products(b, j)
+    _plan_stack_rows(b)
     for e in j.eqns:
         if not eqn_supported(e):
             raise Unsupported(e.primitive.name)
@@ -838,7 +979,7 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     staged = []
     carry_set = set(carry_in)
     for out, cv in zip(j.outvars[:nk], carry_in):
-        if cv in b.accumulated:
+        if cv in b.accumulated or cv in b.colsum:
             continue  # summed after the loop
         if cv.aval.ndim == 0:
             val = src(out)
@@ -877,6 +1018,8 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     for cv in carry_in:
         if cv in b.accumulated:
             lines += b.accumulate(cv)
+        if cv in b.colsum:
+            lines += b.column_sum(cv)
     for cv, name in zip(carry_in, cout_names):
         lines.append(f"{name}[0] = {b.names[cv]}" if cv.aval.ndim == 0 else f"{name}[...] = {b.names[cv]}")
     header = [
