@@ -22,6 +22,14 @@ the same native loop, with no Python per step. A transpose of such a product (wh
 gradient computes for a weight's gradient) is computed as the product of the transposed operands in the other
 order, so no transposed copy is made.
 
+The element loops of a step are planned to touch memory few times: adjacent loop nests over the same ranges share
+one nest when that is exact (`_fuse_nests`: an LSTM cell's gate nonlinearities, their derivatives and the carry
+updates become one pass over the batch x hidden block); a pad read once by an element formula is expanded in it,
+with one nest per box of the output where each pad is wholly its operand or its fill (the gradient's sum of four
+zero-padded gate blocks becomes four loops writing the blocks, no zero-filled buffers); operands of products summed
+after the loop are computed in their row of the stack; a carry summing a stacked value's columns (a bias gradient)
+is summed once after the loop; and carried product sums sharing their right operand run as one product.
+
 Only programs whose per-step work outside BLAS products is small use loop kernels (`MAX_STEP_WORK` element
 operations): larger bodies are dominated by their NumPy calls, which the Python loop runs at full speed.
 """
