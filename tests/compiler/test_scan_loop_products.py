@@ -273,3 +273,20 @@ def test_adjacent_nests_merge_only_when_exact(second, merged):
     assert (sum(ln.startswith("for j0") for ln in lines) == 1) == merged
     other = loops._fuse_nests([first, "s = 1", _nest([("a", True)], ["b"])])  # a statement between: no merge
     assert sum(ln.startswith("for j0") for ln in other) == 2
+
+
+@needs_numba
+@pytest.mark.parametrize("hidden", [1, 3, 33])
+def test_lstm_gradient_of_other_hidden_sizes_matches_numpy_path(rng, hidden):
+    """Hidden sizes whose products are explicit loops (1, 3) or BLAS calls of odd width (33): the gate pads of the
+    gradient become boxes of one column up to 33 columns."""
+    params = ((rng.standard_normal((INPUT, 4 * hidden)) / np.sqrt(INPUT)),
+              (rng.standard_normal((hidden, 4 * hidden)) / np.sqrt(hidden)),
+              (rng.standard_normal(4 * hidden) * 0.1))
+    xs = rng.standard_normal((7, BATCH, INPUT))
+    for dtype in (np.float32, np.float64):
+        p = tuple(a.astype(dtype) for a in params)
+        got, want, exe = _compiled(fluxion.value_and_grad(_lstm_loss), p, xs.astype(dtype))
+        assert exe.source.count("loop kernel of a scan") == 2
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, **_tol(dtype))
