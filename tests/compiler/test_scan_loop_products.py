@@ -290,3 +290,9 @@ def test_lstm_gradient_of_other_hidden_sizes_matches_numpy_path(rng, hidden):
         assert exe.source.count("loop kernel of a scan") == 2
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, **_tol(dtype))
+
+
+def test_a_merged_nest_writes_at_most_max_nest_writes_buffers():
+    nests = [_nest([("x", True)], [f"b{k}"]) for k in range(loops.MAX_NEST_WRITES + 3)]
+    lines = loops._fuse_nests(nests)
+    assert sum(ln.startswith("for j0") for ln in lines) == 2
