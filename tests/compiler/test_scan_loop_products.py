@@ -179,3 +179,120 @@ def test_loop_kernel_products_run_on_one_scipy_blas_thread_whatever_was_set_befo
     finally:
         set_(before)
         threads._local.__dict__.pop("scipy_blas", None)
+
+
+# Bodies exercising the element-loop plans: pads expanded in the formula that reads them (one loop per box of the
+# output, or a bounds test where a pad is read at a shifted index), a carry summing a stacked value's columns after
+# the loop, and carried products sharing their right operand summed as one product. Each: (name, body, carry
+# initial values, xs shape, dtype).
+def _pads_body(c, x):  # x (4, 6) -> three pads onto (8, 8): disjoint blocks, an overlapping one with a fill
+    y = jnp.tanh(x)
+    p1 = lax.pad(y, jnp.zeros((), x.dtype), ((0, 4, 0), (0, 2, 0)))
+    p2 = lax.pad(x * 2.0, jnp.zeros((), x.dtype), ((4, 0, 0), (2, 0, 0)))
+    p3 = lax.pad(x, jnp.full((), -1.5, x.dtype), ((2, 2, 0), (2, 0, 0)))
+    s = p1 + p2 * p3
+    return c + s, s
+
+
+def _nested_pads_body(c, x):  # a pad inside a pad's operand: read at a shifted index, so with a bounds test
+    inner = lax.pad(x, jnp.full((), 0.5, x.dtype), ((1, 0, 0), (0, 2, 0)))   # (5, 8)
+    outer = lax.pad(inner * 3.0, jnp.zeros((), x.dtype), ((2, 1, 0), (0, 0, 0)))  # (8, 8)
+    s = outer + c
+    return s * 0.5, s
+
+
+def _column_sums_body(carry, x):  # x (5, 6): a bias-like carry summing the columns of xs
+    c, w = carry
+    return (c + x.sum(0), w + x.T @ x), x * 2.0
+
+
+def _shared_right_operand_body(carry, x):  # two carried product sums against the same per-step value
+    h, acc1, acc2 = carry
+    y = jnp.tanh(h @ _W + x)                  # (16, 48)
+    z = jnp.sin(x)                            # a computed per-step value, stacked
+    return (y @ _U, acc1 + x.T @ y, acc2 + z.T @ y), y.sum(1)
+
+
+_W = (np.random.default_rng(1).standard_normal((48, 48)) * 0.1).astype(np.float32)
+_U = (np.random.default_rng(2).standard_normal((48, 48)) * 0.1).astype(np.float32)
+
+ELEMENT_PLAN_CASES = [
+    ("pads", _pads_body, lambda dt: np.zeros((8, 8), dt), (5, 4, 6)),
+    ("nested_pads", _nested_pads_body, lambda dt: np.zeros((8, 8), dt), (5, 4, 6)),
+    ("column_sums", _column_sums_body,
+     lambda dt: (np.zeros(6, dt), np.zeros((6, 6), dt)), (7, 5, 6)),
+    ("shared_right_operand", _shared_right_operand_body,
+     lambda dt: (np.zeros((16, 48), dt), np.zeros((48, 48), dt), np.zeros((48, 48), dt)), (6, 16, 48)),
+]
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name,body,init,xs_shape", ELEMENT_PLAN_CASES, ids=[c[0] for c in ELEMENT_PLAN_CASES])
+def test_element_loop_plans_match_numpy_path(rng, name, body, init, xs_shape, dtype, reverse):
+    xs = rng.standard_normal(xs_shape).astype(dtype)
+    carry = init(dtype)
+
+    def f(carry, xs):
+        return lax.scan(body, carry, xs, reverse=reverse)
+
+    with fluxion.config.override("jax_enable_x64", dtype == np.float64):
+        closed = closed_of(f, carry, xs)
+    scan = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"][0]
+    assert loops.scan_eligible(scan)
+    source = loops.build_scan(scan, 0).source
+    if name == "pads":  # three pads, one loop nest per box of their edges (4 x 3), no bounds test, no pad buffer
+        assert " if " not in source and source.count("for j0 in range(") == 12 + 1
+    if name == "nested_pads":
+        assert " if " in source  # the inner pad, read at a shifted index, tests its bounds
+    if name == "column_sums":  # summed after the loop
+        assert source.count("np.zeros(6, np.float64)") == 1
+    if name == "shared_right_operand":
+        assert source.count("np.dot(cat") == 1
+    got, want, exe = _compiled(f, carry, xs)
+    assert "loop kernel of a scan" in exe.source
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, **(_tol(dtype) if dtype == np.float64 else dict(rtol=2e-5, atol=2e-5)))
+
+
+def _nest(reads, writes, body="pass"):
+    return loops._Nest([(0, 4), (0, 8)], [body], reads, writes)
+
+
+@pytest.mark.parametrize("second,merged", [
+    (_nest([("a", True)], ["b"]), True),            # reads what the first wrote, at the loop index
+    (_nest([("a", False)], ["b"]), False),          # ... at another index (a transpose, a shifted slice)
+    (_nest([("x", True)], ["x"]), True),            # overwrites what the first read at the loop index
+    (_nest([], ["y"]), False),                      # overwrites what the first read at another index
+])
+def test_adjacent_nests_merge_only_when_exact(second, merged):
+    first = _nest([("x", True), ("y", False)], ["a"], "first")
+    lines = loops._fuse_nests([first, second])
+    assert (sum(ln.startswith("for j0") for ln in lines) == 1) == merged
+    other = loops._fuse_nests([first, "s = 1", _nest([("a", True)], ["b"])])  # a statement between: no merge
+    assert sum(ln.startswith("for j0") for ln in other) == 2
+
+
+@needs_numba
+@pytest.mark.parametrize("hidden", [1, 3, 33])
+def test_lstm_gradient_of_other_hidden_sizes_matches_numpy_path(rng, hidden):
+    """Hidden sizes whose products are explicit loops (1, 3) or BLAS calls of odd width (33): the gate pads of the
+    gradient become boxes of one column up to 33 columns."""
+    params = ((rng.standard_normal((INPUT, 4 * hidden)) / np.sqrt(INPUT)),
+              (rng.standard_normal((hidden, 4 * hidden)) / np.sqrt(hidden)),
+              (rng.standard_normal(4 * hidden) * 0.1))
+    xs = rng.standard_normal((7, BATCH, INPUT))
+    for dtype in (np.float32, np.float64):
+        p = tuple(a.astype(dtype) for a in params)
+        got, want, exe = _compiled(fluxion.value_and_grad(_lstm_loss), p, xs.astype(dtype))
+        assert exe.source.count("loop kernel of a scan") == 2
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, **_tol(dtype))
+
+
+def test_a_merged_nest_writes_at_most_max_nest_writes_buffers():
+    nests = [_nest([("x", True)], [f"b{k}"]) for k in range(loops.MAX_NEST_WRITES + 3)]
+    lines = loops._fuse_nests(nests)
+    assert sum(ln.startswith("for j0") for ln in lines) == 2
