@@ -215,7 +215,9 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
         re = ew.convert_element_type(_normal_real(k_re, shape, real_dt), dt)
         im = ew.convert_element_type(_normal_real(k_im, shape, real_dt), dt)
         z = ew.add(re, ew.mul(_const(1j, dt), im))
-        return ew.div(z, _const(np.sqrt(2), dt))
+        # JAX divides by the constant sqrt(2); XLA rewrites a division by a constant into a product with its
+        # reciprocal (rounded in `dt`), which is what gives JAX's bits (a true complex division differs by an ulp).
+        return ew.mul(z, _const(np.asarray(1, dt) / np.asarray(np.sqrt(2), dt), dt))
     return _normal_real(data, shape, dt)
 
 
