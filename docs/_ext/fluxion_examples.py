@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import io
+import os
 import importlib.util
 import re
 import shlex
@@ -146,8 +147,16 @@ def _on_source_read(app, docname, source):
 
 
 def _on_builder_inited(app):
-    import plots
-    plots.draw_all(Path(app.srcdir) / "_generated")
+    # The plots train the MNIST model with fluxion, whose threaded kernels start Numba's OpenMP thread pool. Drawn in
+    # this process, `sphinx -j` would then fork its readers from a process using GNU OpenMP, and a reader running a
+    # threaded kernel (the guides' examples) is terminated by libgomp ("fork() called from a process already using
+    # GNU OpenMP"). So they are drawn in a child process of their own.
+    import subprocess
+    import sys
+    code = "import sys; from pathlib import Path; import plots; plots.draw_all(Path(sys.argv[1]))"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(DOCS / "_ext"), str(DOCS.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, "-c", code, str(Path(app.srcdir) / "_generated")], check=True, env=env)
 
 
 def setup(app):
