@@ -162,12 +162,30 @@ def _winograd(x, w, oh, ow, ph, pw):
     n, _, _, c = x.shape
     o = w.shape[-1]
     th, tw = (oh + 1) // 2, (ow + 1) // 2
-    tiles = th * tw
     # The transformed kernel G w G^T, computed in float64 (its entries are exact halves of sums of weights).
     u = np.einsum("ik,klco,jl->ijco", _WINOGRAD_G, w.astype(np.float64), _WINOGRAD_G)
     u = np.ascontiguousarray(u.reshape(16, c, o).astype(x.dtype))
     res = np.empty((n, oh, ow, o), x.dtype)
-    chunk = max(1, min(n, WINOGRAD_TILES // tiles))
+
+    def finish(k, start, nb, vs, ms):
+        np.matmul(vs, u, out=ms)
+        fout(ms, res, start, nb, th, tw)
+    _winograd_chunks(x, fin, o, th, tw, ph, pw, finish)
+    return res
+
+
+def _winograd_chunk_size(n, th, tw):
+    """Images per Winograd chunk: about `WINOGRAD_TILES` tiles of 2x2 outputs, at least one image."""
+    return max(1, min(n, WINOGRAD_TILES // (th * tw)))
+
+
+def _winograd_chunks(x, fin, o, th, tw, ph, pw, finish):
+    """Transforms the input tiles of x (N, H, W, C) chunk by chunk on the chunk threads, and calls
+    `finish(k, start, nb, v, m)` for chunk k (images start .. start + nb - 1) with v (16, nb * tiles, C) the
+    transformed tiles and m (16, nb * tiles, o) a scratch buffer of that chunk's thread."""
+    n, _, _, c = x.shape
+    tiles = th * tw
+    chunk = _winograd_chunk_size(n, th, tw)
 
     def make_body():
         # Flat buffers, so that a last, shorter chunk is a contiguous prefix too.
@@ -180,11 +198,9 @@ def _winograd(x, w, oh, ow, ph, pw):
             vs = v[:16 * nb * tiles * c].reshape(16, nb * tiles, c)
             ms = m[:16 * nb * tiles * o].reshape(16, nb * tiles, o)
             fin(x, vs, start, nb, th, tw, ph, pw)
-            np.matmul(vs, u, out=ms)
-            fout(ms, res, start, nb, th, tw)
+            finish(k, start, nb, vs, ms)
         return body
     _run_chunks(-(-n // chunk), make_body)
-    return res
 
 
 def _winograd_weight_gradient(x, g, ph, pw):
@@ -197,26 +213,13 @@ def _winograd_weight_gradient(x, g, ph, pw):
     n, _, _, c = x.shape
     _, oh, ow, o = g.shape
     th, tw = (oh + 1) // 2, (ow + 1) // 2
-    tiles = th * tw
     g = np.ascontiguousarray(g)
-    chunk = max(1, min(n, WINOGRAD_TILES // tiles))
-    chunks = -(-n // chunk)
-    parts = np.empty((chunks, 16, c, o), x.dtype)
+    parts = np.empty((-(-n // _winograd_chunk_size(n, th, tw)), 16, c, o), x.dtype)
 
-    def make_body():
-        v = np.empty(16 * chunk * tiles * c, x.dtype)
-        y = np.empty(16 * chunk * tiles * o, x.dtype)
-
-        def body(k):
-            start = k * chunk
-            nb = min(chunk, n - start)
-            vs = v[:16 * nb * tiles * c].reshape(16, nb * tiles, c)
-            ys = y[:16 * nb * tiles * o].reshape(16, nb * tiles, o)
-            fin(x, vs, start, nb, th, tw, ph, pw)
-            fgrad(g, ys, start, nb, th, tw)
-            np.matmul(vs.transpose(0, 2, 1), ys, out=parts[k])
-        return body
-    _run_chunks(chunks, make_body)
+    def finish(k, start, nb, vs, ys):
+        fgrad(g, ys, start, nb, th, tw)
+        np.matmul(vs.transpose(0, 2, 1), ys, out=parts[k])
+    _winograd_chunks(x, fin, o, th, tw, ph, pw, finish)
     du = _sum_in_order(parts)
     # w's gradient G^T dU G, in float64 as the forward transform.
     dw = np.einsum("ik,ijco,jl->klco", _WINOGRAD_G, du.reshape(4, 4, c, o).astype(np.float64), _WINOGRAD_G)
