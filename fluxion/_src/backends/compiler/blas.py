@@ -15,11 +15,9 @@ import os
 
 import numpy as np
 
-from ...core import ClosedJaxpr
 from ...lax.convolution import conv_general_dilated_p
 from ...lax.linalg import cholesky_p, det_p, eigh_p, qr_p, slogdet_p, solve_p, svd_p, triangular_solve_p
 from ...lax.reductions import dot_general_p
-from . import ir
 
 
 def _find_controls(libdir: str = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")):
@@ -68,8 +66,3 @@ def set_threads(n: int) -> None:
 # Primitives whose implementation calls BLAS.
 BLAS_PRIMITIVES = frozenset({dot_general_p, conv_general_dilated_p, cholesky_p, triangular_solve_p, solve_p, det_p,
                              slogdet_p, eigh_p, qr_p, svd_p})
-
-
-def uses_blas(closed: ClosedJaxpr) -> bool:
-    """Whether the program (or any sub-program: loop bodies, branches) has an equation that calls BLAS."""
-    return any(e.primitive in BLAS_PRIMITIVES for e in ir.all_eqns(closed.jaxpr))
