@@ -234,9 +234,8 @@ def stacked_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     if a.ndim < 3 or a.shape[:-2] != b.shape[:-2] or a.shape[0] < 2:
         return np.matmul(a, b)
-    from . import blas, threads
-    if blas.available():
-        threads.blas_for(False)
+    from . import threads
+    threads.one_blas_thread()
     if threads.current() <= 1:
         return np.matmul(a, b)   # the same per-matrix BLAS calls, without a Python call per matrix
     out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a.dtype, b.dtype))

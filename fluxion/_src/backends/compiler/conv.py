@@ -51,7 +51,7 @@ import itertools
 
 import numpy as np
 
-from . import blas, convkernels, ir, threads
+from . import convkernels, ir, threads
 from .memory import FRESH
 
 # Patch matrices are built and multiplied in chunks of about this many elements: big enough for BLAS to run at
@@ -104,8 +104,7 @@ def _out_size(size, k, stride, rdil, ldil, lo, hi):
 def _run_chunks(count, make_body):
     """Runs the chunks of a kernel path on the chunk threads (`threads.run_chunks`), each product on one BLAS thread:
     the chunks' products are small, and the threads are better spent on whole chunks (see `threads`)."""
-    if blas.available():
-        threads.blas_for(False)
+    threads.one_blas_thread()
     threads.run_chunks(count, make_body)
 
 

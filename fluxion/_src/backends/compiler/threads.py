@@ -293,6 +293,13 @@ def blas_for(parallel: bool) -> None:
         state["blas"] = n
 
 
+def one_blas_thread() -> None:
+    """Sets OpenBLAS to one thread (where fluxion can set it), before work whose products run on the chunk threads
+    (`run_chunks`): each of those products takes one BLAS thread, the threads go to whole chunks."""
+    if blas.available():
+        blas_for(False)
+
+
 def scipy_blas_serial() -> None:
     """Sets the OpenBLAS SciPy ships -- the one `np.dot` calls inside Numba code -- to one thread, before a scan's
     loop kernel runs. Its products are per-step sized (below `BLAS_MIN_WORK` for the workloads loop kernels take),
