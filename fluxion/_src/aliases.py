@@ -15,7 +15,8 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
-import threading
+
+from . import forks
 
 # Top-level name -> the fluxion package that mirrors it.
 ALIASES = {
@@ -30,7 +31,7 @@ ALIASES = {
 # Packages that exist only as parts of the real libraries' builds; a program importing them needs the real thing.
 _NEVER = {"jaxlib"}
 
-_lock = threading.Lock()
+_lock = forks.lock()
 
 
 def mirror_name(fullname: str) -> str | None:

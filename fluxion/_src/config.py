@@ -93,8 +93,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from typing import Any, Callable, Iterator
+
+from . import forks
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -444,7 +445,7 @@ class UserContext:
 
 
 _user_contexts: list[UserContext] = []
-_user_context_lock = threading.Lock()
+_user_context_lock = forks.lock()
 _user_context_hooks: list[Callable[[], None]] = []
 
 

@@ -25,13 +25,11 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, forks, profiler
 from .array_methods import ArrayOps
 from .config import config
-from . import profiler
 from .memory import MemorySpace
 from .sharding import EXPLICIT_IN_USE, type_sharding
-
 
 # --------------------------------------------------------------------------------------------------------------
 # Abstract values
@@ -693,7 +691,7 @@ class AllEager:
 
 
 all_eager = AllEager()
-_all_eager_lock = threading.Lock()
+_all_eager_lock = forks.lock()
 
 
 def _count_tracing_thread(delta: int) -> None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numbers
 import os
 import re
-import threading
 from typing import Sequence
 
+from . import forks
 from .config import config
 
 _DEFAULT_NUM_DEVICES = 1
@@ -85,7 +85,7 @@ class _Topology:
 _topology = _Topology()
 # Whether `config.update`/`set_num_cpu_devices` chose the count (the environment variable is checked at use).
 _explicit_count: list[bool] = [False]
-_cache_lock = threading.Lock()
+_cache_lock = forks.lock()
 _cache: dict = {}
 
 

@@ -13,13 +13,14 @@ being modified. Listeners are called on the recording thread, in registration or
 
 from __future__ import annotations
 
-import threading
 from typing import Callable
+
+from . import forks
 
 JAXPR_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _listeners: dict[str, tuple[Callable, ...]] = {"event": (), "duration": (), "span": (), "scalar": ()}
 
 

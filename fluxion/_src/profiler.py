@@ -28,7 +28,9 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-_state_lock = threading.Lock()
+from . import forks
+
+_state_lock = forks.lock()
 _session: "_Session | None" = None
 _activation_hooks: list[Callable[[bool], None]] = []
 

@@ -31,7 +31,7 @@ LAYERS = [
     ("fluxion._src.tree_util", 0), ("fluxion._src.devices", 0), ("fluxion._src.distributed", 0),
     ("fluxion._src.array_methods", 0), ("fluxion._src.traceback_util", 0), ("fluxion._src.source_info", 0),
     ("fluxion._src.mesh_utils", 0), ("fluxion._src.memory", 0), ("fluxion._src.monitoring", 0),
-    ("fluxion._src.profiler", 0),
+    ("fluxion._src.profiler", 0), ("fluxion._src.forks", 0),
     ("fluxion._src.sharding", 1),
     ("fluxion._src.core", 1),
     ("fluxion._src.interpreters", 2),

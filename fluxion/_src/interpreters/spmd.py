@@ -23,8 +23,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable, NamedTuple, Sequence
 
-from .. import distributed
-
+from .. import distributed, forks
 
 DEFAULT_COLLECTIVE_TIMEOUT = 300.0
 
@@ -281,7 +280,7 @@ class _DeviceThread:
 
 
 _device_threads: dict = {}
-_device_threads_lock = threading.Lock()
+_device_threads_lock = forks.lock()
 
 
 def _thread_for(device) -> _DeviceThread:

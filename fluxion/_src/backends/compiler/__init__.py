@@ -20,6 +20,7 @@ for every option).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -29,7 +30,7 @@ import numpy as np
 
 from ...config import config
 from ...core import ClosedJaxpr
-from . import codegen, disk_cache, heap, passes
+from . import codegen, disk_cache, heap, passes, threads  # threads before this module's at-fork hook (see there)
 
 
 def enabled() -> bool:
@@ -60,7 +61,7 @@ class Executable:
     """
 
     __slots__ = ("fn", "optimized", "module", "compile_seconds", "kernels", "tier", "_listeners", "donated",
-                 "name", "_hot", "__weakref__")
+                 "name", "_hot", "_numpy", "__weakref__")
 
     def __init__(self, fn: Callable, optimized: ClosedJaxpr, module: codegen.Module, compile_seconds: float,
                  kernels: Sequence[Any] = (), donated: Sequence[int] = (), name: str = "jitted"):
@@ -74,6 +75,7 @@ class Executable:
         self.donated = tuple(donated)
         self.name = name
         self._hot: _HotTrigger | None = None
+        self._numpy = (fn, module)  # the NumPy-only tier, kept for `_after_fork_without_threads`
 
     def __call__(self, *args):
         return self.fn(*args)
@@ -93,8 +95,34 @@ class Executable:
         self.module = module
         self.kernels = list(kernels)
         self.tier = tier
+        # Whole-step functions fall back on the fused tier's code, so every kernel listed may run.
+        if any(getattr(k, "parallel", False) for k in self.kernels):
+            _threaded_executables.add(self)
+        else:
+            _threaded_executables.discard(self)
         hot = self._hot
         self._set_fn(hot.wrap(fn) if hot is not None else fn)
+
+    def _after_fork_without_threads(self) -> None:
+        """In a child forked after OpenMP started (`threads.forked_after_openmp`), where this executable's
+        multi-threaded kernels must not run: back to the NumPy code, and on the next call a serial fused tier is
+        built (its kernels are on disk when the parent compiled its serial tier first, as it does by default)."""
+        numpy_fn, module = self._numpy
+        self.module, self.kernels, self.tier = module, [], 0
+        _threaded_executables.discard(self)
+        ref = weakref.ref(self)
+        once = threading.Lock()
+
+        def first_call(*args):
+            exe = ref()
+            if exe is not None and once.acquire(blocking=False):
+                hot = exe._hot
+                exe._set_fn(hot.wrap(numpy_fn) if hot is not None else numpy_fn)
+                from . import fusion
+                _fused_tier_soon(exe, fusion.prepare(exe.optimized), disk_cache.key(exe.optimized, exe.donated),
+                                 None, exe.name, time.perf_counter())
+            return numpy_fn(*args)
+        self._set_fn(first_call)
 
     def _set_fn(self, fn: Callable) -> None:
         self.fn = fn
@@ -108,6 +136,21 @@ class Executable:
             what = "whole-step function" if k.digest.startswith("w") else "fused kernel"
             text += f"\n# ---- {what} k_{k.digest} ({k.status}) ----\n{k.source}"
         return text
+
+
+# The executables whose current tier may call a multi-threaded kernel (see `Executable.upgrade`).
+_threaded_executables: "weakref.WeakSet[Executable]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """See `threads.forked_after_openmp`. Registered after `threads`' own hook (imported above), which sets it."""
+    if threads.forked_after_openmp():
+        for exe in list(_threaded_executables):
+            exe._after_fork_without_threads()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _HotTrigger:

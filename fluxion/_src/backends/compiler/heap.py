@@ -21,8 +21,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 
+from ... import forks
 from ...config import config
 
 # mallopt parameters (glibc's malloc.h).
@@ -34,7 +34,7 @@ TRIM_THRESHOLD = 64 << 20
 
 _USER_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _done = False      # the settings were considered (once per process)
 _applied = False   # and are in force
 

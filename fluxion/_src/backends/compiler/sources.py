@@ -13,11 +13,12 @@ window for that race once per `PRUNE_AFTER` dropped programs.
 from __future__ import annotations
 
 import linecache
-import threading
+
+from ... import forks
 
 PRUNE_AFTER = 4096
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _dropped: list[str] = []
 
 

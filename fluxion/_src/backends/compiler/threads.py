@@ -67,6 +67,9 @@ Numba's thread count to `current()` and notes OpenBLAS's, `blas_for` sets OpenBL
 thread-local copy of the count it set skips the call into OpenBLAS when nothing changes), and `leave` restores
 OpenBLAS's count for eager NumPy code. OpenBLAS's count is one per process: two Python threads running compiled
 code at once may see each other's settings.
+
+A process forked after Numba started GNU OpenMP's threads must not start a parallel region (GNU OpenMP ends it):
+there, fused kernels are serial (`forked_after_openmp`). The chunk pool starts afresh in a forked child.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ... import forks
 from ...config import config, thread_limit
 from ...lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
 from ...lax.reductions import dot_general_p
@@ -155,7 +159,7 @@ class _Monitor:
     """
 
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = forks.lock()
         self.next_check = 0.0
         self.last = None   # (wall, machine busy seconds, own cpu seconds)
         others = _runnable_others()
@@ -356,14 +360,31 @@ def _mark_pool_thread() -> None:
     _local.in_pool = True
 
 
-def _forget_pool() -> None:
-    """In a forked child the pool's threads do not exist (its queued chunks would wait forever): start afresh."""
-    global _pool, _pool_lock
+# Set in a process forked from one where Numba had started GNU OpenMP's threads (`runtime.openmp_started`).
+_forked_after_openmp = False
+
+
+def forked_after_openmp() -> bool:
+    """Whether this process was forked after Numba started GNU OpenMP threads (in its parent, or earlier up the
+    line). GNU OpenMP ends such a child when it starts a parallel region ("Terminating: fork() called from a process
+    already using GNU OpenMP, this is unsafe."), so it runs no multi-threaded kernel: `fusion.parallel_possible` is
+    False, new programs get serial kernels, and executables whose tier calls threaded kernels go back to their NumPy
+    code and build a serial tier on their next call (`compiler._after_fork_in_child`). Chunked lowerings
+    (`run_chunks`: Python threads) and BLAS keep their threads."""
+    return _forked_after_openmp
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child the chunk pool's threads do not exist (its queued chunks would wait forever): start afresh.
+    Notes whether the parent had started OpenMP (see `forked_after_openmp`)."""
+    global _pool, _pool_lock, _forked_after_openmp
     _pool, _pool_lock = None, threading.Lock()
+    if runtime.openmp_started():
+        _forked_after_openmp = True
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def run_chunks(count: int, make_body) -> int:

@@ -26,7 +26,9 @@ from typing import Callable
 
 import numpy as np
 
-_lock = threading.Lock()
+from ... import forks
+
+_lock = forks.lock()
 _ready: dict = {}    # itemsize -> compiled select kernel
 _started: set = set()
 _INT = {4: np.int32, 8: np.int64}

@@ -36,12 +36,11 @@ from ....config import config, thread_limit
 from ....core import ClosedJaxpr, Var
 from .. import ir, memory
 from ..memory import FRESH
-from . import check
+from . import check, runtime
 from . import groups as _groups
 from . import kernel as _kernel
 from . import loops as _loops
 from . import onehot as _onehot
-from . import runtime
 from .rewrite import recompute_residuals, vector_dots_as_reductions
 
 # In check mode (`check`), groups of any size are fused, and kernels use threads from this much work on, so that
@@ -75,8 +74,12 @@ def available() -> bool:
 def parallel_possible() -> bool:
     """Whether multi-threaded kernels can run on more than one thread in this process: more than one core is
     available, and neither `fluxion_num_threads` nor a thread-limit variable (`OMP_NUM_THREADS`, ...,
-    `NUMBA_NUM_THREADS`) pins compiled code to one thread. Otherwise a threaded kernel only costs compile time."""
+    `NUMBA_NUM_THREADS`) pins compiled code to one thread, and the process is not a child forked after OpenMP
+    started (`threads.forked_after_openmp`). Otherwise a threaded kernel only costs compile time (or, in such a
+    child, ends the process)."""
     from .. import threads
+    if threads.forked_after_openmp():  # see there: no OpenMP parallel region may start in this process
+        return False
     limits = [threads.CORES, config.fluxion_num_threads, thread_limit()]
     return min(n for n in limits if n is not None) > 1
 
@@ -152,7 +155,10 @@ class Planner:
                  min_elements: int | None = None, serial: bool | None = None):
         self.kernels = kernels if kernels is not None else []
         self.load = load
-        self.allow_parallel = allow_parallel
+        from .. import threads  # imported here: threads imports this package's runtime
+        # In a child forked after OpenMP started, kernels that would use threads are left for a later tier that
+        # never comes (`parallel_possible` is False there): the tier is stored as a serial one (see `compiler`).
+        self.allow_parallel = allow_parallel and not threads.forked_after_openmp()
         self.deferred_parallel = False
         # The whole-step tier (`compiler.wholestep`) fuses groups of any size on one thread: it passes 1 and True.
         self.min_elements = min_elements

@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-import threading
 import time
 import warnings
 
+from .... import forks
 from ....config import config
 
 # Temporary files (`.tmp-*`) older than this are left over from killed processes.
@@ -32,7 +32,7 @@ STALE_TMP_SECONDS = 3600
 # a few thousand kernels).
 MAINTAIN_INTERVAL_SECONDS = 60.0
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _verdicts: dict = {}          # directory -> None (usable) or the reason it is refused
 _last_maintenance = [float("-inf")]
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import warnings
+
+from .... import forks
 
 VARIABLE = "NUMBA_NUM_THREADS"
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _warned: set = set()  # values of the variable already reported
 
 

@@ -87,7 +87,11 @@ from . import cachedir, numba_pool
 
 logger = logging.getLogger("fluxion.jit")
 
-_lock = threading.Lock()  # held while a kernel loads or compiles (seconds): one load at a time
+# Held while a kernel loads or compiles (seconds): one load at a time. Re-entrant so that a fork from the thread
+# holding it (see `_before_fork`) does not wait for itself.
+_lock = threading.RLock()
+# Held by `prewarm` while it imports Numba and sets it up: a fork waits for it (see `_before_fork`).
+_setup_lock = threading.RLock()
 # Guards the records `stats()` returns, apart from `_lock` so that reading them never waits for a compilation.
 _records_lock = threading.Lock()
 # digest -> Numba dispatcher, for as long as some executable (or caller) holds the dispatcher.
@@ -426,8 +430,9 @@ def _cache_holds_machine_code() -> bool:
 
 def _prewarm_job() -> None:
     try:
-        from . import warmup
-        warmup.set_up()
+        with _setup_lock:
+            from . import warmup
+            warmup.set_up()
     except Exception as err:  # noqa: BLE001 -- a broken Numba: each kernel then fails (and says so) on its own
         logger.info("fluxion: Numba's warm-up failed (%s: %s)", type(err).__name__, err)
         return
@@ -571,13 +576,32 @@ class _Worker:
         self.cv = threading.Condition()
         self.order = itertools.count()
 
+        self.running: tuple | None = None  # the queue entry of the job being run
+
     def submit(self, job: Callable[[], None], priority: int = FIRST_TIER) -> None:
         with self.cv:
             self.pending += 1
+        self._start()
+        self.jobs.put((priority, next(self.order), _generation, job))
+
+    def _start(self) -> None:
         if self.thread is None or not self.thread.is_alive():
             self.thread = threading.Thread(target=self._run, name="fluxion-kernel-compiler", daemon=True)
             self.thread.start()
-        self.jobs.put((priority, next(self.order), _generation, job))
+
+    def after_fork(self, keep_jobs: bool) -> None:
+        """In a forked child, where the compiler thread does not exist: the jobs queued in the parent, and the one
+        it was running (which starts over: every job checks the tier it would build), run on a new thread -- or,
+        without `keep_jobs`, are dropped."""
+        entries = list(self.jobs.queue) + ([self.running] if self.running is not None else [])
+        self.jobs = queue.PriorityQueue()
+        self.cv = threading.Condition()
+        self.thread, self.running = None, None
+        self.pending = len(entries) if keep_jobs else 0
+        if self.pending:
+            for entry in entries:
+                self.jobs.put(entry)
+            self._start()
 
     def drop_queued(self) -> None:
         """Removes the jobs not started yet (the running one, if any, finishes)."""
@@ -595,13 +619,16 @@ class _Worker:
 
     def _run(self) -> None:
         while True:
-            _, _, generation, job = self.jobs.get()
+            entry = self.jobs.get()
+            _, _, generation, job = entry
+            self.running = entry
             try:
                 if generation == _generation:  # else submitted before `release_kernels`: dropped
                     job()
             except Exception:  # noqa: BLE001 -- logged; the executable keeps its NumPy code
                 logger.exception("fluxion: background kernel compilation failed")
             finally:
+                self.running = None
                 with self.cv:
                     self.pending -= 1
                     self.cv.notify_all()
@@ -624,3 +651,90 @@ def submit(job: Callable[[], None], priority: int = FIRST_TIER) -> None:
 def wait_for_kernels(timeout: float | None = None) -> bool:
     """Blocks until every submitted background compilation has finished; returns False on timeout."""
     return _worker.wait(timeout)
+
+
+# Forking (`os.fork`, multiprocessing's "fork" start method) while another thread compiles would give the child
+# Numba's compiler lock, and this module's, held by a thread that does not exist there: the child's first
+# compilation or kernel load would wait forever (measured: a child forked 0.2 s after a first jitted call hung in
+# its first `jit` with `fluxion_jit_sync_kernels`; one forked while `prewarm` imported Numba found it half
+# imported). So a fork waits, up to `FORK_WAIT_SECONDS`, until `prewarm` has imported and set up Numba, no kernel
+# loads and Numba compiles nothing, and holds those locks across the fork; the child then restarts the compiler thread with the parent's queued jobs
+# (`_Worker.after_fork`). A compilation still running after the wait (none takes that long on the benchmark
+# machine; a whole-step function takes a few seconds) leaves the child without Numba: its programs keep the
+# kernels already loaded and use the NumPy path for the rest.
+FORK_WAIT_SECONDS = 30.0
+_fork_held: list = []       # the locks `_before_fork` acquired, released on both sides of the fork
+_fork_complete = False      # whether `_before_fork` acquired every lock
+
+
+def _numba_compiler_lock() -> Any:
+    """Numba's process-wide compiler lock (the re-entrant lock inside its `global_compiler_lock`), or None when
+    Numba is not imported (or that lock is not where this Numba version keeps it)."""
+    if "numba" not in sys.modules:
+        return None
+    try:
+        # Importing `numba` waits for an import of it under way in another thread (its module lock; its submodule
+        # `compiler_lock` is complete early in that import, so importing only that would not wait).
+        importlib.import_module("numba")
+        from numba.core.compiler_lock import global_compiler_lock
+    except Exception:  # noqa: BLE001 -- a broken Numba compiles nothing
+        return None
+    lock = getattr(global_compiler_lock, "_lock", None)
+    return lock if hasattr(lock, "acquire") else None
+
+
+def _before_fork() -> None:
+    global _fork_complete
+    deadline = time.monotonic() + FORK_WAIT_SECONDS
+    held = []
+    # In the order the compiler thread takes them (a prewarm holds the first, then Numba's; a load `_lock`, then
+    # Numba's), so that waiting for one never waits on a thread that waits for us.
+    for get in (lambda: _setup_lock, lambda: _lock, _numba_compiler_lock, lambda: _records_lock):
+        lock = get()
+        if lock is None:
+            continue
+        if not lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            break
+        held.append(lock)
+    else:
+        _fork_complete = True
+        _fork_held[:] = held
+        return
+    _fork_complete = False
+    _fork_held[:] = held
+
+
+def _release_fork_locks() -> list:
+    held = list(_fork_held)
+    _fork_held.clear()
+    for lock in reversed(held):
+        lock.release()
+    return held
+
+
+def _after_fork_in_child() -> None:
+    global _setup_lock, _lock, _records_lock, _numba_ok
+    _release_fork_locks()
+    if not _fork_complete:
+        # Some thread of the parent was inside a compilation: Numba's state may be half updated. This process no
+        # longer compiles or loads kernels (it keeps those loaded), and this module's locks start afresh.
+        _setup_lock, _lock, _records_lock = threading.RLock(), threading.RLock(), threading.Lock()
+        _numba_ok = False
+        logger.warning("fluxion: forked while a kernel compiled for over %.0f s; this process uses the kernels "
+                       "already loaded and the NumPy path otherwise", FORK_WAIT_SECONDS)
+    _worker.after_fork(keep_jobs=_fork_complete)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_release_fork_locks,
+                        after_in_child=_after_fork_in_child)
+
+
+def openmp_started() -> bool:
+    """Whether Numba has started GNU OpenMP threads in this process (or in the parent it was forked from): a forked
+    child must then not run a multi-threaded kernel, which GNU OpenMP ends with "Terminating: fork() called from a
+    process already using GNU OpenMP" (see `threads`). Numba's other threading layers (TBB, its own workqueue) are
+    safe to use after a fork."""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return bool(parallel is not None and getattr(parallel, "_is_initialized", False)
+                and getattr(parallel, "_threading_layer", None) == "omp")
