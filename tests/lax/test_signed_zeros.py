@@ -182,3 +182,24 @@ def test_pmax_pmin_across_replicas_order_negative_zero_below_positive_zero(trans
     for row in range(2):
         _same_bits(hi[row], _reference_reduce(x, 0, True))
         _same_bits(lo[row], _reference_reduce(x, 0, False))
+
+
+# (shape, axis) of sums of negative zeros: over axes of extent 1 only XLA reshapes (the result keeps -0.0); over more
+# elements it adds from +0.0.
+_ONE_ELEMENT_SUMS = [((1,), None), ((3, 1), 1), ((1, 3), 0), ((2, 1, 4), (1,)), ((2,), None), ((3, 1), (0, 1)),
+                     ((1, 1), None)]
+
+
+@pytest.mark.parametrize("shape,axis", _ONE_ELEMENT_SUMS, ids=[f"{s}-{a}" for s, a in _ONE_ELEMENT_SUMS])
+@pytest.mark.parametrize("how", ["eager", "jit", "jit_large"])
+def test_sums_of_negative_zero_keep_the_sign_as_jax(shape, axis, how):
+    jax = pytest.importorskip("jax")
+    jjnp = pytest.importorskip("jax.numpy")
+    if how == "jit_large":   # a fused reduction (the compiled program of a large operand)
+        shape = (LARGE,) + shape
+        axis = None if axis is None else tuple(a + 1 for a in np.atleast_1d(axis))
+    x = -np.zeros(shape, F32)
+    want = jax.jit(jjnp.sum, static_argnums=1)(x, axis)
+    f = jnp.sum if how == "eager" else fluxion.jit(jnp.sum, static_argnums=1)
+    _same_bits(f(x, axis), want)
+    np.testing.assert_array_equal(np.signbit(np.asarray(jjnp.sum(x, axis))), np.signbit(np.asarray(want)))

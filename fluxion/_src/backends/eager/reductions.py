@@ -11,6 +11,9 @@ from . import minmax, register_impl
 
 def reduce_sum(x, *, axes):
     x = np.asarray(x)
+    if axes and all(x.shape[a] == 1 for a in axes):
+        # One element per sum: XLA reshapes (a sum of one -0.0 is -0.0; NumPy adds it to +0.0).
+        return x.reshape([n for k, n in enumerate(x.shape) if k not in axes]).copy()
     return np.sum(x, axis=axes, dtype=x.dtype)
 
 

@@ -7,6 +7,7 @@ Rules (each applies only when the replacement has exactly the result's shape and
 * `convert_element_type` to the operand's own dtype, `reshape`/`broadcast_in_dim` to the same shape, identity
   `transpose`, empty `squeeze`/`rev`/reductions, full `slice`, zero `pad`, single-operand
   `concatenate`, `stop_gradient`, `copy` -> the operand;
+* a reduction over axes of extent 1 only -> `reshape` (as XLA: the sum of one `-0.0` stays `-0.0`);
 * `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
 * `select_n` with one case, identical cases or a literal predicate -> the chosen case;
 * `transpose` swapping the two free axes of a matrix product `dot_general(a, b)` read by nothing else ->
@@ -91,6 +92,17 @@ def _when(pred: Callable[[JaxprEqn], bool]) -> Rule:
     return rule
 
 
+def _either(*rules: Rule) -> Rule:
+    """The first of `rules` that applies."""
+    def rule(ctx, e):
+        for r in rules:
+            res = r(ctx, e)
+            if res is not None:
+                return res
+        return None
+    return rule
+
+
 def _transposed_product(ctx, e, perm: tuple):
     """`dot_general(b, a)` for `transpose(dot_general(a, b))` when the transpose swaps the product's two free axes
     (after its batch axes) and is the product's only reader, else None."""
@@ -153,6 +165,18 @@ def _broadcast(ctx, e):
     return None
 
 
+def _degenerate_reduction(ctx, e):
+    """A reduction whose reduced axes all have extent 1 -> `reshape` (XLA's simplifier does the same, so a sum of
+    one `-0.0` is `-0.0` in JAX, not the `+0.0` that adding it to the initial zero would give)."""
+    axes = e.params["axes"]
+    x = e.invars[0]
+    if type(x) is Literal or not axes or any(x.aval.shape[a] != 1 for a in axes):
+        return None
+    if x.aval.dtype != e.outvars[0].aval.dtype:
+        return None
+    return e._replace(primitive=reshape_p, params={"new_sizes": e.outvars[0].aval.shape, "dimensions": None})
+
+
 def _select(ctx, e):
     which, *cases = e.invars
     out = e.outvars[0]
@@ -189,10 +213,10 @@ RULES: dict[Primitive, Rule] = {
     broadcast_in_dim_p: _broadcast,
     squeeze_p: _when(lambda e: not e.params["dimensions"]),
     rev_p: _when(lambda e: not e.params["dimensions"]),
-    reduce_sum_p: _when(lambda e: not e.params["axes"]),
-    reduce_max_p: _when(lambda e: not e.params["axes"]),
-    reduce_min_p: _when(lambda e: not e.params["axes"]),
-    reduce_prod_p: _when(lambda e: not e.params["axes"]),
+    reduce_sum_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
+    reduce_max_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
+    reduce_min_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
+    reduce_prod_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
     stop_gradient_p: _when(lambda e: True),
     copy_p: _when(lambda e: True),
     select_n_p: _select,
