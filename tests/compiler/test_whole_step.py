@@ -128,18 +128,76 @@ def test_unsupported_programs_keep_their_tier(rng):
         np.testing.assert_allclose(np.asarray(exe(x)[0]), np.asarray(fun(x)), rtol=1e-6)
 
 
-def test_arguments_of_another_layout_run_the_previous_tier(rng):
+def test_arguments_of_another_layout_are_copied_or_run_the_previous_tier(rng):
     x = rng.standard_normal((6, 5)).astype(np.float32)
     w = rng.standard_normal((5, 4)).astype(np.float32)
-    closed = closed_of(lambda x, w: jnp.tanh(x @ w), x, w)
+    v = rng.standard_normal(10).astype(np.float32)
+    closed = closed_of(lambda x, w, v: (jnp.tanh(x @ w), v * 2.0), x, w, v[:5])
     exe = compiler.compile_closed(closed, fuse=True, whole_step=True)
     assert compiler.wait_for_kernels(600) and exe.tier == 2
-    strided = np.asfortranarray(x)  # same values, column-major: Numba's C-contiguous signature refuses it
-    got = np.asarray(exe(strided, w)[0])
-    assert exe.fn.fallbacks == [1]
+    # Column-major matrices (a transposed view) are copied to C order by the entry function: still native.
+    got = np.asarray(exe(np.asfortranarray(x), np.asfortranarray(w), v[:5])[0])
+    assert exe.fn.fallbacks == [0]
     np.testing.assert_allclose(got, np.tanh(x @ w), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(exe(x, w)[0]), np.tanh(x @ w), rtol=1e-5, atol=1e-6)
+    # A strided vector: Numba's C-contiguous signature refuses it, and the previous tier runs.
+    got = [np.asarray(o) for o in exe(x, w, v[::2])]
     assert exe.fn.fallbacks == [1]
+    np.testing.assert_allclose(got[0], np.tanh(x @ w), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], v[::2] * 2)
+    np.testing.assert_allclose(np.asarray(exe(x, w, v[:5])[0]), np.tanh(x @ w), rtol=1e-5, atol=1e-6)
+    assert exe.fn.fallbacks == [1]
+
+
+def _log_prob_loss(logits, actions, advantages):
+    """A policy-gradient loss: the log-probability of each taken action (a gather with batching dimensions, whose
+    gradient is a scatter-add)."""
+    logp = fluxion.nn.log_softmax(logits)
+    taken = jnp.take_along_axis(logp, actions[:, None], axis=1)[:, 0]
+    return -jnp.mean(taken * advantages)
+
+
+_ROWS = np.array([3, 0, 3, 7, 1], np.int32)           # a repeated row: the scatter-adds accumulate twice into it
+_OUT_OF_BOUNDS = np.array([2, 9, -12, 5, 0], np.int32)  # 9 and -12 lie outside 8 rows (-12 even after wrapping)
+
+# name -> (function, argument makers): gathers and scatters of XLA's general forms, every mode.
+INDEXING = {
+    "take_along_axis_and_its_gradient": (fluxion.value_and_grad(_log_prob_loss), lambda r: [
+        r.standard_normal((6, 3)), np.array([0, 2, 1, 1, 0, 2], np.int32), r.standard_normal(6)]),
+    "rows": (lambda x, i: x[i] * 2.0, lambda r: [r.standard_normal((8, 5)), _ROWS]),
+    "rows_fill": (lambda x, i: x.at[i].get(mode="fill", fill_value=-1.5), lambda r: [r.standard_normal((8, 5)),
+                                                                                      _OUT_OF_BOUNDS]),
+    "rows_fill_nan": (lambda x, i: x.at[i].get(mode="fill"), lambda r: [r.standard_normal((8, 5)), _OUT_OF_BOUNDS]),
+    "columns_clip": (lambda x, i: jnp.take(x, i, axis=1, mode="clip"), lambda r: [r.standard_normal((3, 8)),
+                                                                                   _OUT_OF_BOUNDS]),
+    "pairs": (lambda x, i, j: x[i, j], lambda r: [r.standard_normal((8, 6)), _ROWS, _ROWS[::-1] % 6]),
+    "windows": (lambda x, s: fluxion.vmap(lambda k: lax.dynamic_slice(x, (k, 1), (3, 4)))(s),
+                lambda r: [r.standard_normal((8, 6)), np.array([0, 6, 2, -1], np.int32)]),   # 6, -1: clamped
+    "scatter_add_repeated": (lambda x, i, u: x.at[i].add(u), lambda r: [r.standard_normal((8, 5)), _ROWS,
+                                                                         r.standard_normal((5, 5))]),
+    "scatter_add_drop": (lambda x, i, u: x.at[i].add(u, mode="drop"), lambda r: [
+        r.standard_normal((8, 5)), _OUT_OF_BOUNDS, r.standard_normal((5, 5))]),
+    "scatter_add_pairs": (lambda x, i, j, u: x.at[i, j].add(u), lambda r: [
+        r.standard_normal((8, 6)), _ROWS, _ROWS % 6, r.standard_normal(5)]),
+    "scatter_set_clip": (lambda x, i, u: x.at[i].set(u, mode="clip"), lambda r: [
+        r.standard_normal((8, 5)), np.array([1, 4, 20], np.int32), r.standard_normal((3, 5))]),
+    "batched_take_along_axis": (fluxion.vmap(lambda x, i: jnp.take_along_axis(x, i, axis=0)), lambda r: [
+        r.standard_normal((2, 7, 3)), r.integers(0, 7, (2, 4, 3)).astype(np.int32)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXING))
+def test_gathers_and_scatters_in_the_whole_step_function_match_numpy(name, rng):
+    fun, make = INDEXING[name]
+    args = [a if a.dtype.kind in "iu" else a.astype(np.float32) for a in map(np.asarray, make(rng))]
+    closed = closed_of(fun, *args)
+    inlined = compiler.passes.optimize(closed).jaxpr.eqns
+    assert any(e.primitive.name in ("gather", "scatter-add", "scatter") for e in inlined), closed
+    want, got = run_whole(closed, *args)
+    if name == "take_along_axis_and_its_gradient":
+        _close(got, want, 1e-6)   # the softmax around it: rounding
+    else:
+        for g, w in zip(got, want):  # pure data movement and additions in the same order: the same bits
+            np.testing.assert_array_equal(g, w)
 
 
 def test_jit_runs_the_whole_step_function_and_matches_eager(rng):
