@@ -54,6 +54,25 @@ def _starts(batch: list, k: int, limit: int, clamp: bool, lines: list, pad: str)
     return name
 
 
+def _loops(var: str, shape: tuple, lines: list) -> str:
+    """Appends loops `for {var}0 in range(...)`, ... over `shape` (C order); returns the body's indentation."""
+    pad = "    "
+    for i, n in enumerate(shape):
+        lines.append(f"{pad}for {var}{i} in range({n}):")
+        pad += "    "
+    return pad
+
+
+def _operand_index(rank: int, starts: dict, batching: dict, window: dict) -> list:
+    """Per operand dimension, the index expression: its start index (`starts`: name per dimension), plus its window
+    offset (`window`: loop variable per dimension), or its batch position (`batching`); 0 where none applies."""
+    idx = []
+    for d in range(rank):
+        terms = [t[d] for t in (starts, batching, window) if d in t]
+        idx.append(" + ".join(terms) or "0")
+    return idx
+
+
 def gather_function(eqn, name: str) -> str:
     """Source of `name(operand, indices, out)`, filling `out` (the result's shape, C-contiguous) with the gather
     `eqn` computes."""
@@ -70,23 +89,12 @@ def gather_function(eqn, name: str) -> str:
         (window_vars if i in dn.offset_dims else batch_vars).append(f"i{i}")
     clamp = _mode_name(p.get("mode")) in ("CLIP", "PROMISE_IN_BOUNDS")
     lines = [f"def {name}(operand, indices, out):"]
-    pad = "    "
-    for i, n in enumerate(out_shape):
-        lines.append(f"{pad}for i{i} in range({n}):")
-        pad += "    "
+    pad = _loops("i", out_shape, lines)
     starts = {}
     for k, d in enumerate(dn.start_index_map):
         starts[d] = _starts(batch_vars[:batch_rank], k, op_shape[d] - sizes[d], clamp, lines, pad)
-    idx = []
-    for d in range(len(op_shape)):
-        terms = []
-        if d in starts:
-            terms.append(starts[d])
-        if d in dn.operand_batching_dims:
-            terms.append(batch_vars[dn.start_indices_batching_dims[list(dn.operand_batching_dims).index(d)]])
-        if d in window_dims:
-            terms.append(window_vars[window_dims.index(d)])
-        idx.append(" + ".join(terms) or "0")
+    batching = {d: batch_vars[a] for d, a in zip(dn.operand_batching_dims, dn.start_indices_batching_dims)}
+    idx = _operand_index(len(op_shape), starts, batching, dict(zip(window_dims, window_vars)))
     target = f"out[{_index([f'i{i}' for i in range(len(out_shape))])}]"
     value = f"operand[{_index(idx)}]"
     if clamp or not starts:
@@ -115,10 +123,7 @@ def scatter_function(eqn, name: str, accumulate: bool) -> str:
     window_size = {d: upd_shape[dn.update_window_dims[w]] for w, d in enumerate(window_dims)}
     clamp = _mode_name(p.get("mode")) == "CLIP"
     lines = [f"def {name}(out, indices, updates):"]
-    pad = "    "
-    for i, n in enumerate(upd_shape):
-        lines.append(f"{pad}for u{i} in range({n}):")
-        pad += "    "
+    pad = _loops("u", upd_shape, lines)
     starts = {}
     for k, d in enumerate(dn.scatter_dims_to_operand_dims):
         starts[d] = _starts(scatter_vars, k, op_shape[d] - window_size.get(d, 1), clamp, lines,
@@ -127,16 +132,8 @@ def scatter_function(eqn, name: str, accumulate: bool) -> str:
         outside = " or ".join(f"{starts[d]} < 0 or {starts[d]} > {op_shape[d] - window_size.get(d, 1)}"
                               for d in starts)
         lines += [f"{pad}if {outside}:", f"{pad}    continue"]
-    idx = []
-    for d in range(len(op_shape)):
-        terms = []
-        if d in starts:
-            terms.append(starts[d])
-        if d in dn.operand_batching_dims:
-            terms.append(scatter_vars[dn.scatter_indices_batching_dims[list(dn.operand_batching_dims).index(d)]])
-        if d in window_var:
-            terms.append(window_var[d])
-        idx.append(" + ".join(terms) or "0")
+    batching = {d: scatter_vars[a] for d, a in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims)}
+    idx = _operand_index(len(op_shape), starts, batching, window_var)
     op = "+=" if accumulate else "="
     lines.append(f"{pad}out[{_index(idx)}] {op} updates[{_index(update_vars)}]")
     return "\n".join(lines) + "\n"
