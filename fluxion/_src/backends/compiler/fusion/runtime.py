@@ -575,7 +575,6 @@ class _Worker:
         self.pending = 0
         self.cv = threading.Condition()
         self.order = itertools.count()
-
         self.running: tuple | None = None  # the queue entry of the job being run
 
     def submit(self, job: Callable[[], None], priority: int = FIRST_TIER) -> None:
@@ -658,8 +657,8 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
 # compilation or kernel load would wait forever (measured: a child forked 0.2 s after a first jitted call hung in
 # its first `jit` with `fluxion_jit_sync_kernels`; one forked while `prewarm` imported Numba found it half
 # imported). So a fork waits, up to `FORK_WAIT_SECONDS`, until `prewarm` has imported and set up Numba, no kernel
-# loads and Numba compiles nothing, and holds those locks across the fork; the child then restarts the compiler thread with the parent's queued jobs
-# (`_Worker.after_fork`). A compilation still running after the wait (none takes that long on the benchmark
+# loads and Numba compiles nothing, and holds those locks across the fork; the child then restarts the compiler
+# thread with the parent's queued jobs (`_Worker.after_fork`). A compilation still running after the wait (none takes that long on the benchmark
 # machine; a whole-step function takes a few seconds) leaves the child without Numba: its programs keep the
 # kernels already loaded and use the NumPy path for the rest.
 FORK_WAIT_SECONDS = 30.0
@@ -686,7 +685,7 @@ def _numba_compiler_lock() -> Any:
 def _before_fork() -> None:
     global _fork_complete
     deadline = time.monotonic() + FORK_WAIT_SECONDS
-    held = []
+    complete = True
     # In the order the compiler thread takes them (a prewarm holds the first, then Numba's; a load `_lock`, then
     # Numba's), so that waiting for one never waits on a thread that waits for us.
     for get in (lambda: _setup_lock, lambda: _lock, _numba_compiler_lock, lambda: _records_lock):
@@ -694,22 +693,15 @@ def _before_fork() -> None:
         if lock is None:
             continue
         if not lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            complete = False
             break
-        held.append(lock)
-    else:
-        _fork_complete = True
-        _fork_held[:] = held
-        return
-    _fork_complete = False
-    _fork_held[:] = held
+        _fork_held.append(lock)
+    _fork_complete = complete
 
 
-def _release_fork_locks() -> list:
-    held = list(_fork_held)
-    _fork_held.clear()
-    for lock in reversed(held):
-        lock.release()
-    return held
+def _release_fork_locks() -> None:
+    while _fork_held:
+        _fork_held.pop().release()
 
 
 def _after_fork_in_child() -> None:
