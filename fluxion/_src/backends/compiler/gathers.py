@@ -21,24 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..eager.indexing import default_fill_value
-
-
-def _mode_name(mode) -> str:
-    return getattr(mode, "name", str(mode))
-
-
-def _scalar(value, dtype) -> str:
-    """Numba source for `value` as a scalar of `dtype`."""
-    dtype = np.dtype(dtype)
-    raw = np.asarray(value).astype(dtype).item()
-    if dtype == np.bool_:
-        return repr(bool(raw))
-    if isinstance(raw, float) and not np.isfinite(raw):
-        text = "np.nan" if np.isnan(raw) else ("np.inf" if raw > 0 else "-np.inf")
-    else:
-        text = repr(raw)
-    return f"np.{dtype.name}({text})"
+from ..eager.indexing import _mode_name, default_fill_value
+from .fusion.scalar import literal_source
 
 
 def _index(names: list) -> str:
@@ -104,7 +88,7 @@ def gather_function(eqn, name: str) -> str:
         fill = default_fill_value(operand.aval.dtype) if fill is None else fill
         inside = " and ".join(f"0 <= {starts[d]} <= {op_shape[d] - sizes[d]}" for d in starts)
         lines += [f"{pad}if {inside}:", f"{pad}    {target} = {value}", f"{pad}else:",
-                  f"{pad}    {target} = {_scalar(fill, operand.aval.dtype)}"]
+                  f"{pad}    {target} = {literal_source(np.asarray(fill).astype(operand.aval.dtype))}"]
     return "\n".join(lines) + "\n"
 
 

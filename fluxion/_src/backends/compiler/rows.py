@@ -23,13 +23,9 @@ import hashlib
 
 import numpy as np
 
-from ..eager.indexing import default_fill_value
+from ..eager.indexing import _mode_name, default_fill_value
 from . import convkernels
 from .memory import FRESH
-
-
-def _mode_name(mode) -> str:
-    return getattr(mode, "name", str(mode))
 
 
 def _row_window(operand_shape, indices_shape, window_dims, slice_or_window_shape) -> bool:
