@@ -343,7 +343,7 @@ def leave(previous: int) -> None:
         _local.blas = previous
 
 
-_pool_lock = threading.Lock()
+_pool_lock = forks.lock()
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -377,8 +377,8 @@ def forked_after_openmp() -> bool:
 def _after_fork_in_child() -> None:
     """In a forked child the chunk pool's threads do not exist (its queued chunks would wait forever): start afresh.
     Notes whether the parent had started OpenMP (see `forked_after_openmp`)."""
-    global _pool, _pool_lock, _forked_after_openmp
-    _pool, _pool_lock = None, threading.Lock()
+    global _pool, _forked_after_openmp
+    _pool = None
     if runtime.openmp_started():
         _forked_after_openmp = True
 

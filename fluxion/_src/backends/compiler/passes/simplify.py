@@ -177,6 +177,10 @@ def _degenerate_reduction(ctx, e):
     return e._replace(primitive=reshape_p, params={"new_sizes": e.outvars[0].aval.shape, "dimensions": None})
 
 
+# Reductions over no axis are their operand; over axes of extent 1 only, a reshape.
+_reduction = _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction)
+
+
 def _select(ctx, e):
     which, *cases = e.invars
     out = e.outvars[0]
@@ -213,10 +217,10 @@ RULES: dict[Primitive, Rule] = {
     broadcast_in_dim_p: _broadcast,
     squeeze_p: _when(lambda e: not e.params["dimensions"]),
     rev_p: _when(lambda e: not e.params["dimensions"]),
-    reduce_sum_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
-    reduce_max_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
-    reduce_min_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
-    reduce_prod_p: _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction),
+    reduce_sum_p: _reduction,
+    reduce_max_p: _reduction,
+    reduce_min_p: _reduction,
+    reduce_prod_p: _reduction,
     stop_gradient_p: _when(lambda e: True),
     copy_p: _when(lambda e: True),
     select_n_p: _select,
