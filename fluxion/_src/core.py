@@ -15,6 +15,7 @@ a tracer belongs to the trace of one level; values from lower levels are lifted 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import operator
 import threading
@@ -658,13 +659,14 @@ class TraceState:
     captured by a `jit` trace running in the training thread.
     """
 
-    __slots__ = ("stack", "dynamic", "eager")
+    __slots__ = ("stack", "dynamic", "eager", "inline_staged_calls")
 
     def __init__(self):
         base = MainTrace(0, EvalTrace)
         self.stack: list[MainTrace] = [base]
         self.dynamic: MainTrace = base
         self.eager = True
+        self.inline_staged_calls = False  # see `inline_staged_calls`
 
     def refresh(self):
         eager = len(self.stack) == 1 and self.dynamic is self.stack[0]
@@ -703,6 +705,22 @@ def _count_tracing_thread(delta: int) -> None:
 def thread_state() -> TraceState:
     """The calling thread's trace state."""
     return _thread_states.state
+
+
+@contextlib.contextmanager
+def inline_staged_calls():
+    """Within the block, on this thread, library functions that a jaxpr shows as named `jit` calls
+    (`staged_call.staged_as_call`) run inline while a jaxpr is built, so the jaxpr holds their primitives where an
+    eager call runs them. The eager `grad` cache traces this way: its program then transposes each function's
+    primitives in the order the eager path does (a call is transposed as one unit, which can sum cotangents in
+    another order and round differently)."""
+    state = _thread_states.state
+    before = state.inline_staged_calls
+    state.inline_staged_calls = True
+    try:
+        yield
+    finally:
+        state.inline_staged_calls = before
 
 
 def is_eager() -> bool:

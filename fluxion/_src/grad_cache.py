@@ -273,12 +273,13 @@ def _build(impl: Callable, leaves: list, dyn_pos: list, in_tree, dyn: list) -> _
         return out_leaves
 
     try:
-        jaxpr, consts, out_avals = pe.trace_to_jaxpr(flat, [core.get_aval(v) for v in dyn])
+        with core.inline_staged_calls():  # library functions' primitives where the eager path runs them
+            jaxpr, consts, out_avals = pe.trace_to_jaxpr(flat, [core.get_aval(v) for v in dyn])
     except Exception:  # noqa: BLE001 -- value-dependent control flow, errors: the plain path runs (and raises)
         return None
     if any(isinstance(c, core.Tracer) for c in consts) or _has_effects(jaxpr):
         return None
-    # Calls (`jit` equations of staged library functions such as jnp.var, custom-derivative calls) are inlined, so
+    # Calls (the user's `jit` functions, custom-derivative calls; library functions were traced inline) are inlined, so
     # their primitives run op by op as on the plain path, not through the compiler (which may fuse them and round
     # differently). Merging repeated equations and dropping dead ones keeps every result bit for bit (the same
     # primitive on the same operands, commuted only for exactly commutative ones); a reverse-mode program repeats

@@ -105,7 +105,7 @@ def staged_as_call(name: str, fuse_eager: bool = False, stage: bool = True) -> C
             if not _is_staging():
                 if not (fuse_eager and _fuse_eagerly(args, kwargs)):
                     return fn(*args, **kwargs)
-            elif not stage:
+            elif not stage or core.thread_state().inline_staged_calls:
                 return fn(*args, **kwargs)
             try:
                 bound = sig.bind(*args, **kwargs)

@@ -310,6 +310,11 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
     total = sum(a, axis=axes, dtype=dt, keepdims=keepdims, where=where)
     n = _count(aval, axes, where)
     if isinstance(n, int):
+        if np.dtype(dt).kind == "f" and not isinstance(total, core.Tracer):
+            # JAX divides by the count as a constant of the compiled program, which XLA turns into a product with
+            # the rounded reciprocal (traced, the compiler's simplify pass rewrites the `div` below the same way).
+            with np.errstate(divide="ignore"):
+                return ew.mul(total, Array(np.divide(np.asarray(1, dt), np.asarray(n, dt)), True))
         return ew.div(total, Array(np.asarray(n, dt), True))
     n = ew.convert_element_type(n, dt)
     return ew.div(total, _keepdims(n, aval.shape, axes, keepdims) if keepdims else n)

@@ -7,6 +7,8 @@ errors never warn (they produce inf/nan as XLA does).
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import scipy.special as sp
@@ -189,7 +191,45 @@ def _int_div(x, y):
     return _true_divide(x, y)
 
 
-_true_divide = _arithmetic("div", np.true_divide)
+def _repeated_divisor(x, y) -> np.ndarray | None:
+    """The distinct values of the divisor `y` of `x / y` (`y` with each axis of stride 0 cut to one element) if `y`
+    repeats over the quotient -- it has fewer elements than the quotient, or an axis of stride 0 (eager
+    `broadcast_in_dim` returns such views) -- and both operands are float16/32/64 of one dtype; else None.
+
+    Differs from JAX where `y` is the result of an eager `jnp.broadcast_to` (a view here, a materialized array in
+    JAX, which then divides truly)."""
+    dt = getattr(y, "dtype", None)
+    if dt is None or dt.kind != "f" or getattr(x, "dtype", None) != dt:
+        return None
+    base = y[tuple(slice(0, 1) if s == 0 else slice(None) for s in y.strides)] if 0 in y.strides else y
+    if base.size < y.size or y.size < x.size:
+        return base
+    if y.shape == x.shape or y.size == 0:
+        return None
+    # Neither operand holds the quotient's shape (x (2, 1) / y (1, 3)): y repeats if the quotient is larger.
+    nd = max(x.ndim, y.ndim)
+    xs, ys = (1,) * (nd - x.ndim) + x.shape, (1,) * (nd - y.ndim) + y.shape
+    return base if math.prod(map(max, xs, ys)) > y.size else None
+
+
+def _as_xla_divides(divide, multiply):
+    """`divide(x, y)`, except that a repeated divisor (a row, a column, a scalar: `_repeated_divisor`) gives
+    `multiply(x, 1 / y)` with the reciprocal rounded to the dtype, as XLA computes it (its simplifier rewrites
+    `A / broadcast(B)` to `A * broadcast(1 / B)`), so eager quotients have JAX's bits where a true quotient can
+    differ by one ulp. bfloat16 keeps the true quotient: XLA's bfloat16 quotients by a row are not those of a
+    rounded reciprocal (compared with JAX 0.10)."""
+    def impl(x, y):
+        base = _repeated_divisor(x, y)
+        if base is None:
+            return divide(x, y)
+        with np.errstate(**_ERR):
+            recip = np.divide(base.dtype.type(1), base)
+        return multiply(x, recip if recip.shape == y.shape else np.broadcast_to(recip, y.shape))
+    impl.__name__ = divide.__name__
+    return impl
+
+
+_true_divide = _as_xla_divides(_arithmetic("div", np.true_divide), _arithmetic("mul", np.multiply))
 
 
 _register(ew.div_p, _int_div)

@@ -8,6 +8,9 @@ Rules (each applies only when the replacement has exactly the result's shape and
   `transpose`, empty `squeeze`/`rev`/reductions, full `slice`, zero `pad`, single-operand
   `concatenate`, `stop_gradient`, `copy` -> the operand;
 * a reduction over axes of extent 1 only -> `reshape` (as XLA: the sum of one `-0.0` stays `-0.0`);
+* `x / broadcast(y)` -> `x * broadcast(1 / y)` and `x / c` -> `x * (1 / c)` for a literal `c` (float16/32/64): XLA's
+  simplifier makes both rewrites, so JAX's quotients by a row, a column, a scalar or a constant carry the rounding
+  of the reciprocal; with them fluxion's quotients have JAX's bits (a true quotient can differ by one ulp);
 * `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
 * `select_n` with one case, identical cases or a literal predicate -> the chosen case;
 * `transpose` swapping the two free axes of a matrix product `dot_general(a, b)` read by nothing else ->
@@ -24,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ....core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive
+from ....core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive, ShapedArray, Var
 from ....lax.elementwise import add_p, convert_element_type_p, div_p, integer_pow_p, mul_p, neg_p, select_n_p, sub_p
 from ....lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
 from ....lax.structural import (broadcast_in_dim_p, concatenate_p, copy_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
@@ -60,7 +63,9 @@ class _Ctx:
             return bool(np.asarray(s) == c)
 
 
-Rule = Callable[[_Ctx, JaxprEqn], Any]  # returns None (no change), an atom (the result), or a new equation
+Rule = Callable[[_Ctx, JaxprEqn], Any]
+"""Returns None (no change), an atom (the result), a new equation, or a list of new equations of which the last
+computes the result (the others compute what it reads)."""
 
 
 def _identity_operand(e: JaxprEqn):
@@ -181,6 +186,50 @@ def _degenerate_reduction(ctx, e):
 _reduction = _either(_when(lambda e: not e.params["axes"]), _degenerate_reduction)
 
 
+def _divide_by_repeated(ctx, e):
+    """`x * (1 / c)` for `x / c` with a literal `c`; `x * (1 / y)` for `x / y` with `y` implicitly broadcast (a 0-d
+    divisor of a larger quotient); `x * broadcast(1 / y)` for `x / broadcast(y)` when the broadcast repeats elements
+    (one that only adds extent-1 axes is a reshape to XLA, and the quotient stays true). Real float16/32/64 only, and
+    not when `x` is a literal (XLA folds a quotient of constants as a true quotient). bfloat16 is left out: XLA's
+    bfloat16 quotients by a row are not products with a rounded reciprocal."""
+    x, y = e.invars
+    out = e.outvars[0]
+    dt = out.aval.dtype
+    if dt.kind != "f" or type(x) is Literal or y.aval.dtype != dt:
+        return None
+    if type(y) is Literal:
+        return e._replace(primitive=mul_p, invars=[x, _reciprocal_literal(y)])
+    if ir.size(y) < ir.size(out):
+        recip = Var(y.aval)
+        ctx.uses[recip] = 1
+        return [_reciprocal(e, y, recip), e._replace(primitive=mul_p, invars=[x, recip])]
+    p = ctx.producer.get(y)
+    if p is None or p.primitive is not broadcast_in_dim_p or ir.size(p.invars[0]) == ir.size(y):
+        return None
+    base = p.invars[0]
+    if type(base) is Literal:
+        recip, first = _reciprocal_literal(base), []
+    else:
+        recip = Var(base.aval)
+        first = [_reciprocal(e, base, recip)]
+    repeated = Var(y.aval)
+    ctx.uses[repeated] = 1
+    if first:
+        ctx.uses[recip] = 1
+    return first + [p._replace(invars=[recip], outvars=[repeated]), e._replace(primitive=mul_p, invars=[x, repeated])]
+
+
+def _reciprocal(e: JaxprEqn, y, out: Var) -> JaxprEqn:
+    """`out = 1 / y` (a division equation like `e`)."""
+    return e._replace(invars=[ir.make_literal(1, ShapedArray((), y.aval.dtype, True)), y], outvars=[out])
+
+
+def _reciprocal_literal(c: Literal) -> Literal:
+    with np.errstate(all="ignore"):
+        return ir.make_literal(np.divide(np.asarray(1, c.aval.dtype), np.asarray(ir.literal_value(c), c.aval.dtype)),
+                               c.aval)
+
+
 def _select(ctx, e):
     which, *cases = e.invars
     out = e.outvars[0]
@@ -208,7 +257,7 @@ RULES: dict[Primitive, Rule] = {
     add_p: _binary_identity(0, 0),
     sub_p: _binary_identity(None, 0),
     mul_p: _binary_identity(1, 1),
-    div_p: _binary_identity(None, 1),
+    div_p: _either(_binary_identity(None, 1), _divide_by_repeated),
     neg_p: _neg,
     integer_pow_p: _when(lambda e: e.params["y"] == 1),
     convert_element_type_p: _when(lambda e: e.invars[0].aval.dtype == e.params["new_dtype"]),
@@ -262,6 +311,11 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
             if res is None:
                 break
             changed = True
+            if isinstance(res, list):  # equations computing what the last one reads come first
+                for first in res[:-1]:
+                    eqns.append(first)
+                    ctx.producer[first.outvars[0]] = first
+                res = res[-1]
             if isinstance(res, JaxprEqn):
                 eqn = res
                 rule = RULES.get(eqn.primitive)
