@@ -5,11 +5,13 @@
     python -m benchmarks --quick               # tiny sizes, one thread mode, to keep the runner working in CI
     python -m benchmarks --only selu_jit dot   # some workloads
     python -m benchmarks --markdown table.md   # also write the README tables
+    python -m benchmarks --rounds 3            # three processes per row and framework, frameworks taking turns
 
 Thread modes (`threads.py`): `one` pins every library to one core of the machine, `default` leaves each library its
 own threading. Each (mode, workload, framework) runs in a fresh process (imports and caches never mix); a
 workload's samples come from repeated timings inside that process, after the callable has settled (`timing.py`),
-and from several processes for first-call latencies. The ratio is peer / fluxion on medians: above 1 means fluxion
+and from several processes for first-call latencies (and with `--rounds N`, for every row); the frameworks of a row
+take turns process by process, so a slow phase of the machine hits them alike. The ratio is peer / fluxion on medians: above 1 means fluxion
 is faster (or, for memory, uses less). Peers that are not installed are reported as such. fluxion's kernel cache
 lives in a temporary directory per run; first-call and time-to-steady rows get an empty one per process, so they are
 cold-cache numbers. Training steps report their first two losses for fluxion and JAX (same parameters), and the
@@ -141,9 +143,10 @@ def _summarize(key: str, parts: list) -> dict | None:
 
 
 def run_mode(mode: str, keys: list, frameworks: list | None, quick: bool, cache_dir: str, timeout: float,
-             cpu: int, report, results: dict) -> dict:
+             cpu: int, report, results: dict, rounds: int = 1) -> dict:
     """Fills `results` (key -> framework -> summary, None: not installed) with one thread mode's results, calling
-    `report(mode, key, framework, summary, results[key])` after each."""
+    `report(mode, key, framework, summary, results[key])` after each. Each workload runs `rounds` times its
+    `processes` child processes per framework, the frameworks alternating, and pools their samples."""
     env = threads.child_env(mode, os.environ, cpu)
     env["FLUXION_CACHE_DIR"] = cache_dir
     env["JAX_PLATFORMS"] = "cpu"
@@ -166,11 +169,14 @@ def run_mode(mode: str, keys: list, frameworks: list | None, quick: bool, cache_
         return results
     for k in keys:
         w = BY_KEY[k]
-        for fw in w.frameworks:
-            if not wanted(fw):
-                continue
-            parts = []
-            for _ in range(w.processes):
+        parts: dict = {fw: [] for fw in w.frameworks if wanted(fw)}
+        # The frameworks take turns, one process each (A B A B ...), so that a slow phase of the machine (seen on
+        # the benchmark VM: the same code 1.8x slower for seconds to minutes) falls on every framework's samples
+        # alike instead of on one framework's whole row.
+        for _ in range(w.processes * rounds):
+            for fw, mine in parts.items():
+                if mine and ("missing" in mine[-1] or "error" in mine[-1]):
+                    continue
                 child_env = dict(env)
                 if w.cold_cache:
                     child_env["FLUXION_CACHE_DIR"] = tempfile.mkdtemp(prefix="fluxion-bench-cold-")
@@ -179,11 +185,9 @@ def run_mode(mode: str, keys: list, frameworks: list | None, quick: bool, cache_
                     # default is compiled only after a program has run 10 s in total, is compiled at once here
                     # (and the settling phase waits for it). Cold-cache rows keep the users' defaults.
                     child_env.setdefault("FLUXION_JIT_WHOLE_STEP_AFTER", "0")
-                part = _run_child([k], fw, False, child_env, timeout)[k]
-                parts.append(part)
-                if "missing" in part or "error" in part:
-                    break
-            results[k][fw] = _summarize(k, parts)
+                mine.append(_run_child([k], fw, False, child_env, timeout)[k])
+        for fw, mine in parts.items():
+            results[k][fw] = _summarize(k, mine)
             report(mode, k, fw, results[k][fw], results[k])
     return results
 
@@ -318,9 +322,13 @@ def main(argv=None) -> None:
     p.add_argument("--only", nargs="*", default=None, help="workload keys to run")
     p.add_argument("--frameworks", nargs="*", default=None, help="frameworks to run (default: all)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="processes per framework and workload, the frameworks taking turns (default 1)")
     p.add_argument("--markdown", default=None, help="write the README tables to this file")
     p.add_argument("--json", default=None, help="write all results to this file (rewritten after every row)")
     args = p.parse_args(argv)
+    if args.rounds < 1:
+        p.error(f"--rounds must be at least 1, got {args.rounds}")
     unknown = set(args.only or ()) - set(BY_KEY)
     if unknown:
         p.error(f"unknown workloads {sorted(unknown)}; known: {', '.join(BY_KEY)}")
@@ -359,7 +367,8 @@ def main(argv=None) -> None:
         _print_row(*row)
         write_json()
     for mode in modes:
-        run_mode(mode, keys, args.frameworks, args.quick, cache_dir, args.timeout, cpu, report, results[mode])
+        run_mode(mode, keys, args.frameworks, args.quick, cache_dir, args.timeout, cpu, report, results[mode],
+                 args.rounds)
     runtime = time.perf_counter() - t_start
     checks = loss_checks(results)
     for mode, key, what, a, b, ok in checks:

@@ -83,6 +83,27 @@ def test_scaling_table_lists_each_multiplier():
     assert "| 1.00 | 3.00 | 8.00 | 2.00 | 3.00 | 4.00 | 2.00x, 1.00x, 0.50x |" in row
 
 
+def test_frameworks_take_turns_process_by_process(monkeypatch):
+    """With several processes per row, the frameworks alternate (A B A B), their samples are pooled, and a
+    framework whose process failed is not run again."""
+    calls = []
+
+    def fake_child(keys, framework, quick, env, timeout):
+        calls.append(framework)
+        if framework == "torch":
+            return {keys[0]: {"error": "boom"}}
+        return {keys[0]: {"samples": [len(calls) / 1e3], "info": {}}}
+
+    monkeypatch.setattr(run, "_run_child", fake_child)
+    reported = []
+    results = run.run_mode("one", ["selu_jit"], ["fluxion", "jax", "torch"], False, "/tmp", 1.0, 0,
+                           lambda *row: reported.append(row[2]), {}, rounds=3)
+    assert calls == ["fluxion", "jax", "torch", "fluxion", "jax", "fluxion", "jax"]
+    scale = workloads.BY_KEY["selu_jit"].scale
+    assert results["selu_jit"]["fluxion"]["median"] == pytest.approx(4e-3 * scale)  # samples of calls 1, 4, 6
+    assert results["selu_jit"]["torch"] == {"error": "boom"} and reported == ["fluxion", "jax", "torch"]
+
+
 def test_one_thread_mode_environment():
     env = threads.child_env("one", {"XLA_FLAGS": "--other", "PATH": "/bin"}, cpu=1)
     assert env["OPENBLAS_NUM_THREADS"] == "1" and env["FLUXION_NUM_THREADS"] == "1"
