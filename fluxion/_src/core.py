@@ -127,7 +127,20 @@ def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedA
 # filter on fluxion's internal modules and its generated code silences exactly fluxion's operations and never the
 # user's own NumPy code. (An `np.errstate` around each eager operation would cost 3 us, a context-variable switch
 # 0.3 us, against an eager `x * y` of about 1 us; this filter costs nothing until a warning is issued.)
+# A filter of the user's that comes first (`warnings.simplefilter("error")`, pytest's `-W error`) or
+# `np.seterr(all="raise")` still turns such a warning into an exception; an eager operation then runs again under
+# `np.errstate(all="ignore")` (`quietly`): eager implementations are pure, so the retry only costs time when it
+# happens, and the result is JAX's silent inf/nan.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(fluxion\._src\.|fluxion_generated_|fluxion_kernel_)")
+
+FLOAT_WARNINGS = (RuntimeWarning, FloatingPointError)
+"""What NumPy's floating-point warnings become under a user's "error" filter or `np.seterr(all="raise")`."""
+
+
+def quietly(fn: Callable, *args, **params):
+    """`fn(*args, **params)` with NumPy's floating-point warnings off (the retry described above)."""
+    with np.errstate(all="ignore"):
+        return fn(*args, **params)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -413,10 +426,13 @@ def fast_binary_operator(prim: "Primitive", slow: Callable, dtypes_ok: frozenset
             dt = a.dtype
             # `is` first: canonical dtypes are singletons, so the usual case costs one identity test.
             if (dt is b.dtype or dt == b.dtype) and dt in dtypes_ok:
+                fn = small if small is not None and a.size < large_from > b.size else impl
                 try:
-                    out = small(a, b) if small is not None and a.size < large_from > b.size else impl(a, b)
+                    out = fn(a, b)
                 except ValueError:  # shapes that do not broadcast: the full path words the error
                     return slow(self, other)
+                except FLOAT_WARNINGS:
+                    out = quietly(fn, a, b)
                 return Array(out, True if all_weak and self.weak_type and other.weak_type else False)
         return slow(self, other)
 
@@ -547,7 +563,10 @@ def _plain_eager_apply(prim: Primitive, args: Sequence[Any], params: dict):
         out = impl(*vals, **params)
         float_checks.check(prim, out)
     else:
-        out = impl(*vals, **params)
+        try:
+            out = impl(*vals, **params)
+        except FLOAT_WARNINGS:
+            out = quietly(impl, *vals, **params)
     weak = prim.weak_type_rule(args, params)
     if prim.multiple_results:
         if type(weak) is bool:

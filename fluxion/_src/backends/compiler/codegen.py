@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...config import config
+from ... import core
 from ...core import ClosedJaxpr, Literal, Var
 from ...lax.structural import broadcast_in_dim_p
 from . import blas, ir, lowering, memory, sources, threads
@@ -287,6 +288,16 @@ class FunctionEmitter:
         rets = [self._expr(v) for v in j.outvars]
         self.line(f"return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
         body = self.lines
+        # NumPy's floating-point warnings in generated code are hidden by `core`'s warnings filter, but a user's
+        # "error" filter or `np.seterr(all="raise")` makes them exceptions, which JAX never raises. A top-level
+        # function then runs again with warnings off (free until it happens) -- unless running again could differ
+        # (donated buffers it may have overwritten, callbacks it would repeat): those run with warnings off always.
+        retry = False
+        if self.top_level and not self.needs_quiet:
+            if donated_vars or any(ir.is_effectful(e) for e in j.eqns):
+                self.needs_quiet = True
+            else:
+                retry = True
         wrappers = []
         if self.needs_quiet:
             wrappers.append(("_tok", quiet_enter, quiet_leave))
@@ -296,7 +307,14 @@ class FunctionEmitter:
             en, lv = self.bind(enter, enter.__name__), self.bind(leave, leave.__name__)
             body = ([f"    {var} = {en}()", "    try:"] + ["    " + ln for ln in body]
                     + ["    finally:", f"        {lv}({var})"])
-        header = f"def {self.name}({', '.join(arg_names)}):"
+        params = list(arg_names)
+        if retry:
+            warned, quietly = self.bind(core.FLOAT_WARNINGS, "float_warnings"), self.bind(core.quietly, "quietly")
+            params.append("_retry=True")
+            body = (["    try:"] + ["    " + ln for ln in body]
+                    + [f"    except {warned}:", "        if not _retry:", "            raise",
+                       f"        return {quietly}({self.name}, {''.join(a + ', ' for a in arg_names)}_retry=False)"])
+        header = f"def {self.name}({', '.join(params)}):"
         self.module.sources.append("\n".join([header] + (body or ["    pass"])))
         return self.name
 
