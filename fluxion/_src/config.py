@@ -487,12 +487,15 @@ def add_user_context_hook(hook: Callable[[], None]) -> None:
 # compiler tier. Not here: jax_debug_nans/infs and jax_disable_jit (`jit` then runs the function op by op without
 # its caches), jax_no_execution (checked at every call). Options that tune compiled code without changing it
 # (threads, parallel thresholds, cache places) are read when the code runs.
-JIT_KEY_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
-                   "jax_default_matmul_precision", "jax_default_device", "jax_default_prng_impl",
-                   "jax_threefry_partitionable", "jax_softmax_custom_jvp", "jax_allow_f16_reductions",
-                   "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_debug_key_reuse",
-                   "fluxion_jit_compiler", "fluxion_jit_fusion", "fluxion_check_fusion", "fluxion_jit_whole_step",
-                   "fluxion_fuse_min_elements", "fluxion_small_group_min_ops", "fluxion_debug_typecheck")
+TRACE_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
+                 "jax_default_matmul_precision", "jax_default_prng_impl", "jax_threefry_partitionable",
+                 "jax_softmax_custom_jvp", "jax_allow_f16_reductions", "jax_enable_custom_prng", "jax_legacy_prng_key",
+                 "jax_debug_key_reuse", "fluxion_debug_typecheck")
+"""The options of `JIT_KEY_OPTIONS` that change what a trace of a function computes or raises (dtype and
+promotion rules, PRNG, precision, reductions allowed); the eager `grad` cache keys on these too."""
+JIT_KEY_OPTIONS = TRACE_OPTIONS + ("jax_default_device", "fluxion_jit_compiler", "fluxion_jit_fusion",
+                                   "fluxion_check_fusion", "fluxion_jit_whole_step", "fluxion_fuse_min_elements",
+                                   "fluxion_small_group_min_ops")
 
 
 def _key_value(name: str) -> Any:

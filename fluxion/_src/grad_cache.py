@@ -26,7 +26,7 @@ from .api_util import as_value
 from .backends.compiler.passes.cse import cse
 from .backends.compiler.passes.dce import dce
 from .backends.compiler.passes.inline import inline_calls
-from .config import config, user_context_key
+from .config import TRACE_OPTIONS, config, user_context_key
 from .core import Array
 from .interpreters import partial_eval as pe
 from .jit_trace import leaf_signature
@@ -38,11 +38,9 @@ NOT_CACHED = object()  # `EagerGradCache.call`'s answer when the caller must run
 _SEEN = object()         # a signature seen once (traced on its second call)
 _UNCACHEABLE = object()  # a signature whose trace failed or whose outputs are not all arrays
 
-# Options that change what a trace computes (dtype rules, PRNG, precision): part of every cache key.
-_TRACE_OPTIONS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
-                  "jax_default_matmul_precision", "jax_default_prng_impl", "jax_threefry_partitionable",
-                  "jax_softmax_custom_jvp", "jax_enable_custom_prng", "jax_legacy_prng_key", "jax_debug_key_reuse",
-                  "jax_enable_checks", "jax_check_tracer_leaks", "jax_no_tracing", "fluxion_debug_typecheck")
+# Options that change what a trace computes or raises (`config.TRACE_OPTIONS`), and the checks a trace runs: part of
+# every cache key.
+_TRACE_OPTIONS = TRACE_OPTIONS + ("jax_enable_checks", "jax_check_tracer_leaks", "jax_no_tracing")
 _MAX_ENTRIES = 64
 _SCALAR_LEAVES = (bool, int, float, complex, str)
 _MAX_REPROOFS = 4

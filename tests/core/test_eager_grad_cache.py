@@ -214,6 +214,19 @@ def test_configuration_change_retraces():
     assert g(_X).dtype == np.float32
 
 
+def test_every_trace_option_is_part_of_the_key(monkeypatch):
+    """An option that makes a trace raise (`jax_allow_f16_reductions=False`: a float16 `reduce_sum` is refused)
+    is honoured by a cached gradient as by the plain path."""
+    replays = _count_replays(monkeypatch)
+    g = jax.grad(lambda x: jax.lax.reduce_sum(x * x, (0,)).astype(jnp.float32))
+    x = jnp.asarray(np.arange(4, dtype=np.float16))
+    [g(x) for _ in range(3)]
+    assert replays[0] >= 1
+    with jax.config.override("jax_allow_f16_reductions", False):
+        with pytest.raises(ValueError, match="allow_f16_reductions"):
+            g(x)
+
+
 def test_threads_get_their_own_answers():
     g = jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2))
     inputs = [jnp.asarray(np.linspace(-1, 1, 9).astype(np.float32) * (i + 1)) for i in range(4)]
