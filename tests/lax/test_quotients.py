@@ -139,3 +139,18 @@ def test_gradient_of_a_quotient_by_a_row_matches_jax():
     assert not np.array_equal(want, w / r)  # the cotangent is divided by the row through its reciprocal
     _assert_same_bits(fluxion.jit(fluxion.grad(loss(fluxion)))(x, w, r), want)
     _assert_same_bits(fluxion.grad(loss(fluxion))(x, w, r), jax.grad(loss(jax))(x, w, r))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64])
+def test_logarithms_in_other_bases_use_jaxs_formulas(dtype):
+    """log2 divides by log(2) (a product with its rounded reciprocal); log10 multiplies by 1 / log(10) rounded once
+    from float64. The formulas are checked on each library's own natural logarithm (whose last bits may differ)."""
+    x = np.random.default_rng(9).uniform(0.1, 1000, 4096).astype(dtype)
+    real = np.dtype(dtype).type(0).real.dtype
+    ln2 = np.log(np.asarray(2, real))
+    for np_, log in ((jnp, jnp.log(x)), (jax_numpy, jax_numpy.log(x))):
+        log = np.asarray(log)
+        want2 = log * (np.asarray(1, real) / ln2).astype(real)
+        want10 = log * np.asarray(1 / np.log(10), real)
+        _assert_same_bits(np_.log2(x), want2.astype(dtype))
+        _assert_same_bits(np_.log10(x), want10.astype(dtype))

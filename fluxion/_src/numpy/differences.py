@@ -220,7 +220,7 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
 
     >>> import fluxion.numpy as jnp
     >>> jnp.round(jnp.unwrap(jnp.array([0.0, 6.0, 6.5])), 4)
-    Array([ 0.    , -0.2832,  0.2168], dtype=float32)
+    Array([ 0.        , -0.2832    ,  0.21679999], dtype=float32)
     """
     from .reductions import cumsum
     from .shape import concatenate

@@ -765,18 +765,19 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 conj = conjugate
 
 
-def _div_by_real_constant(x, c: float):
-    """`x / c` for a real constant `c`; complex `x` part by part, so log(0) = -inf + 0j stays -inf + 0j (a complex
-    division by c + 0j would make the imaginary part nan)."""
+def _by_real_constant(op, x, c: float):
+    """`op(x, c)` (`ew.div` or `ew.mul`) for a real constant `c` rounded to `x`'s (real) dtype; complex `x` part by
+    part, so log(0) = -inf + 0j stays -inf + 0j (a complex division by c + 0j would make the imaginary part nan)."""
     dt = core.get_aval(x).dtype
     if dtypes.is_complex(dt):
         c_arr = Array(np.asarray(c, dtypes.finfo(dt).dtype), True)
-        return ew.complex(ew.div(ew.real(x), c_arr), ew.div(ew.imag(x), c_arr))
-    return ew.div(x, Array(np.asarray(c, dt), True))
+        return ew.complex(op(ew.real(x), c_arr), op(ew.imag(x), c_arr))
+    return op(x, Array(np.asarray(c, dt), True))
 
 
 def log2(x, /):
-    """The base-2 logarithm, elementwise (computed as `log(x) / log(2)`).
+    """The base-2 logarithm, elementwise (computed as `log(x) / log(2)`, which, as in JAX, is the product with the
+    reciprocal of `log(2)` rounded to the dtype).
 
     Args:
         x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
@@ -790,11 +791,12 @@ def log2(x, /):
     Array([0., 3.], dtype=float32)
     """
     x = _unary(ew.log_p, "log2", x)
-    return _div_by_real_constant(x, np.log(2))
+    return _by_real_constant(ew.div, x, np.log(2))
 
 
 def log10(x, /):
-    """The base-10 logarithm, elementwise (computed as `log(x) / log(10)`).
+    """The base-10 logarithm, elementwise (computed as `log(x) * (1 / log(10))`, the constant computed in float64 and
+    rounded once to the dtype, as JAX does).
 
     Args:
         x: array-like. Integer and bool inputs are first converted to the default float dtype (float32), as in JAX;
@@ -808,7 +810,7 @@ def log10(x, /):
     Array([0., 2.], dtype=float32)
     """
     x = _unary(ew.log_p, "log10", x)
-    return _div_by_real_constant(x, np.log(10))
+    return _by_real_constant(ew.mul, x, 1 / np.log(10))
 
 
 def absolute(x, /):
