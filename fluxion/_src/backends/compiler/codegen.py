@@ -72,6 +72,7 @@ class Module:
         # Set when any function of the module calls BLAS or a parallel kernel: the entry point then sets the
         # thread count for the call (see `threads`).
         self.multithreaded = False
+        self.retry_quietly = False  # the entry point runs again with warnings off if one became an exception
 
     def unique(self, hint: str) -> str:
         base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in hint) or "g"
@@ -290,14 +291,14 @@ class FunctionEmitter:
         body = self.lines
         # NumPy's floating-point warnings in generated code are hidden by `core`'s warnings filter, but a user's
         # "error" filter or `np.seterr(all="raise")` makes them exceptions, which JAX never raises. A top-level
-        # function then runs again with warnings off (free until it happens) -- unless running again could differ
-        # (donated buffers it may have overwritten, callbacks it would repeat): those run with warnings off always.
-        retry = False
+        # function then runs again with warnings off (`generate` wraps it; free until it happens) -- unless running
+        # again could differ (donated buffers it may have overwritten, callbacks it would repeat): those run with
+        # warnings off always.
         if self.top_level and not self.needs_quiet:
             if donated_vars or any(ir.is_effectful(e) for e in j.eqns):
                 self.needs_quiet = True
             else:
-                retry = True
+                self.module.retry_quietly = True
         wrappers = []
         if self.needs_quiet:
             wrappers.append(("_tok", quiet_enter, quiet_leave))
@@ -307,14 +308,7 @@ class FunctionEmitter:
             en, lv = self.bind(enter, enter.__name__), self.bind(leave, leave.__name__)
             body = ([f"    {var} = {en}()", "    try:"] + ["    " + ln for ln in body]
                     + ["    finally:", f"        {lv}({var})"])
-        params = list(arg_names)
-        if retry:
-            warned, quietly = self.bind(core.FLOAT_WARNINGS, "float_warnings"), self.bind(core.quietly, "quietly")
-            params.append("_retry=True")
-            body = (["    try:"] + ["    " + ln for ln in body]
-                    + [f"    except {warned}:", "        if not _retry:", "            raise",
-                       f"        return {quietly}({self.name}, {''.join(a + ', ' for a in arg_names)}_retry=False)"])
-        header = f"def {self.name}({', '.join(params)}):"
+        header = f"def {self.name}({', '.join(arg_names)}):"
         self.module.sources.append("\n".join([header] + (body or ["    pass"])))
         return self.name
 
@@ -362,4 +356,17 @@ def generate(closed: ClosedJaxpr, name: str = "jitted", donated: Sequence[int] =
     """
     module = Module(name, plan_nodes, loop_kernel)
     entry = FunctionEmitter(module, closed, f"jit_{name}", donated, top_level=True).emit()
-    return module.finalize(entry), module
+    fn = module.finalize(entry)
+    return (_retrying_quietly(fn) if module.retry_quietly else fn), module
+
+
+def _retrying_quietly(fn: Callable) -> Callable:
+    """`fn`, run again with NumPy's floating-point warnings off when a user's filter turned one into an exception
+    (see `FunctionEmitter.emit`)."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except core.FLOAT_WARNINGS:
+            return core.quietly(fn, *args)
+    call.__name__ = call.__qualname__ = fn.__name__
+    return call
