@@ -154,3 +154,41 @@ def test_logarithms_in_other_bases_use_jaxs_formulas(dtype):
         want10 = log * np.asarray(1 / np.log(10), real)
         _assert_same_bits(np_.log2(x), want2.astype(dtype))
         _assert_same_bits(np_.log10(x), want10.astype(dtype))
+
+
+# name -> program (of a module namespace m) -> the tiers whose bits equal JAX's. XLA rewrites these quotients under
+# jit (not eagerly, where each operation runs alone). The NumPy tier's `exp` is NumPy's, whose last bits differ from
+# XLA's (and the fused tier's); fluxion's and XLA's `rsqrt` differ too, so `x / sqrt(y)` is checked as a formula.
+COMPUTED_DIVISORS = {
+    "over_rsqrt": (lambda m: lambda a, b, c, r: a / m.lax.rsqrt(b), ("numpy", "fused")),
+    "over_exp": (lambda m: lambda a, b, c, r: a / m.numpy.exp(b), ("fused",)),
+    "quotient_over": (lambda m: lambda a, b, c, r: (a / b) / c, ("numpy", "fused")),
+    "over_quotient": (lambda m: lambda a, b, c, r: a / (b / c), ("numpy", "fused")),
+    "quotient_over_constant": (lambda m: lambda a, b, c, r: (a / b) / 3.0, ("numpy", "fused")),
+    "quotient_over_row": (lambda m: lambda a, b, c, r: (a / b) / r, ("numpy", "fused")),
+    "over_quotient_by_constant": (lambda m: lambda a, b, c, r: a / (b / 3.0), ("numpy", "fused")),
+    "quotient_read_twice": (lambda m: lambda a, b, c, r: (a / b) / c + a / b, ("numpy", "fused")),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPUTED_DIVISORS))
+def test_jit_rewrites_quotients_by_computed_divisors_as_xla(name):
+    make, tiers = COMPUTED_DIVISORS[name]
+    rng = np.random.default_rng(10)
+    a, b, c = (rng.uniform(0.5, 4, (400, 100)).astype(np.float32) for _ in range(3))
+    r = rng.uniform(0.5, 4, 100).astype(np.float32)
+    want = jax.jit(make(jax))(a, b, c, r)
+    assert not np.array_equal(np.asarray(want), np.asarray(make(jax)(a, b, c, r)))  # eager JAX: not rewritten
+    for tier in tiers:
+        with config.override("fluxion_jit_sync_kernels", tier == "fused"), \
+                config.override("fluxion_jit_fusion", tier == "fused"):
+            _assert_same_bits(fluxion.jit(make(fluxion))(a, b, c, r), want)
+
+
+def test_quotient_by_a_square_root_is_a_product_with_rsqrt():
+    rng = np.random.default_rng(11)
+    a, b = (rng.uniform(0.5, 4, (400, 100)).astype(np.float32) for _ in range(2))
+    r = rng.uniform(0.5, 4, 100).astype(np.float32)
+    for m, np_ in ((fluxion, jnp), (jax, jax_numpy)):
+        _assert_same_bits(m.jit(lambda a, b: a / np_.sqrt(b))(a, b), np.asarray(a) * np.asarray(m.lax.rsqrt(b)))
+        _assert_same_bits(m.jit(lambda a, r: a / np_.sqrt(r))(a, r), np.asarray(a) * np.asarray(m.lax.rsqrt(r)))

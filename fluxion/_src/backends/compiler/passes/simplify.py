@@ -11,6 +11,8 @@ Rules (each applies only when the replacement has exactly the result's shape and
 * `x / broadcast(y)` -> `x * broadcast(1 / y)` and `x / c` -> `x * (1 / c)` for a literal `c` (float16/32/64): XLA's
   simplifier makes both rewrites, so JAX's quotients by a row, a column, a scalar or a constant carry the rounding
   of the reciprocal; with them fluxion's quotients have JAX's bits (a true quotient can differ by one ulp);
+* as XLA, `x / sqrt(y)` -> `x * rsqrt(y)`, `x / rsqrt(y)` -> `x * sqrt(y)`, `x / exp(y)` -> `x * exp(-y)`,
+  `(a / b) / c` -> `a / (b * c)`, `a / (b / c)` -> `(a * c) / b` (float16/32/64);
 * `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
 * `select_n` with one case, identical cases or a literal predicate -> the chosen case;
 * `transpose` swapping the two free axes of a matrix product `dot_general(a, b)` read by nothing else ->
@@ -28,7 +30,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ....core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive, ShapedArray, Var
-from ....lax.elementwise import add_p, convert_element_type_p, div_p, integer_pow_p, mul_p, neg_p, select_n_p, sub_p
+from ....lax.elementwise import (add_p, convert_element_type_p, div_p, exp_p, integer_pow_p, mul_p, neg_p, rsqrt_p,
+                                 select_n_p, sqrt_p, sub_p)
 from ....lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
 from ....lax.structural import (broadcast_in_dim_p, concatenate_p, copy_p, pad_p, reshape_p, rev_p, slice_p, squeeze_p,
                                stop_gradient_p, transpose_p)
@@ -219,6 +222,42 @@ def _divide_by_repeated(ctx, e):
     return first + [p._replace(invars=[recip], outvars=[repeated]), e._replace(primitive=mul_p, invars=[x, repeated])]
 
 
+def _divide_by_computed(ctx, e):
+    """XLA's rewrites of a quotient by a computed divisor, which change its rounding (checked against JAX 0.10 for
+    float16/32/64): `x / sqrt(y)` -> `x * rsqrt(y)`, `x / rsqrt(y)` -> `x * sqrt(y)`, `x / exp(y)` ->
+    `x * exp(-y)`, `(a / b) / c` -> `a / (b * c)` and `a / (b / c)` -> `(a * c) / b`, whatever other readers the
+    inner results have. The quotient rules above come first (XLA's order: `(a / b) / 3.0` is `(a / b) * (1 / 3)`)."""
+    x, y = e.invars
+    dt = e.outvars[0].aval.dtype
+    if dt.kind != "f" or x.aval.dtype != dt or y.aval.dtype != dt:
+        return None
+    py = ctx.producer.get(y) if type(y) is not Literal else None
+    if py is not None and py.primitive in _INVERSES:
+        inv = _INVERSES[py.primitive]
+        z = py.invars[0]
+        first = []
+        if inv is exp_p:  # exp(-z)
+            negated = Var(z.aval)
+            first.append(py._replace(primitive=neg_p, invars=[z], outvars=[negated], params={}))
+            z = negated
+        factor = Var(y.aval)
+        ctx.uses[factor] = 1
+        return first + [py._replace(primitive=inv, invars=[z], outvars=[factor], params={}),
+                        e._replace(primitive=mul_p, invars=[x, factor])]
+    px = ctx.producer.get(x) if type(x) is not Literal else None
+    if px is not None and px.primitive is div_p and _same_type(px.invars[1], y):  # (a / b) / c
+        a, b = px.invars
+        bc = Var(y.aval)
+        ctx.uses[bc] = 1
+        return [e._replace(primitive=mul_p, invars=[b, y], outvars=[bc]), e._replace(invars=[a, bc])]
+    if py is not None and py.primitive is div_p and _same_type(py.invars[0], x):  # a / (b / c)
+        b, c = py.invars
+        ac = Var(x.aval)
+        ctx.uses[ac] = 1
+        return [e._replace(primitive=mul_p, invars=[x, c], outvars=[ac]), e._replace(invars=[ac, b])]
+    return None
+
+
 def _reciprocal(e: JaxprEqn, y, out: Var) -> JaxprEqn:
     """`out = 1 / y` (a division equation like `e`)."""
     return e._replace(invars=[ir.make_literal(1, ShapedArray((), y.aval.dtype, True)), y], outvars=[out])
@@ -228,6 +267,9 @@ def _reciprocal_literal(c: Literal) -> Literal:
     with np.errstate(all="ignore"):
         return ir.make_literal(np.divide(np.asarray(1, c.aval.dtype), np.asarray(ir.literal_value(c), c.aval.dtype)),
                                c.aval)
+
+
+_INVERSES = {sqrt_p: rsqrt_p, rsqrt_p: sqrt_p, exp_p: exp_p}  # divisor's primitive -> its reciprocal's
 
 
 def _select(ctx, e):
@@ -257,7 +299,7 @@ RULES: dict[Primitive, Rule] = {
     add_p: _binary_identity(0, 0),
     sub_p: _binary_identity(None, 0),
     mul_p: _binary_identity(1, 1),
-    div_p: _either(_binary_identity(None, 1), _divide_by_repeated),
+    div_p: _either(_binary_identity(None, 1), _divide_by_repeated, _divide_by_computed),
     neg_p: _neg,
     integer_pow_p: _when(lambda e: e.params["y"] == 1),
     convert_element_type_p: _when(lambda e: e.invars[0].aval.dtype == e.params["new_dtype"]),
@@ -299,12 +341,12 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     ren = ir.Renamer()
     eqns: list = []
     changed = False
-    for eqn in j.eqns:
+
+    def emit(eqn) -> None:
+        """Simplifies `eqn` until no rule applies, then appends it; equations a rule adds before its result are
+        simplified the same way first (and may rename what the later ones read, hence `ren.eqn` on each)."""
+        nonlocal changed
         eqn = ren.eqn(eqn)
-        new_params = ir.map_sub_jaxprs(eqn.params, simplify)
-        if new_params is not eqn.params:
-            eqn = eqn._replace(params=new_params)
-            changed = True
         rule = RULES.get(eqn.primitive)
         while rule is not None and not eqn.primitive.multiple_results:
             res = rule(ctx, eqn)
@@ -313,23 +355,26 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
             changed = True
             if isinstance(res, list):  # equations computing what the last one reads come first
                 for first in res[:-1]:
-                    eqns.append(first)
-                    ctx.producer[first.outvars[0]] = first
+                    emit(first)
                 res = res[-1]
             if isinstance(res, JaxprEqn):
-                eqn = res
+                eqn = ren.eqn(res)
                 rule = RULES.get(eqn.primitive)
                 continue
             ren.set(eqn.outvars[0], res)
             if type(res) is not Literal:  # its readers now read `res`
                 uses[res] = uses.get(res, 0) + uses.get(eqn.outvars[0], 0)
-            eqn = None
-            break
-        if eqn is None:
-            continue
+            return
         eqns.append(eqn)
         for v in eqn.outvars:
             ctx.producer[v] = eqn
+
+    for eqn in j.eqns:
+        new_params = ir.map_sub_jaxprs(eqn.params, simplify)
+        if new_params is not eqn.params:
+            eqn = eqn._replace(params=new_params)
+            changed = True
+        emit(eqn)
     if not changed:
         return closed
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, ren.outvars(j.outvars), eqns), closed.consts)
