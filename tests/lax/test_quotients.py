@@ -168,6 +168,7 @@ COMPUTED_DIVISORS = {
     "quotient_over_row": (lambda m: lambda a, b, c, r: (a / b) / r, ("numpy", "fused")),
     "over_quotient_by_constant": (lambda m: lambda a, b, c, r: a / (b / 3.0), ("numpy", "fused")),
     "quotient_read_twice": (lambda m: lambda a, b, c, r: (a / b) / c + a / b, ("numpy", "fused")),
+    "quotient_over_quotient": (lambda m: lambda a, b, c, r: (a / b) / (c / (a + 1.0)), ("numpy", "fused")),
 }
 
 

@@ -12,7 +12,8 @@ Rules (each applies only when the replacement has exactly the result's shape and
   simplifier makes both rewrites, so JAX's quotients by a row, a column, a scalar or a constant carry the rounding
   of the reciprocal; with them fluxion's quotients have JAX's bits (a true quotient can differ by one ulp);
 * as XLA, `x / sqrt(y)` -> `x * rsqrt(y)`, `x / rsqrt(y)` -> `x * sqrt(y)`, `x / exp(y)` -> `x * exp(-y)`,
-  `(a / b) / c` -> `a / (b * c)`, `a / (b / c)` -> `(a * c) / b` (float16/32/64);
+  `(a / b) / (c / d)` -> `(a * d) / (b * c)`, `(a / b) / c` -> `a / (b * c)`, `a / (b / c)` -> `(a * c) / b`
+  (float16/32/64);
 * `transpose(transpose(x))`, `reshape(reshape(x))`, `broadcast_in_dim(broadcast_in_dim(x))` -> one equation;
 * `select_n` with one case, identical cases or a literal predicate -> the chosen case;
 * `transpose` swapping the two free axes of a matrix product `dot_general(a, b)` read by nothing else ->
@@ -225,8 +226,8 @@ def _divide_by_repeated(ctx, e):
 def _divide_by_computed(ctx, e):
     """XLA's rewrites of a quotient by a computed divisor, which change its rounding (checked against JAX 0.10 for
     float16/32/64): `x / sqrt(y)` -> `x * rsqrt(y)`, `x / rsqrt(y)` -> `x * sqrt(y)`, `x / exp(y)` ->
-    `x * exp(-y)`, `(a / b) / c` -> `a / (b * c)` and `a / (b / c)` -> `(a * c) / b`, whatever other readers the
-    inner results have. The quotient rules above come first (XLA's order: `(a / b) / 3.0` is `(a / b) * (1 / 3)`)."""
+    `x * exp(-y)`, `(a / b) / (c / d)` -> `(a * d) / (b * c)`, `(a / b) / c` -> `a / (b * c)` and
+    `a / (b / c)` -> `(a * c) / b`, whatever other readers the inner results have. The quotient rules above come first (XLA's order: `(a / b) / 3.0` is `(a / b) * (1 / 3)`)."""
     x, y = e.invars
     dt = e.outvars[0].aval.dtype
     if dt.kind != "f" or x.aval.dtype != dt or y.aval.dtype != dt:
@@ -245,6 +246,14 @@ def _divide_by_computed(ctx, e):
         return first + [py._replace(primitive=inv, invars=[z], outvars=[factor], params={}),
                         e._replace(primitive=mul_p, invars=[x, factor])]
     px = ctx.producer.get(x) if type(x) is not Literal else None
+    if (px is not None and px.primitive is div_p and py is not None and py.primitive is div_p
+            and _same_type(px.invars[0], x) and _same_type(px.invars[1], x)
+            and _same_type(py.invars[0], x) and _same_type(py.invars[1], x)):  # (a / b) / (c / d)
+        (a, b), (c, d) = px.invars, py.invars
+        ad, bc = Var(x.aval), Var(x.aval)
+        ctx.uses[ad] = ctx.uses[bc] = 1
+        return [e._replace(primitive=mul_p, invars=[a, d], outvars=[ad]),
+                e._replace(primitive=mul_p, invars=[b, c], outvars=[bc]), e._replace(invars=[ad, bc])]
     if px is not None and px.primitive is div_p and _same_type(px.invars[1], y):  # (a / b) / c
         a, b = px.invars
         bc = Var(y.aval)
