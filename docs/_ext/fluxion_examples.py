@@ -45,8 +45,8 @@ class _Runner(doctest.DocTestRunner):
     An example's printed output reaches doctest only through `sys.stdout`; code that swaps `sys.stdout` from another
     thread (a non-thread-safe `redirect_stdout`) makes the output vanish ("Got nothing"). Two CI builds showed that
     for the threads example of guarantees.md (the interpreter's own stdout had replaced the capture, and the
-    expected output was printed there); it has not been reproduced in 14 builds here, with a hook on every assignment
-    of `sys.stdout` that records the assigning thread and stack (none but doctest's own). fluxion assigns
+    expected output was printed there); it has not been reproduced in 15 builds here, 11 of them with a hook on every
+    assignment of `sys.stdout` recording the assigning thread and stack (none but doctest's own). fluxion assigns
     `sys.stdout` nowhere. A swap between examples is now repaired and reported on stderr with the threads alive.
     """
 
