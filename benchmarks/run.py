@@ -11,11 +11,12 @@ Thread modes (`threads.py`): `one` pins every library to one core of the machine
 own threading. Each (mode, workload, framework) runs in a fresh process (imports and caches never mix); a
 workload's samples come from repeated timings inside that process, after the callable has settled (`timing.py`),
 and from several processes for first-call latencies (and with `--rounds N`, for every row); the frameworks of a row
-take turns process by process, so a slow phase of the machine hits them alike. The ratio is peer / fluxion on medians: above 1 means fluxion
-is faster (or, for memory, uses less). Peers that are not installed are reported as such. fluxion's kernel cache
-lives in a temporary directory per run; first-call and time-to-steady rows get an empty one per process, so they are
-cold-cache numbers. Training steps report their first two losses for fluxion and JAX (same parameters), and the
-runner checks that they agree. The quick run runs all workloads of a framework in one process, to stay fast.
+take turns process by process, so a slow phase of the machine hits them alike. The ratio is peer / fluxion on
+medians: above 1 means fluxion is faster (or, for memory, uses less). Peers that are not installed are reported as
+such. fluxion's kernel cache lives in a temporary directory per run; first-call and time-to-steady rows get an empty
+one per process, so they are cold-cache numbers. Training steps report their first two losses for fluxion and JAX
+(same parameters), and the runner checks that they agree. The quick run runs all workloads of a framework in one
+process, to stay fast.
 """
 
 from __future__ import annotations

@@ -53,8 +53,9 @@ class _Runner(doctest.DocTestRunner):
     def report_start(self, out, test, example):
         if sys.stdout is not self._fakeout:
             threads = ", ".join(t.name for t in threading.enumerate())
-            sys.__stderr__.write(f"{test.name}: sys.stdout was {sys.stdout!r} before the example at line "
-                                 f"{test.lineno + example.lineno + 1}; doctest's capture put back (threads: {threads})\n")
+            line = test.lineno + example.lineno + 1
+            sys.__stderr__.write(f"{test.name}: sys.stdout was {sys.stdout!r} before the example at line {line}; "
+                                 f"doctest's capture put back (threads: {threads})\n")
             sys.stdout = self._fakeout
         super().report_start(out, test, example)
 

@@ -105,7 +105,8 @@ def test_constant_divisors_give_products_with_the_reciprocal():
     assert x0 / np.float32(3.7) != x0 * (np.float32(1) / np.float32(3.7))
     _assert_same_bits(jnp.asarray(x0) / 3.7, jax_numpy.asarray(x0) / 3.7)
     _assert_same_bits(fluxion.jit(lambda a: a / 3.7)(x0), jax.jit(lambda a: a / 3.7)(x0))
-    _assert_same_bits(fluxion.jit(lambda a, b: a / b)(x0, np.float32(3.7)), jax.jit(lambda a, b: a / b)(x0, np.float32(3.7)))
+    d = np.float32(3.7)
+    _assert_same_bits(fluxion.jit(lambda a, b: a / b)(x0, d), jax.jit(lambda a, b: a / b)(x0, d))
 
 
 @pytest.mark.parametrize("axis", [0, 1, None, (0, 1)])

@@ -18,8 +18,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...config import config
 from ... import core
+from ...config import config
 from ...core import ClosedJaxpr, Literal, Var
 from ...lax.structural import broadcast_in_dim_p
 from . import blas, ir, lowering, memory, sources, threads

@@ -140,7 +140,8 @@ def _arithmetic(op: str, ufunc):
 
 _register(ew.add_p, _arithmetic("add", np.add))
 _register(ew.sub_p, _arithmetic("sub", np.subtract))
-_register(ew.mul_p, _arithmetic("mul", np.multiply))
+_multiply = _arithmetic("mul", np.multiply)
+_register(ew.mul_p, _multiply)
 _register(ew.max_p, minmax.maximum)  # XLA's signed zeros: max(-0., +0.) is +0 in either order
 _register(ew.min_p, minmax.minimum)
 _register(ew.atan2_p, np.arctan2)
@@ -212,24 +213,21 @@ def _repeated_divisor(x, y) -> np.ndarray | None:
     return base if math.prod(map(max, xs, ys)) > y.size else None
 
 
-def _as_xla_divides(divide, multiply):
-    """`divide(x, y)`, except that a repeated divisor (a row, a column, a scalar: `_repeated_divisor`) gives
-    `multiply(x, 1 / y)` with the reciprocal rounded to the dtype, as XLA computes it (its simplifier rewrites
-    `A / broadcast(B)` to `A * broadcast(1 / B)`), so eager quotients have JAX's bits where a true quotient can
-    differ by one ulp. bfloat16 keeps the true quotient: XLA's bfloat16 quotients by a row are not those of a
-    rounded reciprocal (compared with JAX 0.10)."""
-    def impl(x, y):
-        base = _repeated_divisor(x, y)
-        if base is None:
-            return divide(x, y)
-        with np.errstate(**_ERR):
-            recip = np.divide(base.dtype.type(1), base)
-        return multiply(x, recip if recip.shape == y.shape else np.broadcast_to(recip, y.shape))
-    impl.__name__ = divide.__name__
-    return impl
+_divide_truly = _arithmetic("div", np.true_divide)
 
 
-_true_divide = _as_xla_divides(_arithmetic("div", np.true_divide), _arithmetic("mul", np.multiply))
+def _true_divide(x, y):
+    """`x / y`, except that a repeated divisor (a row, a column, a scalar: `_repeated_divisor`) gives `x * (1 / y)`
+    with the reciprocal rounded to the dtype, as XLA computes it (its simplifier rewrites `A / broadcast(B)` to
+    `A * broadcast(1 / B)`), so eager quotients have JAX's bits where a true quotient can differ by one ulp.
+    bfloat16 keeps the true quotient: XLA's bfloat16 quotients by a row are not those of a rounded reciprocal
+    (compared with JAX 0.10)."""
+    base = _repeated_divisor(x, y)
+    if base is None:
+        return _divide_truly(x, y)
+    with np.errstate(**_ERR):
+        recip = np.divide(base.dtype.type(1), base)
+    return _multiply(x, recip if recip.shape == y.shape else np.broadcast_to(recip, y.shape))
 
 
 _register(ew.div_p, _int_div)

@@ -658,9 +658,9 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
 # its first `jit` with `fluxion_jit_sync_kernels`; one forked while `prewarm` imported Numba found it half
 # imported). So a fork waits, up to `FORK_WAIT_SECONDS`, until `prewarm` has imported and set up Numba, no kernel
 # loads and Numba compiles nothing, and holds those locks across the fork; the child then restarts the compiler
-# thread with the parent's queued jobs (`_Worker.after_fork`). A compilation still running after the wait (none takes that long on the benchmark
-# machine; a whole-step function takes a few seconds) leaves the child without Numba: its programs keep the
-# kernels already loaded and use the NumPy path for the rest.
+# thread with the parent's queued jobs (`_Worker.after_fork`). A compilation still running after the wait (none
+# takes that long on the benchmark machine; a whole-step function takes a few seconds) leaves the child without
+# Numba: its programs keep the kernels already loaded and use the NumPy path for the rest.
 FORK_WAIT_SECONDS = 30.0
 _fork_held: list = []       # the locks `_before_fork` acquired, released on both sides of the fork
 _fork_complete = False      # whether `_before_fork` acquired every lock

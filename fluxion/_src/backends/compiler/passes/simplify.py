@@ -215,11 +215,10 @@ def _divide_by_repeated(ctx, e):
         recip, first = _reciprocal_literal(base), []
     else:
         recip = Var(base.aval)
+        ctx.uses[recip] = 1
         first = [_reciprocal(e, base, recip)]
     repeated = Var(y.aval)
     ctx.uses[repeated] = 1
-    if first:
-        ctx.uses[recip] = 1
     return first + [p._replace(invars=[recip], outvars=[repeated]), e._replace(primitive=mul_p, invars=[x, repeated])]
 
 
@@ -227,7 +226,8 @@ def _divide_by_computed(ctx, e):
     """XLA's rewrites of a quotient by a computed divisor, which change its rounding (checked against JAX 0.10 for
     float16/32/64): `x / sqrt(y)` -> `x * rsqrt(y)`, `x / rsqrt(y)` -> `x * sqrt(y)`, `x / exp(y)` ->
     `x * exp(-y)`, `(a / b) / (c / d)` -> `(a * d) / (b * c)`, `(a / b) / c` -> `a / (b * c)` and
-    `a / (b / c)` -> `(a * c) / b`, whatever other readers the inner results have. The quotient rules above come first (XLA's order: `(a / b) / 3.0` is `(a / b) * (1 / 3)`)."""
+    `a / (b / c)` -> `(a * c) / b`, whatever other readers the inner results have. The quotient rules above come
+    first (XLA's order: `(a / b) / 3.0` is `(a / b) * (1 / 3)`)."""
     x, y = e.invars
     dt = e.outvars[0].aval.dtype
     if dt.kind != "f" or x.aval.dtype != dt or y.aval.dtype != dt:
