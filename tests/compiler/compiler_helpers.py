@@ -9,7 +9,7 @@ import numpy as np
 import fluxion
 from fluxion._src import core
 from fluxion._src.backends.eager import eval_jaxpr_raw, raw_const
-from fluxion._src.backends.compiler import ir
+from fluxion._src.backends.compiler import ir, passes
 from fluxion._src.backends.compiler.fusion import runtime
 
 
@@ -29,8 +29,12 @@ def prim_names(closed, recursive: bool = True) -> list[str]:
     return out
 
 
-def reference(closed, *args) -> list:
-    """Outputs of the equation-by-equation interpreter (the semantics every pass must preserve)."""
+def reference(closed, *args, contracted: bool = False) -> list:
+    """Outputs of the equation-by-equation interpreter (the semantics every pass must preserve); with `contracted`,
+    of the program after multiply-add contraction (`passes.contract`), whose single roundings (XLA's) the optimized
+    compiled code computes instead of rounding each product."""
+    if contracted:
+        closed = passes.contract(closed)
     return eval_jaxpr_raw(closed.jaxpr, [raw_const(c) for c in closed.consts], [np.asarray(a) for a in args])
 
 

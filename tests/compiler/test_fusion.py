@@ -41,7 +41,7 @@ def _names(j, g):
 def test_elementwise_chain_and_its_reduction_form_one_group():
     j, gs = _groups(lambda x: jnp.sum(jnp.exp(x) * 2.0 + 1.0), np.ones(BIG, np.float32))
     assert len(gs) == 1
-    assert _names(j, gs[0]) == ["exp", "mul", "add", "reduce_sum"]
+    assert _names(j, gs[0]) == ["exp", "mul_add", "reduce_sum"]
     assert gs[0].red_axes == (0,)
 
 
@@ -474,9 +474,15 @@ def test_small_fused_groups_are_bit_identical_to_eager(rng):
         y = jnp.sign(x) * jnp.sqrt(jnp.abs(x)) / 3.0 - jnp.maximum(x, 0.5) * 2.0
         return jnp.where(y > 1.0, y * y, jnp.clip(y, -4.0, 4.0)) + jnp.floor(x) - x / 7.0
 
-    got, want, exe = _fused(f, x)
+    got, _, exe = _fused(f, x)
     assert exe.kernels
-    np.testing.assert_array_equal(np.asarray(got[0]).view(np.int32), np.asarray(want[0]).view(np.int32))
+    want = reference(compiler.passes.optimize(closed_of(f, x)), x)  # the program the kernel computes
+    got, want = np.asarray(got[0]), np.asarray(want[0])
+    # Bits equal, signed zeros included; a NaN's sign is the hardware's choice (IEEE 754 leaves it open): the
+    # kernel's fused multiply-add and NumPy's emulation of it propagate different operands' NaNs.
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok].view(np.int32), want[ok].view(np.int32))
 
 
 def test_small_groups_leave_transcendental_functions_to_numpy():

@@ -77,8 +77,10 @@ def test_elementwise_chain_reuses_buffers(rng):
     f = lambda x: ((x * 2.0 + 1.0) * x - 3.0) / (x + 4.0)  # noqa: E731
     closed = closed_of(f, x)
     exe = compiler.compile_closed(closed, fuse=False)
-    assert exe.source.count("out=") >= 3
-    assert_same_values(list(exe(x)), reference(closed, x))
+    # Four nodes after contraction (two multiply-adds, an add, a quotient); all but those reading only x write
+    # into a dead buffer.
+    assert exe.source.count("out=") >= 2
+    assert_same_values(list(exe(x)), reference(closed, x, contracted=True))
 
 
 def test_dynamic_update_slice_and_scatter_run_in_place_on_dead_operands():

@@ -35,7 +35,7 @@ LAYERS = [
     ("fluxion._src.sharding", 1),
     ("fluxion._src.core", 1),
     ("fluxion._src.interpreters", 2),
-    ("fluxion._src.lax", 3), ("fluxion._src.random.threefry", 3), ("fluxion._src.random.mul_add", 3),
+    ("fluxion._src.lax", 3), ("fluxion._src.random.threefry", 3),
     ("fluxion._src.backends", 4), ("fluxion._src.backends.compiler", 4),
     ("fluxion._src.api", 5), ("fluxion._src.api_util", 5), ("fluxion._src.jit", 5), ("fluxion._src.jit_trace", 5),
     ("fluxion._src.stages", 5), ("fluxion._src.pmap", 5), ("fluxion._src.custom_derivatives", 5),

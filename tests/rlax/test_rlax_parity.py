@@ -594,7 +594,9 @@ def test_jit_matches_eager(name, rng):
 
     eager = fn(*(args[i] for i in traced))
     jitted = fluxion.jit(fn)(*(args[i] for i in traced))
-    _assert_trees_close(jitted, eager, ours_L, ours_L, 1e-5, f"jit {name}")
+    # Jitted multiply-adds round once (as XLA's), eager ones twice: where a record's formula amplifies rounding (its
+    # tolerance against RLax says how much), jit and eager differ as much.
+    _assert_trees_close(jitted, eager, ours_L, ours_L, max(1e-5, rec.tol), f"jit {name}")
 
 
 @pytest.mark.parametrize("name", sorted(n for n, r in RECORDS.items() if r.bad))

@@ -28,7 +28,7 @@ from ..core import Array, Tracer
 from ..lax import elementwise as ew
 from ..lax import structural as st
 from . import prng
-from .mul_add import mul_add
+from ..lax.mul_add import mul_add
 from .prng import canonical_shape, check_key
 
 _UINT_BY_BITS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}

@@ -43,7 +43,7 @@ from ..lax import special as sf
 from ..nn.functions import softmax
 from . import distributions as ds
 from . import prng
-from .mul_add import mul_add
+from ..lax.mul_add import mul_add
 from .prng import canonical_shape, check_key
 
 
@@ -74,7 +74,7 @@ def _gamma_one(data, alpha, log_space: bool):
         k, _, _ = kxv
         parts = prng.split_data(k, (2,))
         x = ds._normal_real(parts[1], (), dt)
-        return parts[0], x, mul_add(x, c, one)  # XLA contracts 1 + x c into one fused multiply-add  # XLA contracts 1 + x c into one fused multiply-add
+        return parts[0], x, mul_add(x, c, one)  # XLA contracts 1 + x c into one fused multiply-add
 
     def candidate(state):
         parts = prng.split_data(state[0], (3,))

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..eager import minmax
+from ..eager import minmax, special
 from ..eager.elementwise import (COMPLEX_NAN_PRIMITIVES, QUIET_PRIMITIVES, SELECT_BITS_MIN_ELEMENTS, select_bits,
                                          select_bits_supported)
 from ...core import Primitive, Var
@@ -26,6 +26,7 @@ from ...lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, as
                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
                                lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
 from ...lax.indexing import gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
+from ...lax.mul_add import mul_add_p
 from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
 from ...lax.structural import (broadcast_in_dim_p, concatenate_p, dynamic_update_slice_p, iota_p, pad_p, reshape_p,
                               rev_p, slice_p, squeeze_p, transpose_p)
@@ -183,6 +184,21 @@ for _p in list(UFUNCS) + list(FLOAT_UFUNCS):
 def _integer_pow(g, eqn, ins, outs):
     # The eager implementation multiplies in XLA's order (`lax.elementwise.binary_power`), not with np.power.
     return lower_impl(g, eqn, ins, outs)
+
+
+@register(mul_add_p)
+def _mul_add(g, eqn, ins, outs):
+    # The contraction pass's fused multiply-adds: into a dead operand's buffer when one is free, as the ufuncs.
+    out = eqn.outvars[0]
+    if out.aval.dtype not in (np.float32, np.float64) or not out.aval.ndim:
+        return lower_impl(g, eqn, ins, outs)
+    buf = g.out_buffer(out)
+    if buf is not None:
+        g.line(f"{outs[0]} = {g.bind(special.mul_add_into, 'mul_add_into')}({', '.join(ins)}, out={buf})")
+        return [("adopt", buf)]
+    call = f"{g.bind(special.mul_add, 'mul_add')}({', '.join(ins)})"
+    g.line(f"{outs[0]} = {_contiguous(g, eqn, call)}")
+    return [FRESH]
 
 
 @register(clamp_p)

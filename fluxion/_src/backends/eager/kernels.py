@@ -6,6 +6,9 @@ measured so far:
 * a float `select_n` (`jnp.where`) on a large array: NumPy's `where` branches per element, and the branch-free
   fallback (`elementwise.select_bits`) makes six passes over memory; one compiled pass of the same bit selection is
   about 4x faster for 1e6 float32 (one core, `benchmarks/eager_fusion.py` style pairing);
+* `mul_add` (`a * b + c` rounded once, XLA's contracted multiply-add): NumPy has no fused multiply-add, and its exact
+  emulation (`special.fma32`/`fma64`) takes several passes in float64; one compiled loop calling `llvm.fma` is a
+  single vectorized pass with the same (correctly rounded) results;
 * `add`/`sub`/`mul`/`div` of a large float array and a broadcast operand that repeats along the leading axes (a
   row, `X - X.mean(0)`) or the trailing axes (a column, `X - X.mean(1, keepdims=True)`): NumPy's broadcasting loop
   calls its inner loop once per row, so for short rows it runs at a fraction of memory speed (10000 x 100 float32:
@@ -237,4 +240,60 @@ def binary(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
         kernel(grid, values, out.reshape(rows, -1))
     else:
         kernel(values, grid, out.reshape(rows, -1))
+    return out
+
+
+# -- fused multiply-add --------------------------------------------------------------------------------------------
+_fma_ready: dict = {}   # dtype -> compiled kernels (contiguous operands, any strides)
+_fma_started: set = set()
+
+
+def _compile_fma(dtype: np.dtype) -> None:
+    try:
+        import numba
+
+        from ..compiler.fusion import mathlib
+    except ImportError:  # the NumPy path stays in use
+        return
+    t = numba.from_dtype(dtype)
+    kernels = []
+    # Contiguous operands (a loop LLVM vectorizes), and any strides (a 0-d operand broadcast with stride 0): one
+    # dispatcher each, since a writeable contiguous array converts equally well to either signature.
+    for layout in "CA":
+        sig = (*(numba.types.Array(t, 1, layout, readonly=True) for _ in range(3)), t[::1])
+        try:
+            kernel = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")(mathlib.fma_loop)
+            kernel.compile(sig)
+            kernel.disable_compile()
+        except Exception:  # noqa: BLE001 -- a failed compile only means the NumPy path stays in use
+            return
+        kernels.append(kernel)
+    _fma_ready[dtype] = tuple(kernels)
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = None) -> np.ndarray | None:
+    """`a * b + c` rounded once, for float32/float64 arrays of one dtype whose shapes are equal or 0-d, by the
+    compiled kernel (into `out` if given: C-contiguous, of the result's shape and dtype, possibly one of the
+    operands); None while it compiles (the first call starts the compile) or for other operands (the caller's exact
+    NumPy emulation gives the same values)."""
+    dt = a.dtype
+    kernel = _fma_ready.get(dt)
+    if kernel is None or b.dtype != dt or c.dtype != dt:
+        if dt in _BINARY_DTYPES:
+            _compile_once(_fma_started, dt, _compile_fma)
+        return None
+    shape = a.shape
+    if not (shape == b.shape == c.shape):
+        shape = max(a.shape, b.shape, c.shape, key=len)
+        if any(v.shape not in (shape, ()) for v in (a, b, c)):
+            return None
+    if not (a.flags.aligned and b.flags.aligned and c.flags.aligned):
+        return None
+    if out is None:
+        out = np.empty(shape, dt)
+    n = out.size
+    flat = [v if v.ndim == 1 and v.size == n else v.reshape(-1) if v.shape == shape else np.broadcast_to(v, (n,))
+            for v in (a, b, c)]
+    contiguous, strided = kernel
+    (contiguous if all(v.flags.c_contiguous for v in flat) else strided)(*flat, out.reshape(-1))
     return out

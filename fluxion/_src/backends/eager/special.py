@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sp
 
-from ...random.mul_add import mul_add_p
-from . import register_impl
+from ...lax.mul_add import mul_add_p
+from . import kernels, register_impl
 
 _F32 = np.dtype(np.float32)
 
@@ -214,6 +214,35 @@ def _two_product_f64(a: np.ndarray, b: np.ndarray) -> tuple:
     return hi, lo
 
 
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple:
+    """Knuth's TwoSum: s + err == x + y exactly, s the rounded sum (finite operands)."""
+    s = x + y
+    bv = s - x
+    return s, (x - (s - bv)) + (y - bv)
+
+
+def fma64(a, b, c) -> np.ndarray:
+    """Correctly rounded float64 fused multiply-add a * b + c.
+
+    Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd"
+    (IEEE Trans. Computers 57(4), 2008), Algorithm 5: with hi + lo == a * b (Dekker's exact product) and
+    s + t == c + hi (TwoSum), the result is s + RO(t + lo), where RO rounds to odd (toward zero, then the last
+    bit set if the sum was inexact). Correct unless the product's low part underflows (|a * b| < 2**-969) or the
+    Veltkamp split overflows (|a| or |b| > 2**995); non-finite results are those of `a * b + c`.
+    """
+    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        hi, lo = _two_product_f64(a, b)
+        s, t = _two_sum(c, hi)
+        u, v = _two_sum(t, lo)
+        # Round u + v to odd: when inexact (v != 0) and u's last bit is even, u moves one ulp toward v; the
+        # neighbour is odd and lies on the exact sum's side, so the truncated sum with the sticky bit results.
+        even = (np.asarray(u).view(np.int64) & 1) == 0
+        u = np.where((v != 0) & even, np.nextafter(u, np.copysign(np.inf, v)), u)
+        out = s + u
+        return np.where(np.isfinite(out), out, a * b + c)
+
+
 _native_f16: bool | None = None
 
 
@@ -267,23 +296,26 @@ def _round_f64_to_f16(s: np.ndarray, err: np.ndarray) -> np.ndarray:
 def mul_add(a, b, c):
     """`a * b + c` as XLA's CPU backend evaluates it once LLVM has contracted it.
 
-    float32: one fused multiply-add (single rounding, exact emulation). float64: fused multiply-add computed with
-    error-free transformations (correctly rounded except in rare double-rounding cases). float16: one rounding of
-    the exact result on CPUs with float16 arithmetic (`native_float16_fma`), else -- and always for bfloat16 --
-    computed in float32 and rounded after every operation, so the product is rounded before the addition.
+    float32/float64: one fused multiply-add, correctly rounded (the compiled kernel `kernels.fma` once it is ready,
+    until then and for 0-d results the exact emulations `fma32`/`fma64`, which give the same values). float16: one
+    rounding of the exact result on CPUs with float16 arithmetic (`native_float16_fma`), else -- and always for
+    bfloat16 -- computed in float32 and rounded after every operation, so the product is rounded before the addition.
     """
+    if type(a) is np.ndarray and type(b) is np.ndarray and type(c) is np.ndarray and a.ndim:
+        out = kernels.fma(a, b, c)  # the common case (a jitted program's contracted equation) with least overhead
+        if out is not None:
+            return out
     dt = np.result_type(a, b, c)
+    if dt == _F32 or dt == np.float64:
+        a, b, c = (np.asarray(v, dt) for v in (a, b, c))
+        out = kernels.fma(a, b, c) if a.ndim or b.ndim or c.ndim else None
+        if out is not None:
+            return out
     with np.errstate(all="ignore"):
         if dt == _F32:
             out = fma32(a, b, c)
         elif dt == np.float64:
-            a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
-            hi, lo = _two_product_f64(a, b)
-            s = hi + c
-            bv = s - hi
-            err = (hi - (s - bv)) + (c - bv)
-            out = s + (err + lo)
-            out = np.where(np.isfinite(out), out, a * b + c)
+            out = fma64(a, b, c)
         elif dt == np.float16 and native_float16_fma():
             # The product of two float16 values is exact in float64 (22 significant bits); only the sum rounds.
             p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
@@ -297,6 +329,14 @@ def mul_add(a, b, c):
             out = out.astype(dt) + np.asarray(c, dt)
         out = np.asarray(out).astype(dt, copy=False)
     return out if out.ndim else out[()]
+
+
+def mul_add_into(a, b, c, out: np.ndarray) -> np.ndarray:
+    """`mul_add(a, b, c)` written into `out` (C-contiguous, of the result's float32/float64 dtype and shape; it may
+    be one of the operands' buffers, each element being read before it is written). Returns `out`."""
+    if kernels.fma(*(np.asarray(v, out.dtype) for v in (a, b, c)), out=out) is None:
+        np.copyto(out, mul_add(a, b, c))
+    return out
 
 
 register_impl(mul_add_p, mul_add)

@@ -34,6 +34,7 @@ from ....config import config
 from ....core import Jaxpr, Literal, Var, pp_jaxpr
 from ....lax.elementwise import (add_p, div_p, exp_p, expm1_p, integer_pow_p, log1p_p, log_p, mul_p, rsqrt_p, sqrt_p,
                                 square_p, sub_p)
+from ....lax.mul_add import mul_add_p
 from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
 from ....lax.structural import broadcast_in_dim_p
 from .. import ir
@@ -93,6 +94,7 @@ _ENVELOPES = {
     add_p: _env_add, sub_p: _env_add, mul_p: _env_mul, div_p: _env_div, exp_p: _env_exp, expm1_p: _env_exp,
     log_p: _env_log, log1p_p: _env_log1p, sqrt_p: _env_sqrt, rsqrt_p: _env_rsqrt,
     square_p: lambda out, vals, envs: envs[0] * envs[0],
+    mul_add_p: lambda out, vals, envs: envs[0] * envs[1] + envs[2],
 }
 
 

@@ -27,6 +27,7 @@ from ....core import Var
 from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_element_type_p, div_p, eq_p, floor_p,
                                 ge_p, gt_p, integer_pow_p, is_finite_p, le_p, logistic_p, lt_p, max_p, min_p, mul_p,
                                 ne_p, neg_p, not_p, or_p, select_n_p, sign_p, sqrt_p, square_p, sub_p, xor_p)
+from ....lax.mul_add import mul_add_p
 from ....lax.reductions import reduce_sum_p
 from ....lax.structural import broadcast_in_dim_p, iota_p
 from .. import blas, ir
@@ -64,13 +65,13 @@ def _ew_kind(eqn) -> bool:
     return scalar.fusible(eqn)
 
 
-# Operations whose kernel form rounds exactly as NumPy does (IEEE arithmetic, correctly rounded sqrt, selections,
-# comparisons, conversions). Transcendental functions use other approximations in kernels (`mathlib`) and `x**3` is
+# Operations whose kernel form rounds exactly as NumPy does (IEEE arithmetic, correctly rounded sqrt and fused
+# multiply-add, selections, comparisons, conversions). Transcendental functions use other approximations in kernels (`mathlib`) and `x**3` is
 # two roundings instead of `pow`'s one, so below the size threshold -- where tests and small programs live and
 # fusion gains little -- only these are fused, and jit stays bit-identical to eager execution there.
 EXACT = frozenset({add_p, sub_p, mul_p, div_p, neg_p, max_p, min_p, abs_p, sign_p, sqrt_p, floor_p, ceil_p, square_p,
                    select_n_p, clamp_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, not_p, is_finite_p,
-                   convert_element_type_p, broadcast_in_dim_p, iota_p})
+                   convert_element_type_p, broadcast_in_dim_p, iota_p, mul_add_p})
 
 
 def exact(eqn) -> bool:

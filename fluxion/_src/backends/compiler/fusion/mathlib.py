@@ -62,14 +62,16 @@ def _f32_as_i32(typingctx, x):
 
 @intrinsic
 def _fma(typingctx, a, b, c):
-    """`a * b + c` for float32 with a single rounding (LLVM `llvm.fma.f32`, vectorizable)."""
-    sig = types.float32(types.float32, types.float32, types.float32)
+    """`a * b + c` with a single rounding for three floats of one type (LLVM `llvm.fma`, vectorizable): the
+    polynomials below, and the compiler's `mul_add` equations (XLA's contracted multiply-adds)."""
+    if not (isinstance(a, types.Float) and a == b == c):
+        return None
 
     def codegen(context, builder, signature, args):
-        f32 = llvm_ir.FloatType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [f32], llvm_ir.FunctionType(f32, [f32, f32, f32]))
+        t = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.fma", [t], llvm_ir.FunctionType(t, [t, t, t]))
         return builder.call(fn, args)
-    return sig, codegen
+    return a(a, b, c), codegen
 
 
 @njit(inline="always", error_model="numpy")
@@ -292,3 +294,10 @@ def _select(c, t, f):
     BatchNorm's) took 2.0 ms over a random 16384x32 float32 mask, 0.28 ms through this function, which LLVM inlines
     into the vectorized loop as a `select` (Numba's own `inline="always"` keeps the branch: 1.6 ms)."""
     return t if c else f
+
+
+def fma_loop(a, b, c, out):
+    """`out[i] = fma(a[i], b[i], c[i])` over flat arrays: the eager `mul_add` kernel (`backends.eager.kernels.fma`
+    compiles it with Numba for float32/float64)."""
+    for i in range(out.size):
+        out[i] = _fma(a[i], b[i], c[i])

@@ -104,7 +104,7 @@ class _Residuals:
         leaves: list = []
 
         def visit(x) -> bool:
-            if type(x) is not Var or x in seen:
+            if type(x) is not Var or x in seen or x in leaves:  # (a leaf may be read twice: fma(-t, t, 1))
                 return True
             i = self.producer.get(x)
             if i is None or self.last_use.get(x, -1) >= alive_from and x is not v:

@@ -24,6 +24,7 @@ from ....lax.elementwise import (abs_p, add_p, and_p, ceil_p, clamp_p, convert_e
                                 logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, not_p, or_p, rsqrt_p, select_n_p,
                                 sign_p, sin_p, sqrt_p, square_p, sub_p, tanh_p, xor_p)
 from ....lax import elementwise as ew
+from ....lax.mul_add import mul_add_p
 from ....lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
 
 # dtypes kernels handle (NumPy names); anything else (float16, bfloat16, complex, ...) stays on the NumPy path.
@@ -32,8 +33,8 @@ KERNEL_DTYPES = frozenset({"float32", "float64", "int8", "int16", "int32", "int6
 
 
 # The helpers generated kernel modules import from `mathlib` (the same line in every kernel's source).
-MATHLIB_IMPORT = ("from fluxion._src.backends.compiler.fusion.mathlib import _erfcf, _erff, _expf, _expm1f, _fmax, "
-                  "_fmin, _log1pf, _logf, _logistic, _logisticf, _select, _tanhf")
+MATHLIB_IMPORT = ("from fluxion._src.backends.compiler.fusion.mathlib import _erfcf, _erff, _expf, _expm1f, _fma, "
+                  "_fmax, _fmin, _log1pf, _logf, _logistic, _logisticf, _select, _tanhf")
 
 
 def dtype_ok(dt) -> bool:
@@ -104,6 +105,14 @@ _reg(add_p, _arith("+"))
 _reg(sub_p, _arith("-"))
 _reg(mul_p, _arith("*"))
 _reg(div_p, _arith("/", floats_only=True))
+
+
+def _mul_add(a, in_dts, out_dt, params):
+    """One fused multiply-add (`llvm.fma`), as XLA's contracted code computes it (float32/float64)."""
+    return f"_fma({a[0]}, {a[1]}, {a[2]})" if np.dtype(out_dt) in (np.float32, np.float64) else None
+
+
+_reg(mul_add_p, _mul_add)
 
 
 def _neg(a, in_dts, out_dt, params):

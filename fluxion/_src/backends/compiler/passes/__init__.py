@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 from ....config import config
 from ....core import ClosedJaxpr, JaxprTypeError
 from .. import ir
+from .contract import contract
 from .cse import cse
 from .dce import dce
 from .fold import fold_constants
@@ -20,8 +21,10 @@ from .simplify import simplify
 
 Pass = Callable[[ClosedJaxpr], ClosedJaxpr]
 
-# Inlining runs again after folding, which can turn a `cond`'s index into a literal.
-PIPELINE: Sequence[Pass] = (inline_calls, simplify, fold_constants, inline_calls, simplify, cse, simplify, dce)
+# Inlining runs again after folding, which can turn a `cond`'s index into a literal. Contraction comes last: it
+# needs the final readers of each product, and leaves the products it absorbed to the last DCE.
+PIPELINE: Sequence[Pass] = (inline_calls, simplify, fold_constants, inline_calls, simplify, cse, simplify, dce, contract,
+                            dce)
 
 
 def run_pass(p: Pass, closed: ClosedJaxpr, check: bool) -> ClosedJaxpr:
@@ -39,7 +42,8 @@ def optimize(closed: ClosedJaxpr, passes: Sequence[Pass] = PIPELINE, check: bool
 
     Args:
       closed: the program to optimize.
-      passes: the pipeline (default: inline, simplify, fold, inline, simplify, CSE, simplify, DCE).
+      passes: the pipeline (default: inline, simplify, fold, inline, simplify, CSE, simplify, DCE, multiply-add
+        contraction, DCE).
       check: type-check after every pass; defaults to the `fluxion_debug_typecheck` flag.
 
     Returns:
@@ -55,4 +59,4 @@ def optimize(closed: ClosedJaxpr, passes: Sequence[Pass] = PIPELINE, check: bool
     return closed
 
 
-__all__ = ["optimize", "inline_calls", "dce", "cse", "fold_constants", "simplify", "PIPELINE", "run_pass"]
+__all__ = ["optimize", "inline_calls", "dce", "cse", "fold_constants", "simplify", "contract", "PIPELINE", "run_pass"]

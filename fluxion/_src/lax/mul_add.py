@@ -1,10 +1,12 @@
-"""The `mul_add` primitive: `x * y + z` with XLA's CPU rounding, used where JAX's samplers compute `a * b + c`.
+"""The `mul_add` primitive: `x * y + z` with XLA's CPU rounding.
 
 XLA's CPU compiler contracts a multiply feeding an add into one fused multiply-add (one rounding instead of two)
 for float32/float64, and for float16 on CPUs with float16 arithmetic (AVX512-FP16); elsewhere 16-bit floats are
-computed in float32 and rounded after every operation (see `backends.eager.special.mul_add`). Samplers
-such as `uniform(minval, maxval)` end in `bits * (maxval - minval) + minval`, so matching JAX bit for bit needs
-that contraction; it is kept as its own primitive so that it survives jit, vmap and grad like any other op.
+computed in float32 and rounded after every operation (see `backends.eager.special.mul_add`). Two callers need that
+rounding to match JAX bit for bit: JAX's samplers, such as `uniform(minval, maxval)`, which ends in
+`bits * (maxval - minval) + minval` (bound directly, so it survives jit, vmap and grad like any other op), and the
+compiler's contraction pass (`backends.compiler.passes.contract`), which rewrites the multiply-adds of a jitted
+program as XLA's code generator does. Eager `x * y + z` is two primitives and two roundings, as in JAX.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 from .. import core, dtypes
 from ..core import ShapedArray, abstract_eval_rules
 from ..interpreters import batching
-from ..lax import elementwise as ew
-from ..lax.elementwise import _elementwise_batch_rule, defjvp_broadcasting
-from ..lax.utils import standard_primitive
+from . import elementwise as ew
+from .elementwise import _elementwise_batch_rule, defjvp_broadcasting
+from .utils import standard_primitive
 
 mul_add_p = standard_primitive("mul_add")
 
