@@ -176,6 +176,32 @@ def erf_f32(x) -> np.ndarray:
         return out.astype(np.float32)
 
 
+# XLA's float32 tanh (Eigen's rational interpolant with fused multiply-adds; the constants are `mathlib`'s, which
+# the fused kernels and the eager kernel evaluate with `llvm.fma`).
+_TANH_NUM = np.array([-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+                      1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03], np.float32)
+_TANH_DEN = np.array([1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03],
+                     np.float32)
+_TANH_CLAMP = np.float32(7.99881172180175781)
+_TANH_TINY = np.float32(0.0004)
+
+
+def tanh_f32(x) -> np.ndarray:
+    """tanh of float32 `x` as XLA's CPU backend computes it: x P(x^2) / Q(x^2) on x clamped to +-7.99881172 (exactly
+    +-1 there), x itself where |x| < 0.0004 (NaN and -0.0 included); each Horner step one fused multiply-add. By the
+    compiled kernel once it is ready (`kernels.unary`), else by the exact NumPy emulation (the same bits)."""
+    x = np.asarray(x, np.float32)
+    out = kernels.unary("tanh", x) if x.ndim else None
+    if out is not None:
+        return out
+    with np.errstate(all="ignore"):
+        c = np.minimum(np.maximum(x, -_TANH_CLAMP), _TANH_CLAMP)
+        x2 = c * c
+        q = _horner_fma(x2, _TANH_DEN)
+        out = (c * _horner_fma(x2, _TANH_NUM)) / q
+        return np.where(np.abs(x) >= _TANH_TINY, out, x).astype(np.float32)
+
+
 def _via_f32(fn, fallback):
     """Applies the float32 routine `fn` to float32/float16/bfloat16 input (upcasting as XLA does)."""
     def impl(x):
@@ -196,6 +222,7 @@ erf = _via_f32(erf_f32, sp.erf)
 erf_inv = _via_f32(erf_inv_f32, sp.erfinv)
 log = _via_f32(log_f32, np.log)
 log1p = _via_f32(log1p_f32, np.log1p)
+tanh = _via_f32(tanh_f32, np.tanh)
 
 
 def _two_product_f64(a: np.ndarray, b: np.ndarray) -> tuple:
