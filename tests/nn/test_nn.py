@@ -64,7 +64,10 @@ SMOOTH = ["sigmoid", "softplus", "log_sigmoid", "silu", "tanh", "gelu", "mish", 
 def test_activation_values(name):
     got = getattr(nn, name)(X)
     assert got.dtype == np.float32 and got.shape == X.shape
-    np.testing.assert_allclose(got, REFERENCE[name](X.astype(np.float64)), rtol=2e-6, atol=2e-7)
+    # gelu's 1 + tanh(z) cancels where tanh(z) nears -1, magnifying the absolute error of XLA's float32 tanh (which
+    # fluxion computes bit for bit: JAX's gelu values are the same) to ~4e-7
+    atol = 1e-6 if name == "gelu" else 2e-7
+    np.testing.assert_allclose(got, REFERENCE[name](X.astype(np.float64)), rtol=2e-6, atol=atol)
 
 
 def test_gelu_exact_and_integer_input():
@@ -179,7 +182,10 @@ def test_activations_under_jit_and_vmap():
     x = X.reshape(1, -1)
     for name in ("relu", "gelu", "softplus", "elu"):
         f = getattr(nn, name)
-        np.testing.assert_array_equal(fluxion.jit(f)(x), f(x))
+        if name == "gelu":  # jitted multiply-adds round once (as in JAX), eager ones twice
+            np.testing.assert_allclose(fluxion.jit(f)(x), f(x), rtol=1e-6, atol=1e-6)  # (see test_activation_values)
+        else:
+            np.testing.assert_array_equal(fluxion.jit(f)(x), f(x))
         np.testing.assert_array_equal(fluxion.vmap(f)(x), f(x))
     np.testing.assert_allclose(fluxion.vmap(nn.softmax)(x), nn.softmax(x), rtol=1e-6)
 

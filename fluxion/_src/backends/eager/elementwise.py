@@ -80,22 +80,25 @@ cosh, tanh: see `complex_math`). Generated code calls the implementation, not th
 def _complex_as_xla(real_fn, complex_fn):
     """`complex_fn` (from `complex_math`) for complex operands, `real_fn` otherwise."""
     def impl(x):
-        return complex_fn(x) if np.result_type(x).kind == "c" else real_fn(x)
+        return complex_fn(x) if (x.dtype if type(x) is np.ndarray else np.result_type(x)).kind == "c" else real_fn(x)
     impl.__name__ = getattr(real_fn, "__name__", "impl")
     return impl
 
+
+# -- XLA's own float32 approximations (NumPy's differ in the last bits; float64 stays NumPy's) ----------------------
+
+_register(ew.exp_p, _complex_as_xla(_special.exp, complex_math.exp))
+_register(ew.tanh_p, _complex_as_xla(_special.tanh, complex_math.tanh))
 
 # -- NumPy ufuncs that match XLA as they are ----------------------------------------------------------------------
 
 _register(ew.neg_p, np.negative)
 _register(ew.floor_p, np.floor)
 _register(ew.ceil_p, np.ceil)
-_register(ew.exp_p, _complex_as_xla(np.exp, complex_math.exp))
 _register(ew.exp2_p, np.exp2)
 _register(ew.log_p, _nan_parts_give_nan(np.log))
 _register(ew.log1p_p, _nan_parts_give_nan(np.log1p))
 _register(ew.expm1_p, _complex_as_xla(np.expm1, complex_math.expm1))
-_register(ew.tanh_p, _complex_as_xla(_special.tanh, complex_math.tanh))  # float32: XLA's rational tanh
 _register(ew.sin_p, _complex_as_xla(np.sin, complex_math.sin))
 _register(ew.cos_p, _complex_as_xla(np.cos, complex_math.cos))
 _register(ew.tan_p, _complex_as_xla(np.tan, complex_math.tan))

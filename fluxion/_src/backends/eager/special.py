@@ -202,6 +202,39 @@ def tanh_f32(x) -> np.ndarray:
         return np.where(np.abs(x) >= _TANH_TINY, out, x).astype(np.float32)
 
 
+# `mathlib._expf`'s constants (Cephes expf: ln 2 split in two parts, a degree-5 polynomial, highest degree first).
+_EXP_POLY = np.array([1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                      5.0000001201e-1], np.float32)
+
+
+def _pow2_f32(n: np.ndarray) -> np.ndarray:
+    """2**n as float32 for int32 n in [-126, 127], built from its exponent bits."""
+    return ((n + np.int32(127)) << np.int32(23)).astype(np.int32).view(np.float32)
+
+
+def exp_f32(x) -> np.ndarray:
+    """e**x of float32 `x` as XLA's CPU backend computes it (and fluxion's fused kernels, `mathlib._expf`): x
+    clamped to [-104, 89], n = min(floor(x log2(e) + 1/2), 127), r = x - n ln 2 in two fused steps, a degree-5
+    polynomial in fused multiply-adds, scaled by 2**n as two exact powers of two. Unlike XLA, subnormal results are kept (XLA's
+    runtime flushes them to zero). By the compiled kernel once it is ready (`kernels.unary`), else by the exact
+    NumPy emulation (the same bits)."""
+    x = np.asarray(x, np.float32)
+    out = kernels.unary("exp", x) if x.ndim else None
+    if out is not None:
+        return out
+    with np.errstate(all="ignore"):
+        c = np.minimum(np.maximum(x, np.float32(-104.0)), np.float32(89.0))
+        n = np.minimum(np.floor(c * np.float32(1.44269504088896341) + np.float32(0.5)), np.float32(127.0))
+        r = fma32(n, np.float32(-0.693359375), c)
+        r = fma32(n, np.float32(2.12194440e-4), r)
+        p = _horner_fma(r, _EXP_POLY)
+        p = fma32(p, r * r, r) + np.float32(1.0)
+        ni = n.astype(np.int32)
+        half = ni >> np.int32(1)
+        out = (p * _pow2_f32(half)) * _pow2_f32(ni - half)
+        return np.where(np.isnan(x), x, out).astype(np.float32)
+
+
 def _via_f32(fn, fallback):
     """Applies the float32 routine `fn` to float32/float16/bfloat16 input (upcasting as XLA does)."""
     def impl(x):
@@ -222,7 +255,23 @@ erf = _via_f32(erf_f32, sp.erf)
 erf_inv = _via_f32(erf_inv_f32, sp.erfinv)
 log = _via_f32(log_f32, np.log)
 log1p = _via_f32(log1p_f32, np.log1p)
-tanh = _via_f32(tanh_f32, np.tanh)
+
+
+def _kernel_first(name: str, impl):
+    """`impl` with float32 arrays sent straight to the compiled kernel `name` once it is ready (the eager hot path:
+    no dtype resolution, no conversions)."""
+    def fast(x):
+        if type(x) is np.ndarray and x.dtype == _F32 and x.ndim:
+            out = kernels.unary(name, x)
+            if out is not None:
+                return out
+        return impl(x)
+    fast.__name__ = impl.__name__
+    return fast
+
+
+tanh = _kernel_first("tanh", _via_f32(tanh_f32, np.tanh))
+exp = _kernel_first("exp", _via_f32(exp_f32, np.exp))
 
 
 def _two_product_f64(a: np.ndarray, b: np.ndarray) -> tuple:
