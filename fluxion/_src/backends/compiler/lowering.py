@@ -101,8 +101,8 @@ def ufunc_for(eqn) -> str | None:
             return None  # the backend keeps XLA's sign of zeros (NumPy's ufunc does not)
         if prim in COMPLEX_NAN_PRIMITIVES and eqn.invars[0].aval.dtype.kind == "c":
             return None  # the backend gives XLA's results at NaN, infinite and zero parts
-        if (prim is tanh_p or prim is exp_p) and eqn.invars[0].aval.dtype != np.float64:
-            return None  # the backend computes XLA's float32 tanh and exp (NumPy's differ in the last bits)
+        if prim in (tanh_p, exp_p, log_p) and eqn.invars[0].aval.dtype != np.float64:
+            return None  # the backend computes XLA's float32 tanh, exp and log (NumPy's differ in the last bits)
         return UFUNCS[prim]
     if prim in FLOAT_UFUNCS and all(_is_float(v.aval.dtype) for v in eqn.invars) and len(
             {v.aval.dtype for v in eqn.invars}) == 1:

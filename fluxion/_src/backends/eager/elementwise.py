@@ -89,6 +89,7 @@ def _complex_as_xla(real_fn, complex_fn):
 
 _register(ew.exp_p, _complex_as_xla(_special.exp, complex_math.exp))
 _register(ew.tanh_p, _complex_as_xla(_special.tanh, complex_math.tanh))
+_register(ew.log_p, _complex_as_xla(_special.log, _nan_parts_give_nan(np.log)))
 
 # -- NumPy ufuncs that match XLA as they are ----------------------------------------------------------------------
 
@@ -96,7 +97,6 @@ _register(ew.neg_p, np.negative)
 _register(ew.floor_p, np.floor)
 _register(ew.ceil_p, np.ceil)
 _register(ew.exp2_p, np.exp2)
-_register(ew.log_p, _nan_parts_give_nan(np.log))
 _register(ew.log1p_p, _nan_parts_give_nan(np.log1p))
 _register(ew.expm1_p, _complex_as_xla(np.expm1, complex_math.expm1))
 _register(ew.sin_p, _complex_as_xla(np.sin, complex_math.sin))

@@ -9,8 +9,8 @@ measured so far:
 * `mul_add` (`a * b + c` rounded once, XLA's contracted multiply-add): NumPy has no fused multiply-add, and its exact
   emulation (`special.fma32`/`fma64`) takes several passes in float64; one compiled loop calling `llvm.fma` is a
   single vectorized pass with the same (correctly rounded) results;
-* float32 `tanh` and `exp` as XLA computes them (`mathlib._tanhf`, `_expf`: polynomials evaluated with fused
-  multiply-adds), whose exact NumPy emulations (`special.tanh_f32`, `exp_f32`) take a dozen passes each;
+* float32 `tanh`, `exp` and `log` as XLA computes them (`mathlib._tanhf`, `_expf`, `_logf`: polynomials evaluated
+  with fused multiply-adds), whose exact NumPy emulations (`special.tanh_f32`, ...) take a dozen passes each;
 * `add`/`sub`/`mul`/`div` of a large float array and a broadcast operand that repeats along the leading axes (a
   row, `X - X.mean(0)`) or the trailing axes (a column, `X - X.mean(1, keepdims=True)`): NumPy's broadcasting loop
   calls its inner loop once per row, so for short rows it runs at a fraction of memory speed (10000 x 100 float32:
@@ -302,7 +302,7 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = No
 
 
 # -- float32 functions with XLA's bits -----------------------------------------------------------------------------
-_UNARY_LOOPS = {"tanh": "tanhf_loop", "exp": "expf_loop"}  # name -> the `mathlib` loop computing it for float32
+_UNARY_LOOPS = {"tanh": "tanhf_loop", "exp": "expf_loop", "log": "logf_loop"}  # name -> the `mathlib` loop computing it for float32
 _unary_ready: dict = {}  # name -> compiled kernel
 _unary_started: set = set()
 

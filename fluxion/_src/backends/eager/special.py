@@ -94,9 +94,8 @@ def log_f32(x) -> np.ndarray:
     x = np.asarray(x, np.float32)
     with np.errstate(all="ignore"):
         invalid = ~(x > 0)  # negative or NaN (zero is handled below)
-        is_zero = x == 0
-        # Denormals are flushed to zero by XLA's CPU runtime, so their log is -inf.
-        is_zero |= (x > 0) & (x < np.finfo(np.float32).tiny)
+        # Denormals (of either sign) are flushed to zero by XLA's CPU runtime, so their log is -inf.
+        is_zero = np.abs(x) < np.finfo(np.float32).tiny
         is_inf = x == np.inf
         safe = np.where(invalid | is_zero | is_inf, np.float32(1), x)
         bits = safe.view(np.uint32)
@@ -253,7 +252,6 @@ def _via_f32(fn, fallback):
 
 erf = _via_f32(erf_f32, sp.erf)
 erf_inv = _via_f32(erf_inv_f32, sp.erfinv)
-log = _via_f32(log_f32, np.log)
 log1p = _via_f32(log1p_f32, np.log1p)
 
 
@@ -272,6 +270,7 @@ def _kernel_first(name: str, impl):
 
 tanh = _kernel_first("tanh", _via_f32(tanh_f32, np.tanh))
 exp = _kernel_first("exp", _via_f32(exp_f32, np.exp))
+log = _kernel_first("log", _via_f32(log_f32, np.log))
 
 
 def _two_product_f64(a: np.ndarray, b: np.ndarray) -> tuple:

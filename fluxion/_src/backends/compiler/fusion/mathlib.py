@@ -12,8 +12,8 @@ NaN and -0.0 (`tests/compiler/test_mathlib.py`), in units in the last place:
   0.21 ms on one core (0.28 ms with separate multiplies and adds).
 * `_tanhf` (XLA's: Eigen's rational interpolant evaluated with fused multiply-adds, bit for bit JAX's): 3.9 ulp
   (just above |x| = 0.0004, where it stops returning x; as in JAX).
-* `_logf` (Cephes `logf.c`: x = 2**e m, a degree-8 polynomial in m - 1, ln 2 in two parts; subnormal inputs scaled
-  by 2**23 rather than flushed): 0.8 ulp.
+* `_logf` (XLA's: Cephes `logf.c`'s polynomial in XLA's operation order, bit for bit JAX's; subnormal inputs are
+  zero, as in XLA): 1.1 ulp.
 * `_log1pf` (Goldberg's formula over `_logf`, see the function): 2.3 ulp.
 * `_expm1f` (the Taylor series of e**x - 1 to degree 10 on |x| < ln 2, `_expf(x) - 1` outside): 1.7 ulp.
 * `_erfcf` (Cephes `ndtrf.c` erfcf, the recipe of XLA's CPU backend, with exp(-x**2) from the exactly split
@@ -124,48 +124,35 @@ def _tanhf(x):
     return r if abs(x) >= np.float32(TANH_TINY) else x  # (NaN and -0.0 are returned as they are)
 
 
-def tanhf_loop(x, out):
-    """`out[i] = _tanhf(x[i])` over flat float32 arrays: the eager float32 `tanh` kernel (`kernels.unary`)."""
-    for i in range(out.size):
-        out[i] = _tanhf(x[i])
-
-
-def expf_loop(x, out):
-    """`out[i] = _expf(x[i])` over flat float32 arrays: the eager float32 `exp` kernel (`kernels.unary`)."""
-    for i in range(out.size):
-        out[i] = _expf(x[i])
-
-
 @njit(inline="always", error_model="numpy")
 def _logf(x):
-    # Cephes logf: x = 2**e * m with m in [sqrt(1/2), sqrt(2)), log(m) = t - t**2/2 + t**3 P(t) for t = m - 1,
-    # log(2) split in two constants. The exponent and mantissa come from the bits; subnormal inputs are scaled by
-    # 2**23 first (exactly), so they are not flushed to zero. Special values are selected at the end.
-    sub = x < np.float32(1.17549435e-38)
-    xs = x * np.float32(8388608.0) if sub else x
-    bits = _f32_as_i32(xs)
-    e = ((bits >> np.int32(23)) & np.int32(255)) - np.int32(126)
-    e = e - np.int32(23) if sub else e
-    m = _i32_as_f32((bits & np.int32(0x007FFFFF)) | np.int32(0x3F000000))  # in [0.5, 1)
+    # XLA's float32 log (Cephes logf's polynomial in XLA's operation order, so JAX's bits): x = 2**e m with m in
+    # [sqrt(1/2), sqrt(2)), t = m - 1, log(m) = t - t**2/2 + t**3 P(t) with P in three interleaved Horner chains of
+    # fused multiply-adds, ln 2 in two parts. Subnormal inputs count as zero (XLA's runtime flushes them). Special
+    # values are selected at the end.
+    special = not (x >= np.float32(1.17549435e-38)) or x == np.float32(np.inf)  # NaN, <= 0, subnormal, inf
+    bits = _f32_as_i32(np.float32(1.0) if special else x)
+    e = np.float32((bits >> np.int32(23)) - np.int32(126))
+    m = _i32_as_f32((bits & np.int32(-2139095041)) | np.int32(0x3F000000))  # mask 0x807FFFFF: m in [0.5, 1)
     low = m < np.float32(0.707106781186547524)
-    e = e - np.int32(1) if low else e
-    t = (m + m if low else m) - np.float32(1.0)
-    z = t * t
-    p = np.float32(7.0376836292e-2)
-    p = _fma(p, t, np.float32(-1.1514610310e-1))
-    p = _fma(p, t, np.float32(1.1676998740e-1))
-    p = _fma(p, t, np.float32(-1.2420140846e-1))
-    p = _fma(p, t, np.float32(1.4249322787e-1))
-    p = _fma(p, t, np.float32(-1.6668057665e-1))
-    p = _fma(p, t, np.float32(2.0000714765e-1))
-    p = _fma(p, t, np.float32(-2.4999993993e-1))
-    p = _fma(p, t, np.float32(3.3333331174e-1))
-    fe = np.float32(e)
-    y = _fma(fe, np.float32(-2.12194440e-4), (p * t) * z)
-    y = _fma(z, np.float32(-0.5), y)
-    r = _fma(fe, np.float32(0.693359375), t + y)
-    r = r if x > np.float32(0.0) else (np.float32(-np.inf) if x == np.float32(0.0) else np.float32(np.nan))
-    return x if x == np.float32(np.inf) else r
+    t = (m + m) - np.float32(1.0) if low else m - np.float32(1.0)
+    e = e - np.float32(1.0) if low else e
+    t2 = t * t
+    t3 = t2 * t
+    y = _fma(t, np.float32(7.0376836292e-2), np.float32(-1.1514610310e-1))
+    y1 = _fma(t, np.float32(-1.2420140846e-1), np.float32(1.4249322787e-1))
+    y2 = _fma(t, np.float32(2.0000714765e-1), np.float32(-2.4999993993e-1))
+    y = _fma(y, t, np.float32(1.1676998740e-1))
+    y1 = _fma(y1, t, np.float32(-1.6668057665e-1))
+    y2 = _fma(y2, t, np.float32(3.3333331174e-1))
+    y = _fma(y, t3, y1)
+    y = _fma(y, t3, y2)
+    y = _fma(y, t3, e * np.float32(-2.12194440e-4))
+    t = _fma(np.float32(-0.5), t2, t)
+    r = _fma(e, np.float32(0.693359375), t + y)
+    zero = abs(x) < np.float32(1.17549435e-38)  # +-0 and subnormals of either sign
+    r = r if x >= np.float32(1.17549435e-38) else (np.float32(-np.inf) if zero else np.float32(np.nan))
+    return x if x == np.float32(np.inf) else r  # (negatives and NaN give NaN)
 
 
 @njit(inline="always", error_model="numpy")
@@ -324,3 +311,21 @@ def fma_loop(a, b, c, out):
     compiles it with Numba for float32/float64)."""
     for i in range(out.size):
         out[i] = _fma(a[i], b[i], c[i])
+
+
+def tanhf_loop(x, out):
+    """`out[i] = _tanhf(x[i])` over flat float32 arrays: the eager float32 `tanh` kernel (`kernels.unary`)."""
+    for i in range(out.size):
+        out[i] = _tanhf(x[i])
+
+
+def expf_loop(x, out):
+    """`out[i] = _expf(x[i])` over flat float32 arrays: the eager float32 `exp` kernel (`kernels.unary`)."""
+    for i in range(out.size):
+        out[i] = _expf(x[i])
+
+
+def logf_loop(x, out):
+    """`out[i] = _logf(x[i])` over flat float32 arrays: the eager float32 `log` kernel (`kernels.unary`)."""
+    for i in range(out.size):
+        out[i] = _logf(x[i])
