@@ -90,8 +90,12 @@ def _horner_fma(x: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
 
 
 def log_f32(x) -> np.ndarray:
-    """Natural log of float32 `x` as XLA's CPU backend computes it (NaN for x < 0, -inf at 0, +inf at +inf)."""
+    """Natural log of float32 `x` as XLA's CPU backend computes it (NaN for x < 0, -inf at +-0 and subnormals, +inf
+    at +inf). By the compiled kernel once it is ready (`kernels.unary`), else by the exact NumPy emulation."""
     x = np.asarray(x, np.float32)
+    out = kernels.unary("log", x) if x.ndim else None
+    if out is not None:
+        return out
     with np.errstate(all="ignore"):
         invalid = ~(x > 0)  # negative or NaN (zero is handled below)
         # Denormals (of either sign) are flushed to zero by XLA's CPU runtime, so their log is -inf.
@@ -214,9 +218,9 @@ def _pow2_f32(n: np.ndarray) -> np.ndarray:
 def exp_f32(x) -> np.ndarray:
     """e**x of float32 `x` as XLA's CPU backend computes it (and fluxion's fused kernels, `mathlib._expf`): x
     clamped to [-104, 89], n = min(floor(x log2(e) + 1/2), 127), r = x - n ln 2 in two fused steps, a degree-5
-    polynomial in fused multiply-adds, scaled by 2**n as two exact powers of two. Unlike XLA, subnormal results are kept (XLA's
-    runtime flushes them to zero). By the compiled kernel once it is ready (`kernels.unary`), else by the exact
-    NumPy emulation (the same bits)."""
+    polynomial in fused multiply-adds, scaled by 2**n as two exact powers of two. Unlike XLA, subnormal results are
+    kept (XLA's runtime flushes them to zero). By the compiled kernel once it is ready (`kernels.unary`), else by
+    the exact NumPy emulation (the same bits)."""
     x = np.asarray(x, np.float32)
     out = kernels.unary("exp", x) if x.ndim else None
     if out is not None:
