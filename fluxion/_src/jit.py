@@ -190,6 +190,7 @@ class JitWrapped(stages.Wrapped):
         self._options = (self._static_argnums, self._static_argnames, self._donate_argnums)
         self._last_signature = None
         self._compiles = 0
+        self._warn_recompiles = True  # library-internal programs (`staged_call`) turn this off
         # Signature -> compiled function, for calls whose arguments are all positional Arrays (no statics). The
         # signature is flat (shape, dtype, weak_type, shape, ...): cheaper to build and hash than nested tuples.
         self._fast: dict = {}
@@ -425,7 +426,7 @@ class JitWrapped(stages.Wrapped):
             logger.warning("Compiling %s (%s) for %s%s", self._name, fun_src(self._fun),
                            ", ".join(signature_str(sig, names)) or "no array arguments",
                            self._explain_change(sig, statics, names))
-        if self._compiles == _RECOMPILE_WARN_THRESHOLD:
+        if self._compiles == _RECOMPILE_WARN_THRESHOLD and self._warn_recompiles:
             warnings.warn(f"fluxion.jit: {self._name} has been compiled {self._compiles} times for different "
                           "argument shapes/dtypes/static values; each new signature retraces. Pad inputs to a few "
                           "fixed shapes or set FLUXION_LOG_COMPILES=1 to see what changes.", stacklevel=3)

@@ -99,6 +99,9 @@ def staged_as_call(name: str, fuse_eager: bool = False, stage: bool = True) -> C
 
         call.__name__ = call.__qualname__ = name
         staged = jit(call, static_argnums=1)
+        # One program per shape and dtype the user's calls bring is expected here: the retrace warning would name a
+        # library function the user never jitted (JAX's jnp functions do not warn either).
+        staged._warn_recompiles = False
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):

@@ -312,3 +312,20 @@ def test_activations_on_huge_inputs_do_not_warn(name, dtype, size):
         assert np.isnan(np.asarray(jnp.asarray(np.array([np.inf], dtype)) * jnp.asarray(np.array([0.0], dtype))))
         with pytest.raises(RuntimeWarning, match="invalid"):
             np.array([np.inf], dtype) * np.array([0.0], dtype)
+
+
+def test_library_programs_do_not_warn_about_recompiles():
+    """Large eager activations run a library-internal `jit` program, one per shape: the user's many shapes must not
+    trigger the retrace warning, which would name a function the user never jitted."""
+    import warnings
+    from fluxion._src.staged_call import FUSE_EAGER_MIN_ELEMENTS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(22):
+            x = jnp.ones(FUSE_EAGER_MIN_ELEMENTS + k, jnp.float32)  # (a fluxion array: the fused eager path)
+            np.testing.assert_array_equal(nn.elu(x), x)
+    assert nn.elu.staged._compiles >= 22  # the library program did compile once per shape
+    f = fluxion.jit(lambda x: x + 1)
+    with pytest.warns(UserWarning, match="compiled 20 times"):  # a user's own jit still warns
+        for k in range(20):
+            f(np.ones(k + 1, np.float32))
