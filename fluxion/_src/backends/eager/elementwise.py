@@ -247,8 +247,13 @@ _register(ew.rem_p, _rem)
 
 
 def _logistic(x):
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(np.result_type(x))
+    # XLA's expansion, 1 / (1 + exp(-x)), each operation rounded to x's dtype (exp by `special.exp`: XLA's bits for
+    # float32, float16 and bfloat16). Large negative x: exp overflows to inf and the result is 0, where the exact
+    # value is subnormal or below (XLA flushes those to zero too).
+    dt = np.result_type(x)
+    one = np.ones((), dt)
+    with np.errstate(over="ignore"):
+        return np.divide(one, np.add(one, _special.exp(np.negative(x)))).astype(dt, copy=False)
 
 
 _register(ew.logistic_p, _logistic)
@@ -313,7 +318,7 @@ _register(ew.integer_pow_p, _integer_pow)
 
 
 def _pow(x, y):
-    return np.power(x, y).astype(np.result_type(x), copy=False)
+    return _special.power(x, y)
 
 
 _register(ew.pow_p, _pow)

@@ -277,6 +277,83 @@ exp = _kernel_first("exp", _via_f32(exp_f32, np.exp))
 log = _kernel_first("log", _via_f32(log_f32, np.log))
 
 
+# -- pow ------------------------------------------------------------------------------------------------------------
+# XLA's CPU backend emits `llvm.pow`, which LLVM lowers to a call of the C library's `powf`/`pow`; an integer exponent
+# is converted to the base's type first. NumPy's `power` uses its own SIMD routines on AVX-512 machines.
+POW_EACH_MAX = 1024
+"""Up to this many elements, `power` calls the C library element by element while its compiled loop is not ready;
+larger arrays wait for the loop (compiled once per process, or loaded from the disk cache in milliseconds)."""
+_c_pow: dict | None = None
+
+
+def _c_library_pow() -> dict:
+    """The C library's `powf` and `pow` through ctypes, by dtype (empty if it cannot be found): the functions XLA's
+    compiled code and fluxion's kernels call."""
+    global _c_pow
+    if _c_pow is None:
+        import ctypes
+        import ctypes.util
+        found = {}
+        # The process's own symbols first (where Python's and XLA's libm live), then the C library by name.
+        for name in (lambda: None, lambda: ctypes.util.find_library("m"), lambda: ctypes.util.find_library("c")):
+            try:
+                lib = ctypes.CDLL(name())
+                f32, f64 = lib.powf, lib.pow
+            except (OSError, AttributeError, TypeError):
+                continue
+            f32.restype, f32.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+            f64.restype, f64.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+            found = {np.dtype(np.float32): f32, np.dtype(np.float64): f64}
+            break
+        _c_pow = found
+    return _c_pow
+
+
+def _power_each(x: np.ndarray, y: np.ndarray, c_pow) -> np.ndarray:
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out = np.empty(shape, x.dtype)
+    flat = out.reshape(-1)
+    for i, (a, b) in enumerate(zip(np.broadcast_to(x, shape).flat, np.broadcast_to(y, shape).flat)):
+        flat[i] = c_pow(float(a), float(b))
+    return out
+
+
+def _power_float(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The C library's pow of float32 or float64 arrays of one dtype, broadcast."""
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    x, y = (v if v.shape in (shape, ()) else np.ascontiguousarray(np.broadcast_to(v, shape)) for v in (x, y))
+    size = max(x.size, y.size)
+    out = kernels.power(x, y, wait=size > POW_EACH_MAX)
+    if out is not None:
+        return out
+    c_pow = _c_library_pow().get(x.dtype)
+    if c_pow is not None and size <= POW_EACH_MAX:
+        return _power_each(x, y, c_pow)
+    # No Numba (or no C library): NumPy's power, exact in float64 before the float32 rounding (not XLA's bits for a
+    # small fraction of inputs).
+    if x.dtype == _F32:
+        return np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+    return np.power(x, y)
+
+
+def power(x, y):
+    """`x ** y` elementwise as XLA's CPU backend computes it: the C library's `powf` for float32 (float16 and bfloat16
+    computed in float32 and rounded once, as XLA upcasts them) and `pow` for float64, an integer exponent first
+    converted to the base's dtype (as JAX's lowering does). Complex bases use NumPy's `power`. Differences from
+    XLA: subnormal results are kept (XLA's runtime flushes them to zero); without Numba, arrays of more than
+    `POW_EACH_MAX` elements use NumPy's float64 `power` (rounded once to float32), whose bits differ from the C
+    library's in rare cases."""
+    x, y = np.asarray(x), np.asarray(y)
+    dt = x.dtype
+    if dt.kind in "biuc" or y.dtype.kind == "c":
+        return np.power(x, y).astype(dt, copy=False)
+    work = dt if dt in (_F32, np.dtype(np.float64)) else _F32
+    with np.errstate(all="ignore"):
+        out = _power_float(x.astype(work, copy=False), y.astype(work, copy=False))
+        out = np.asarray(out).astype(dt, copy=False)
+    return out if out.ndim or x.ndim or y.ndim else out[()]
+
+
 def _two_product_f64(a: np.ndarray, b: np.ndarray) -> tuple:
     """Dekker's exact product: hi + lo == a * b for float64 a, b (barring overflow)."""
     split = np.float64(134217729.0)  # 2^27 + 1 (Veltkamp splitting)

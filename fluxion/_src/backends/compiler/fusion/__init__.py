@@ -47,7 +47,7 @@ from .rewrite import recompute_residuals, vector_dots_as_reductions
 # small test programs exercise serial and parallel kernels alike.
 CHECK_PARALLEL_MIN_WORK = 1 << 10
 # Version of the helpers in `mathlib` (written into every kernel's source, so it is part of the disk-cache key).
-MATHLIB_VERSION = 11
+MATHLIB_VERSION = 12
 
 
 def min_elements() -> int:

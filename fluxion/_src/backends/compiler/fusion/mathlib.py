@@ -247,17 +247,14 @@ def _erfcf(x):
 
 @njit(inline="always", error_model="numpy")
 def _logisticf(x):
-    # As the backend: e = exp(-|x|); x >= 0 -> 1/(1+e), else e/(1+e)  (no overflow for large |x|).
-    e = _expf(-abs(x))
-    d = np.float32(1.0) + e
-    return np.float32(1.0) / d if x >= np.float32(0.0) else e / d
+    # XLA's expansion, 1 / (1 + exp(-x)), with XLA's exp: the same bits as JAX (exp(-x) = inf for x < -88.7, where
+    # the exact result is subnormal and XLA flushes it to zero anyway).
+    return np.float32(1.0) / (np.float32(1.0) + _expf(-x))
 
 
 @njit(inline="always", error_model="numpy")
 def _logistic(x):
-    e = math.exp(-abs(x))
-    d = 1.0 + e
-    return 1.0 / d if x >= 0.0 else e / d
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 def _ieee_minmax(name: str):
