@@ -348,6 +348,13 @@ def power(x, y):
     if dt.kind in "biuc" or y.dtype.kind == "c":
         return np.power(x, y).astype(dt, copy=False)
     work = dt if dt in (_F32, np.dtype(np.float64)) else _F32
+    if not x.ndim and not y.ndim:  # the common scalar case (a bias correction): one C call, no array machinery
+        c_pow = _c_library_pow().get(work)
+        if c_pow is not None:
+            a = float(x) if dt == work else float(x.astype(work))
+            b = float(y) if y.dtype == work else float(y.astype(work))
+            out = work.type(c_pow(a, b))
+            return out if dt == work else out.astype(dt)
     with np.errstate(all="ignore"):
         out = _power_float(x.astype(work, copy=False), y.astype(work, copy=False))
         out = np.asarray(out).astype(dt, copy=False)
