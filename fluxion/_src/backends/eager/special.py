@@ -26,6 +26,7 @@ import numpy as np
 import scipy.special as sp
 
 from ...lax.mul_add import mul_add_p
+from .. import xla_cpu_math
 from . import kernels, register_impl
 
 _F32 = np.dtype(np.float32)
@@ -46,12 +47,16 @@ _LOG1P_DEN = np.array([1.0, 1.5062909083469192043167E1, 8.3047565967967209469434
                       np.float32)
 _LOG1P_SMALL = np.float32(0.41421356237309504880)  # sqrt(2) - 1
 
-# Cephes logf: polynomial for log(1 + x) - x + x^2/2 over x^3, and log(2) = _LN2_HI + _LN2_LO.
-_LOG_P = np.array([7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
-                   -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1], np.float32)
-_LN2_LO = np.float32(-2.12194440e-4)
-_LN2_HI = np.float32(0.693359375)
-_SQRT_HALF = np.float32(0.707106781186547524)
+# XLA's float32 log, exp and tanh constants (shared with the fused kernels' `mathlib`), as float32 arrays.
+_LOG_P = np.array(xla_cpu_math.LOG_POLY, np.float32)
+_LN2_LO = np.float32(xla_cpu_math.LN2_LO)
+_LN2_HI = np.float32(xla_cpu_math.LN2_HI)
+_SQRT_HALF = np.float32(xla_cpu_math.SQRT_HALF)
+_TANH_NUM = np.array(xla_cpu_math.TANH_NUM, np.float32)
+_TANH_DEN = np.array(xla_cpu_math.TANH_DEN, np.float32)
+_TANH_CLAMP = np.float32(xla_cpu_math.TANH_CLAMP)
+_TANH_TINY = np.float32(xla_cpu_math.TANH_TINY)
+_EXP_POLY = np.array(xla_cpu_math.EXP_POLY, np.float32)
 
 
 def fma32(a, b, c) -> np.ndarray:
@@ -179,16 +184,6 @@ def erf_f32(x) -> np.ndarray:
         return out.astype(np.float32)
 
 
-# XLA's float32 tanh (Eigen's rational interpolant with fused multiply-adds; the constants are `mathlib`'s, which
-# the fused kernels and the eager kernel evaluate with `llvm.fma`).
-_TANH_NUM = np.array([-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
-                      1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03], np.float32)
-_TANH_DEN = np.array([1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03],
-                     np.float32)
-_TANH_CLAMP = np.float32(7.99881172180175781)
-_TANH_TINY = np.float32(0.0004)
-
-
 def tanh_f32(x) -> np.ndarray:
     """tanh of float32 `x` as XLA's CPU backend computes it: x P(x^2) / Q(x^2) on x clamped to +-7.99881172 (exactly
     +-1 there), x itself where |x| < 0.0004 (NaN and -0.0 included); each Horner step one fused multiply-add. By the
@@ -203,11 +198,6 @@ def tanh_f32(x) -> np.ndarray:
         q = _horner_fma(x2, _TANH_DEN)
         out = (c * _horner_fma(x2, _TANH_NUM)) / q
         return np.where(np.abs(x) >= _TANH_TINY, out, x).astype(np.float32)
-
-
-# `mathlib._expf`'s constants (Cephes expf: ln 2 split in two parts, a degree-5 polynomial, highest degree first).
-_EXP_POLY = np.array([1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                      5.0000001201e-1], np.float32)
 
 
 def _pow2_f32(n: np.ndarray) -> np.ndarray:
@@ -226,10 +216,10 @@ def exp_f32(x) -> np.ndarray:
     if out is not None:
         return out
     with np.errstate(all="ignore"):
-        c = np.minimum(np.maximum(x, np.float32(-104.0)), np.float32(89.0))
-        n = np.minimum(np.floor(c * np.float32(1.44269504088896341) + np.float32(0.5)), np.float32(127.0))
-        r = fma32(n, np.float32(-0.693359375), c)
-        r = fma32(n, np.float32(2.12194440e-4), r)
+        c = np.minimum(np.maximum(x, np.float32(xla_cpu_math.EXP_LOW)), np.float32(xla_cpu_math.EXP_HIGH))
+        n = np.minimum(np.floor(c * np.float32(xla_cpu_math.LOG2_E) + np.float32(0.5)), np.float32(127.0))
+        r = fma32(n, -_LN2_HI, c)
+        r = fma32(n, -_LN2_LO, r)
         p = _horner_fma(r, _EXP_POLY)
         p = fma32(p, r * r, r) + np.float32(1.0)
         ni = n.astype(np.int32)

@@ -39,6 +39,9 @@ from numba import get_num_threads, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ...xla_cpu_math import (EXP_HIGH, EXP_LOW, EXP_POLY, LN2_HI, LN2_LO, LOG2_E, LOG_POLY, SQRT_HALF, TANH_CLAMP,
+                             TANH_DEN, TANH_NUM, TANH_TINY)
+
 # When any helper changes, bump `fusion.MATHLIB_VERSION`: it is written into every kernel's source, so kernels
 # cached on disk against older helpers are never reused.
 
@@ -79,18 +82,18 @@ def _fma(typingctx, a, b, c):
 
 @njit(inline="always", error_model="numpy")
 def _expf(x):
-    x = min(max(x, np.float32(-104.0)), np.float32(89.0))  # NaN passes through min/max unchanged
-    n = np.floor(x * np.float32(1.44269504088896341) + np.float32(0.5))  # float32: keeps the loop 8 lanes wide
+    x = min(max(x, np.float32(EXP_LOW)), np.float32(EXP_HIGH))  # NaN passes through min/max unchanged
+    n = np.floor(x * np.float32(LOG2_E) + np.float32(0.5))  # float32: keeps the loop 8 lanes wide
     n = min(n, np.float32(127.0))  # as XLA: above 88.376, r grows past ln(2) / 2 instead of n reaching 128
-    r = _fma(n, np.float32(-0.693359375), x)
-    r = _fma(n, np.float32(2.12194440e-4), r)
+    r = _fma(n, np.float32(-LN2_HI), x)
+    r = _fma(n, np.float32(-LN2_LO), r)
     rr = r * r
-    p = np.float32(1.9875691500e-4)
-    p = _fma(p, r, np.float32(1.3981999507e-3))
-    p = _fma(p, r, np.float32(8.3334519073e-3))
-    p = _fma(p, r, np.float32(4.1665795894e-2))
-    p = _fma(p, r, np.float32(1.6666665459e-1))
-    p = _fma(p, r, np.float32(5.0000001201e-1))
+    p = np.float32(EXP_POLY[0])
+    p = _fma(p, r, np.float32(EXP_POLY[1]))
+    p = _fma(p, r, np.float32(EXP_POLY[2]))
+    p = _fma(p, r, np.float32(EXP_POLY[3]))
+    p = _fma(p, r, np.float32(EXP_POLY[4]))
+    p = _fma(p, r, np.float32(EXP_POLY[5]))
     p = _fma(p, rr, r) + np.float32(1.0)
     ni = np.int32(n)
     n1 = ni >> np.int32(1)
@@ -98,15 +101,7 @@ def _expf(x):
     return (p * _i32_as_f32((n1 + np.int32(127)) << np.int32(23))) * _i32_as_f32((n2 + np.int32(127)) << np.int32(23))
 
 
-# XLA's float32 tanh (Eigen's `generic_fast_tanh_float`, compiled with FMA): x P(x^2) / Q(x^2) on x clamped to
-# +-7.99881172180175781 (where the quotient is exactly +-1), x itself below 0.0004. Highest degree first.
-TANH_NUM = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
-            1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
-TANH_DEN = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
-TANH_CLAMP = 7.99881172180175781
-TANH_TINY = 0.0004
-
-
+# XLA's float32 tanh (Eigen's `generic_fast_tanh_float`, compiled with FMA): see `xla_cpu_math`.
 @njit(inline="always", error_model="numpy")
 def _tanhf(x):
     c = min(max(x, np.float32(-TANH_CLAMP)), np.float32(TANH_CLAMP))
@@ -134,22 +129,22 @@ def _logf(x):
     bits = _f32_as_i32(np.float32(1.0) if special else x)
     e = np.float32((bits >> np.int32(23)) - np.int32(126))
     m = _i32_as_f32((bits & np.int32(-2139095041)) | np.int32(0x3F000000))  # mask 0x807FFFFF: m in [0.5, 1)
-    low = m < np.float32(0.707106781186547524)
+    low = m < np.float32(SQRT_HALF)
     t = (m + m) - np.float32(1.0) if low else m - np.float32(1.0)
     e = e - np.float32(1.0) if low else e
     t2 = t * t
     t3 = t2 * t
-    y = _fma(t, np.float32(7.0376836292e-2), np.float32(-1.1514610310e-1))
-    y1 = _fma(t, np.float32(-1.2420140846e-1), np.float32(1.4249322787e-1))
-    y2 = _fma(t, np.float32(2.0000714765e-1), np.float32(-2.4999993993e-1))
-    y = _fma(y, t, np.float32(1.1676998740e-1))
-    y1 = _fma(y1, t, np.float32(-1.6668057665e-1))
-    y2 = _fma(y2, t, np.float32(3.3333331174e-1))
+    y = _fma(t, np.float32(LOG_POLY[0]), np.float32(LOG_POLY[1]))
+    y1 = _fma(t, np.float32(LOG_POLY[3]), np.float32(LOG_POLY[4]))
+    y2 = _fma(t, np.float32(LOG_POLY[6]), np.float32(LOG_POLY[7]))
+    y = _fma(y, t, np.float32(LOG_POLY[2]))
+    y1 = _fma(y1, t, np.float32(LOG_POLY[5]))
+    y2 = _fma(y2, t, np.float32(LOG_POLY[8]))
     y = _fma(y, t3, y1)
     y = _fma(y, t3, y2)
-    y = _fma(y, t3, e * np.float32(-2.12194440e-4))
+    y = _fma(y, t3, e * np.float32(LN2_LO))
     t = _fma(np.float32(-0.5), t2, t)
-    r = _fma(e, np.float32(0.693359375), t + y)
+    r = _fma(e, np.float32(LN2_HI), t + y)
     zero = abs(x) < np.float32(1.17549435e-38)  # +-0 and subnormals of either sign
     r = r if x >= np.float32(1.17549435e-38) else (np.float32(-np.inf) if zero else np.float32(np.nan))
     return x if x == np.float32(np.inf) else r  # (negatives and NaN give NaN)
