@@ -61,6 +61,23 @@ def test_kernel_matches_numpy_where_bitwise(n, dtype):
     np.testing.assert_array_equal(_bits(elementwise.select_bits(p, f, t)), _bits(np.where(p, t, f)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_takes_read_only_operands(dtype):
+    # Read-only arrays (a caller's frozen data, NumPy's broadcast views) convert to the compiled signature; a
+    # kernel compiled for writeable inputs only raised TypeError for them, since no other signature is compiled.
+    _wait_for_kernels()
+    rng = np.random.default_rng(3)
+    n = 2 * T
+    t, f = _special_values(n, dtype, rng), _special_values(n, dtype, rng)
+    p = rng.random(n) < 0.5
+    for a in (t, f, p):
+        a.setflags(write=False)
+    got = kernels.select(p, f, t)
+    np.testing.assert_array_equal(_bits(got), _bits(np.where(p, t, f)))
+    if dtype == np.float32:  # (float64 arrays become float32 in jnp without 64-bit mode)
+        np.testing.assert_array_equal(_bits(jnp.where(p, t, f)), _bits(np.where(p, t, f)))
+
+
 VIEWS = {
     "contiguous": lambda a: a,
     "transposed": lambda a: a.T,

@@ -79,8 +79,12 @@ def _njit_each(fn: Callable, signatures: Callable) -> tuple | None:
 
 
 def _compile_select(itemsize: int) -> None:
-    found = _njit_each(_SELECT[itemsize],
-                       lambda nb: [(nb.uint8[::1],) + (nb.from_dtype(np.dtype(_INT[itemsize]))[::1],) * 3])
+    def signatures(nb):
+        it = nb.from_dtype(np.dtype(_INT[itemsize]))
+        # Inputs typed read-only, which also accepts writeable arrays (a broadcast or a caller's read-only array).
+        pred, value = nb.types.Array(nb.uint8, 1, "C", readonly=True), nb.types.Array(it, 1, "C", readonly=True)
+        return [(pred, value, value, it[::1])]
+    found = _njit_each(_SELECT[itemsize], signatures)
     if found is not None:
         _ready[itemsize] = found[0]
 
