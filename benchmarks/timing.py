@@ -21,13 +21,16 @@ STEADY_FACTOR = 1.2    # "steady": a call within this factor of the steady media
 
 
 def kernels_idle() -> bool:
-    """Whether fluxion's background kernel compiler has no job queued or running and no program it knows is still
-    waiting for its first fused tier (True without fluxion).
+    """Whether fluxion's background kernel compiler has no job queued or running, no program it knows is still
+    waiting for its first fused tier, and no eager kernel is being compiled (True without fluxion).
 
     Both are needed: the queue can be empty between a program's first call and the moment its kernels are queued,
     and a row timed then would compare fluxion's NumPy path with itself. A program on its serial tier counts as
     settled (its threaded variants, when it gets any, are queued jobs).
     """
+    eager = sys.modules.get("fluxion._src.backends.eager.kernels")
+    if eager is not None and eager.compiling():  # the eager kernels (float32 exp/tanh/log, fma, ...) are tiers too
+        return False
     compiler = sys.modules.get("fluxion._src.backends.compiler")
     if compiler is None:
         return True

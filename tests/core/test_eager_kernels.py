@@ -298,3 +298,29 @@ def test_binary_kernels_compile_once_across_threads(monkeypatch):
         time.sleep(0.05)
     assert started == [("mul", "full_row", np.dtype(np.float32))]
     np.testing.assert_array_equal(_bits(kernels.binary("mul", x, row)), want)
+
+
+def test_fma_kernel_on_operands_its_hot_path_does_not_take():
+    # `kernels.fma` hands 1-D operands straight to the contiguous kernel and falls back to the general path when
+    # the kernel rejects them: strided views, read-only and unaligned arrays must give the exact fused results.
+    pytest.importorskip("numba")
+    from fluxion._src.backends.eager import special
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(4001).astype(np.float32) for _ in range(3))
+    deadline = time.monotonic() + 120
+    while kernels.fma(a, b, c) is None:
+        assert time.monotonic() < deadline, "the fma kernel did not compile"
+        time.sleep(0.05)
+    want = special.fma32(a, b, c)
+    np.testing.assert_array_equal(_bits(kernels.fma(a, b, c)), _bits(want))
+    np.testing.assert_array_equal(_bits(kernels.fma(a[::2], b[::2], c[::2])), _bits(want[::2]))
+    frozen = a.copy()
+    frozen.setflags(write=False)
+    np.testing.assert_array_equal(_bits(kernels.fma(frozen, b, c)), _bits(want))
+    raw = np.zeros(a.nbytes + 1, np.uint8)
+    unaligned = raw[1:].view(np.float32)
+    unaligned[:] = a
+    got = kernels.fma(unaligned, b, c)
+    assert got is None or np.array_equal(_bits(got), _bits(want))  # None: the caller's emulation takes over
+    np.testing.assert_array_equal(_bits(special.mul_add(unaligned, b, c)), _bits(want))
+    assert kernels.fma(a, b.astype(np.float64), c) is None  # mixed dtypes: not the kernel's
