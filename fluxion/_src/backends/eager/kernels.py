@@ -302,14 +302,22 @@ def _compile_fma(dtype: np.dtype) -> None:
         _fma_ready[dtype] = found
 
 
-def _flat_operands(operands: tuple, shape: tuple) -> list:
-    """Each operand (of `shape`, or 0-d) as a 1-D view of the output's elements: a reshape, or a stride-0 broadcast
-    of a 0-d operand."""
-    n = 1
-    for d in shape:
-        n *= d
-    return [v if v.ndim == 1 and v.size == n else v.reshape(-1) if v.shape == shape else np.broadcast_to(v, (n,))
+def _run_strided_pair(kernel: tuple, operands: tuple, out: np.ndarray | None = None) -> np.ndarray | None:
+    """Runs a `_strided_pair` kernel on `operands` (aligned, of one shape or 0-d), into `out` if given (C-contiguous,
+    of that shape) or a new array; None for other shapes or unaligned operands. Each operand is passed as a 1-D view
+    of the output's elements -- a reshape, or a stride-0 broadcast of a 0-d operand -- to the contiguous kernel when
+    all views are contiguous, else to the strided one."""
+    shape = max((v.shape for v in operands), key=len)
+    if any(v.shape not in (shape, ()) for v in operands) or not all(v.flags.aligned for v in operands):
+        return None
+    if out is None:
+        out = np.empty(shape, operands[0].dtype)
+    n = out.size
+    flat = [v if v.ndim == 1 and v.size == n else v.reshape(-1) if v.shape == shape else np.broadcast_to(v, (n,))
             for v in operands]
+    contiguous, strided = kernel
+    (contiguous if all(v.flags.c_contiguous for v in flat) else strided)(*flat, out.reshape(-1))
+    return out
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = None) -> np.ndarray | None:
@@ -333,23 +341,12 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = No
         if dt in _BINARY_DTYPES:
             _compile_once(_fma_started, dt, _compile_fma)
         return None
-    shape = a.shape
-    if not (shape == b.shape == c.shape):
-        shape = max(a.shape, b.shape, c.shape, key=len)
-        if any(v.shape not in (shape, ()) for v in (a, b, c)):
-            return None
-    if not (a.flags.aligned and b.flags.aligned and c.flags.aligned):
-        return None
-    if out is None:
-        out = np.empty(shape, dt)
-    flat = _flat_operands((a, b, c), shape)
-    contiguous, strided = kernel
-    (contiguous if all(v.flags.c_contiguous for v in flat) else strided)(*flat, out.reshape(-1))
-    return out
+    return _run_strided_pair(kernel, (a, b, c), out)
 
 
 # -- float32 functions with XLA's bits -----------------------------------------------------------------------------
-_UNARY_LOOPS = {"tanh": "tanhf_loop", "exp": "expf_loop", "log": "logf_loop"}  # name -> the `mathlib` loop computing it for float32
+# name -> the `mathlib` loop computing it for float32
+_UNARY_LOOPS = {"tanh": "tanhf_loop", "exp": "expf_loop", "log": "logf_loop"}
 _unary_ready: dict = {}  # name -> compiled kernel
 _unary_started: set = set()
 
@@ -404,10 +401,7 @@ def power(x: np.ndarray, y: np.ndarray, wait: bool = False) -> np.ndarray | None
     in a compiled loop. None while the kernel compiles (the first call starts the compile; with `wait`, the call
     blocks until it is ready instead), without Numba, or for other operands."""
     dt = x.dtype
-    if y.dtype != dt or dt not in _BINARY_DTYPES or not (x.flags.aligned and y.flags.aligned):
-        return None
-    shape = x.shape if x.shape == y.shape or y.ndim == 0 else y.shape
-    if x.shape not in (shape, ()) or y.shape not in (shape, ()):
+    if y.dtype != dt or dt not in _BINARY_DTYPES:
         return None
     kernel = _pow_ready.get(dt)
     if kernel is None:
@@ -418,8 +412,4 @@ def power(x: np.ndarray, y: np.ndarray, wait: bool = False) -> np.ndarray | None
         kernel = _pow_ready.get(dt)
         if kernel is None:
             return None
-    out = np.empty(shape, dt)
-    flat = _flat_operands((x, y), shape)
-    contiguous, strided = kernel
-    (contiguous if all(v.flags.c_contiguous for v in flat) else strided)(*flat, out.reshape(-1))
-    return out
+    return _run_strided_pair(kernel, (x, y))
